@@ -1,0 +1,135 @@
+"""Scaled dot-product and multi-head attention (§3.2), with a key/value cache for decoding.
+
+Two paths, one contract: the fused `F.scaled_dot_product_attention` for speed, and a manual path
+that also returns every head's weights when the caller asks for them (`need_weights=True`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from core.masks import subsequent_mask
+
+
+def scaled_dot_product_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    dropout: nn.Module | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Attention(Q, K, V) = softmax(Q Kᵀ / √d_k) V  (Eq. 1), written out step by step.
+
+    q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v); mask broadcasts to (..., T_q, T_k),
+    True where attending is allowed. Returns (output (..., T_q, d_v), weights (..., T_q, T_k)).
+    """
+    d_k = q.size(-1)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., T_q, T_k)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = scores.softmax(dim=-1)
+    # A query whose every key is masked would give NaN; give it zero attention instead.
+    weights = torch.nan_to_num(weights, nan=0.0)
+    attended = dropout(weights) if dropout is not None else weights
+    return attended @ v, weights  # (..., T_q, d_v), (..., T_q, T_k)
+
+
+@dataclass
+class KVCache:
+    """Keys and values of one attention sub-layer, kept between decoding steps.
+
+    Self-attention caches grow by one position a step; cross-attention caches hold the projected
+    encoder memory, computed once per sentence.
+    """
+
+    k: torch.Tensor  # (B, h, T, d_k)
+    v: torch.Tensor  # (B, h, T, d_k)
+
+    @property
+    def length(self) -> int:
+        return self.k.size(2)
+
+    def append(self, k: torch.Tensor, v: torch.Tensor) -> None:
+        self.k = torch.cat([self.k, k], dim=2)  # (B, h, T+t, d_k)
+        self.v = torch.cat([self.v, v], dim=2)
+
+    def select(self, index: torch.Tensor) -> None:
+        """Keep batch rows `index` (beam search reorders and prunes hypotheses)."""
+        self.k = self.k.index_select(0, index)
+        self.v = self.v.index_select(0, index)
+
+
+class MultiHeadAttention(nn.Module):
+    """MultiHead(Q, K, V) = Concat(head_1..head_h) W^O, head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V).
+
+    W^K and W^V are stored stacked in one (2·d_model × d_model) projection: one matmul for both,
+    and the cross-attention keys/values of the encoder memory are projected once per sentence.
+    """
+
+    def __init__(self, d_model: int, h: int, attention_dropout: float = 0.0) -> None:
+        super().__init__()
+        self.h, self.d_k = h, d_model // h
+        self.w_q = nn.Linear(d_model, d_model)
+        self.w_kv = nn.Linear(d_model, 2 * d_model)
+        self.w_o = nn.Linear(d_model, d_model)
+        self.attention_dropout = attention_dropout
+        self.dropout = nn.Dropout(attention_dropout)
+
+    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, _ = x.shape
+        return x.view(b, t, self.h, self.d_k).transpose(1, 2)  # (B, h, T, d_k)
+
+    def project_kv(self, memory: torch.Tensor) -> KVCache:
+        k, v = self.w_kv(memory).chunk(2, dim=-1)  # 2 × (B, T_k, d_model)
+        return KVCache(self.split_heads(k), self.split_heads(v))
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor | None = None,
+        mask: torch.Tensor | None = None,
+        *,
+        cache: KVCache | None = None,
+        static_kv: bool = False,
+        is_causal: bool = False,
+        need_weights: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """x (B, T_q, d_model) queries; keys/values from `memory` (cross) or from x (self).
+
+        With a `cache`: static_kv=True uses its keys/values as they are (cross-attention);
+        otherwise x's new keys/values are appended to it first (incremental self-attention).
+        `is_causal` lets the fused path apply the look-ahead mask itself (mask must be None).
+        Returns (output (B, T_q, d_model), weights (B, h, T_q, T_k) or None).
+        """
+        q = self.split_heads(self.w_q(x))  # (B, h, T_q, d_k)
+        if cache is not None and static_kv:
+            k, v = cache.k, cache.v
+        else:
+            kv = self.project_kv(x if memory is None else memory)
+            if cache is not None:
+                cache.append(kv.k, kv.v)
+                kv = cache
+            k, v = kv.k, kv.v  # (B, h, T_k, d_k)
+
+        if need_weights:
+            if is_causal:
+                mask = subsequent_mask(q.size(2), offset=k.size(2) - q.size(2), device=q.device)
+            out, weights = scaled_dot_product_attention(q, k, v, mask, self.dropout if self.training else None)
+        else:
+            out = F.scaled_dot_product_attention(
+                q,
+                k,
+                v,
+                attn_mask=mask,
+                dropout_p=self.attention_dropout if self.training else 0.0,
+                is_causal=is_causal and mask is None,
+            )
+            weights = None
+        b, _, t, _ = out.shape
+        out = out.transpose(1, 2).reshape(b, t, self.h * self.d_k)  # (B, T_q, d_model)
+        return self.w_o(out), weights

@@ -1,0 +1,197 @@
+"""The model directory: what `tt train` writes, `weights/` ships, and translate/inspect load.
+
+    model.safetensors   weights; metadata holds the format name and version and the ModelConfig JSON
+    spm.model           the SentencePiece model
+    README.md           the model card (optional)
+
+No pickles anywhere: safetensors holds only tensors and string metadata. Loading checks every
+name and shape and turns each way a file can be wrong into one clear CheckpointError.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from core.config import ModelConfig
+from core.errors import CheckpointError, ConfigError, TokenizerError
+from core.tokenizer import Tokenizer
+
+FORMAT = "tt.model"
+FORMAT_VERSION = 1
+WEIGHTS_FILE = "model.safetensors"
+TOKENIZER_FILE = "spm.model"
+
+
+@contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """Yield a temporary path beside `path`; on success it replaces `path` in one rename.
+
+    A crash or Ctrl-C part-way leaves the old file (or none), never a truncated one.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
+
+
+def model_tensors(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """The state dict with tied weights stored once (safetensors refuses shared storage)."""
+    seen: dict[int, str] = {}
+    tensors = {}
+    for name, tensor in model.state_dict().items():
+        key = tensor.data_ptr()
+        if key in seen:
+            continue
+        seen[key] = name
+        tensors[name] = tensor.detach().contiguous()
+    return tensors
+
+
+def save_model(
+    model: torch.nn.Module,
+    tokenizer: Tokenizer,
+    directory: str | Path,
+    *,
+    dtype: torch.dtype = torch.float32,
+    extra_metadata: dict[str, str] | None = None,
+) -> Path:
+    """Write the model directory; each file atomically. fp16 halves the size for shipping."""
+    from safetensors.torch import save_file
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    cfg: ModelConfig = model.cfg
+    tensors = {name: t.to("cpu", dtype if t.is_floating_point() else t.dtype) for name, t in model_tensors(model).items()}
+    metadata = {"format": FORMAT, "format_version": str(FORMAT_VERSION), "config": cfg.to_json()}
+    from core import __version__
+
+    metadata["tt_version"] = __version__
+    metadata.update(extra_metadata or {})
+    with atomic_path(directory / WEIGHTS_FILE) as tmp:
+        save_file(tensors, str(tmp), metadata=metadata)
+    atomic_write_bytes(directory / TOKENIZER_FILE, tokenizer.proto)
+    return directory
+
+
+def read_weights(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
+    """Tensors and metadata of a safetensors file, with every failure as a CheckpointError."""
+    from safetensors import SafetensorError, safe_open
+
+    if not path.exists():
+        raise CheckpointError(f"{path}: not found")
+    if path.stat().st_size < 8:
+        raise CheckpointError(f"{path}: truncated or empty ({path.stat().st_size} bytes), not a safetensors file")
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            metadata = f.metadata() or {}
+            tensors = {name: f.get_tensor(name) for name in f.keys()}
+    except SafetensorError as exc:
+        raise CheckpointError(f"{path}: not a valid safetensors file (truncated or corrupt: {exc})") from None
+    except OSError as exc:
+        raise CheckpointError(f"{path}: cannot read ({exc.strerror})") from None
+    return tensors, metadata
+
+
+def config_from_metadata(path: Path, metadata: dict[str, str]) -> ModelConfig:
+    if metadata.get("format") != FORMAT:
+        raise CheckpointError(f"{path}: not a tt model (safetensors metadata has no format={FORMAT!r})")
+    try:
+        version = int(metadata.get("format_version", ""))
+    except ValueError:
+        raise CheckpointError(f"{path}: bad format_version {metadata.get('format_version')!r}") from None
+    if version > FORMAT_VERSION:
+        raise CheckpointError(f"{path}: format version {version} is newer than this tt reads ({FORMAT_VERSION}); upgrade tt")
+    try:
+        return ModelConfig.from_json(metadata.get("config", ""))
+    except ConfigError as exc:
+        raise CheckpointError(f"{path}: {exc}") from None
+
+
+def load_state(model: torch.nn.Module, tensors: dict[str, torch.Tensor], path: Path) -> None:
+    """Copy `tensors` into `model`, after checking that names and shapes match exactly."""
+    expected = model_tensors(model)
+    missing = sorted(set(expected) - set(tensors))
+    unexpected = sorted(set(tensors) - set(expected))
+    if missing or unexpected:
+        parts = []
+        if missing:
+            parts.append(f"missing {len(missing)} tensor(s) ({', '.join(missing[:3])}{'…' if len(missing) > 3 else ''})")
+        if unexpected:
+            parts.append(f"unexpected {len(unexpected)} ({', '.join(unexpected[:3])}{'…' if len(unexpected) > 3 else ''})")
+        raise CheckpointError(f"{path}: weights do not match the config: {'; '.join(parts)}")
+    for name, want in expected.items():
+        if tuple(tensors[name].shape) != tuple(want.shape):
+            raise CheckpointError(
+                f"{path}: tensor {name} has shape {tuple(tensors[name].shape)}, the config needs {tuple(want.shape)}"
+            )
+    with torch.no_grad():
+        for name, want in expected.items():
+            want.copy_(tensors[name])
+
+
+def default_model_dir() -> Path:
+    """$TT_MODEL if set, else the model shipped in the `weights` package."""
+    override = os.environ.get("TT_MODEL")
+    if override:
+        return Path(override)
+    from weights import DIR
+
+    return DIR
+
+
+@dataclass
+class LoadedModel:
+    model: torch.nn.Module  # core.model.Transformer, in eval mode
+    tokenizer: Tokenizer
+    path: Path
+    metadata: dict[str, str]
+
+    @property
+    def cfg(self) -> ModelConfig:
+        return self.model.cfg
+
+
+def load_model(directory: str | Path | None = None, *, device: str | torch.device = "cpu") -> LoadedModel:
+    """Load a model directory (fp16 or fp32 on disk; fp32 in memory); None = the default model."""
+    from core.model import Transformer
+
+    directory = Path(directory) if directory is not None else default_model_dir()
+    if not directory.exists():
+        raise CheckpointError(f"{directory}: no such model directory")
+    if not directory.is_dir():
+        raise CheckpointError(f"{directory}: not a directory (a model is a directory with {WEIGHTS_FILE} and {TOKENIZER_FILE})")
+    weights = directory / WEIGHTS_FILE
+    if not weights.exists():
+        raise CheckpointError(f"{directory}: no {WEIGHTS_FILE} in the model directory")
+    tensors, metadata = read_weights(weights)
+    cfg = config_from_metadata(weights, metadata)
+    try:
+        tokenizer = Tokenizer.load(directory / TOKENIZER_FILE)
+    except TokenizerError as exc:
+        raise CheckpointError(str(exc)) from None
+    if tokenizer.vocab_size != cfg.vocab_size:
+        raise CheckpointError(
+            f"{directory / TOKENIZER_FILE}: {tokenizer.vocab_size} pieces, but the model was built for {cfg.vocab_size}"
+        )
+    model = Transformer(cfg)
+    load_state(model, {k: v.float() if v.is_floating_point() else v for k, v in tensors.items()}, weights)
+    return LoadedModel(model.to(device).eval(), tokenizer, directory, metadata)

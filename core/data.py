@@ -1,0 +1,201 @@
+"""Parallel data: readers (TSV or line-aligned files, plain or gzip), filters, token-budget batches."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from core.errors import DataError
+
+
+@dataclass(frozen=True)
+class Pair:
+    src: str
+    tgt: str
+    origin: str  # "file:line", for messages
+
+
+@dataclass
+class ReadStats:
+    read: int = 0
+    skipped_malformed: int = 0
+    skipped_filtered: int = 0
+    skipped_duplicate: int = 0
+    problems: list[str] = field(default_factory=list)  # the first few skipped lines, for the log
+
+
+def _open_text(path: Path) -> io.TextIOBase:
+    try:
+        raw = gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
+    except FileNotFoundError:
+        raise DataError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise DataError(f"{path}: cannot open ({exc.strerror})") from None
+    return raw
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, text) of a UTF-8 file, gzip or plain; a bad byte is an error with its line."""
+    with _open_text(path) as f:
+        lineno = 0
+        try:
+            for lineno, raw in enumerate(f, start=1):
+                try:
+                    yield lineno, raw.decode("utf-8").rstrip("\r\n")
+                except UnicodeDecodeError as exc:
+                    raise DataError(f"{path}:{lineno}: invalid UTF-8 ({exc.reason} at byte {exc.start})") from None
+        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+            raise DataError(f"{path}:{lineno + 1}: cannot read ({exc})") from None
+
+
+def read_tsv(path: str | Path, *, strict: bool = True, stats: ReadStats | None = None) -> Iterator[Pair]:
+    """source<TAB>target per line. Extra columns (e.g. attribution) after the second are ignored."""
+    path = Path(path)
+    stats = stats if stats is not None else ReadStats()
+    for lineno, line in _lines(path):
+        cols = line.split("\t")
+        problem = None
+        if len(cols) < 2:
+            problem = f"{path}:{lineno}: expected source<TAB>target, found no tab"
+        elif not cols[0].strip() or not cols[1].strip():
+            problem = f"{path}:{lineno}: empty {'source' if not cols[0].strip() else 'target'} side"
+        if problem:
+            if strict:
+                raise DataError(problem + " (use --skip-bad-lines to skip such lines)")
+            stats.skipped_malformed += 1
+            if len(stats.problems) < 5:
+                stats.problems.append(problem)
+            continue
+        stats.read += 1
+        yield Pair(cols[0].strip(), cols[1].strip(), f"{path}:{lineno}")
+
+
+def read_aligned(
+    src_path: str | Path, tgt_path: str | Path, *, strict: bool = True, stats: ReadStats | None = None
+) -> Iterator[Pair]:
+    """Two files aligned by line (train.fr + train.en)."""
+    src_path, tgt_path = Path(src_path), Path(tgt_path)
+    stats = stats if stats is not None else ReadStats()
+    src_lines, tgt_lines = _lines(src_path), _lines(tgt_path)
+    while True:
+        s = next(src_lines, None)
+        t = next(tgt_lines, None)
+        if s is None and t is None:
+            return
+        if s is None or t is None:
+            longer, n = (tgt_path, t[0]) if s is None else (src_path, s[0])
+            raise DataError(f"{longer}:{n}: files are not aligned: {src_path} and {tgt_path} have different line counts")
+        lineno = s[0]
+        if not s[1].strip() or not t[1].strip():
+            problem = f"{src_path if not s[1].strip() else tgt_path}:{lineno}: empty line"
+            if strict:
+                raise DataError(problem + " (use --skip-bad-lines to skip such lines)")
+            stats.skipped_malformed += 1
+            if len(stats.problems) < 5:
+                stats.problems.append(problem)
+            continue
+        stats.read += 1
+        yield Pair(s[1].strip(), t[1].strip(), f"{src_path}:{lineno}")
+
+
+def resolve(spec: str | Path, src_lang: str = "fr", tgt_lang: str = "en") -> tuple[Path, ...]:
+    """A --data argument: a TSV file, or a prefix P with P.fr + P.en (or .gz) beside it."""
+    path = Path(spec)
+    if path.is_file():
+        return (path,)
+    for suffix in ("", ".gz"):
+        src, tgt = Path(f"{spec}.{src_lang}{suffix}"), Path(f"{spec}.{tgt_lang}{suffix}")
+        if src.is_file() and tgt.is_file():
+            return (src, tgt)
+    raise DataError(
+        f"{spec}: no such data; give a TSV file (source<TAB>target) or a prefix P with P.{src_lang} and P.{tgt_lang}"
+    )
+
+
+def read_corpus(
+    spec: str | Path, *, src_lang: str = "fr", tgt_lang: str = "en", strict: bool = True, stats: ReadStats | None = None
+) -> Iterator[Pair]:
+    files = resolve(spec, src_lang, tgt_lang)
+    if len(files) == 1:
+        return read_tsv(files[0], strict=strict, stats=stats)
+    return read_aligned(*files, strict=strict, stats=stats)
+
+
+@dataclass(frozen=True)
+class Example:
+    src: list[int]  # piece ids, EOS appended
+    tgt: list[int]  # piece ids, BOS first and EOS last
+
+
+def length_ok(src_len: int, tgt_len: int, max_len: int, max_ratio: float) -> bool:
+    if src_len > max_len or tgt_len > max_len:
+        return False
+    return max(src_len, tgt_len) <= max_ratio * max(1, min(src_len, tgt_len))
+
+
+def heldout_bucket(src: str) -> int:
+    """A stable bucket in [0, 1000) from the source sentence's hash.
+
+    Held-out splits are bucket ranges, so they depend only on the sentence, never on file order,
+    and every copy of a held-out source leaves training with it.
+    """
+    return int.from_bytes(hashlib.blake2b(src.encode("utf-8"), digest_size=8).digest(), "big") % 1000
+
+
+def split_heldout(
+    pairs: Sequence[Pair], valid_per_mille: int, test_per_mille: int = 0
+) -> tuple[list[Pair], list[Pair], list[Pair]]:
+    """(train, valid, test): valid = buckets [0, v), test = buckets [v, v + t) of `heldout_bucket`."""
+    train, valid, test = [], [], []
+    for p in pairs:
+        b = heldout_bucket(p.src)
+        (valid if b < valid_per_mille else test if b < valid_per_mille + test_per_mille else train).append(p)
+    return train, valid, test
+
+
+def token_batches(
+    src_lens: Sequence[int], tgt_lens: Sequence[int], max_tokens: int, *, seed: int, epoch: int, shuffle: bool = True
+) -> list[list[int]]:
+    """Group example indices into batches of about `max_tokens` (source + target, with padding).
+
+    Examples are sorted by length (ties broken at random per epoch) so a batch pads little; the
+    batch order is then shuffled. The same (seed, epoch) always gives the same batches, which is
+    what makes resuming mid-epoch exact.
+    """
+    n = len(src_lens)
+    g = torch.Generator().manual_seed(seed * 1_000_003 + epoch)
+    noise = torch.rand(n, generator=g).tolist() if shuffle else [0.0] * n
+    order = sorted(range(n), key=lambda i: (src_lens[i], tgt_lens[i], noise[i]))
+    batches, current, max_s, max_t = [], [], 0, 0
+    for i in order:
+        s, t = max(max_s, src_lens[i]), max(max_t, tgt_lens[i])
+        if current and (len(current) + 1) * (s + t) > max_tokens:
+            batches.append(current)
+            current, s, t = [], src_lens[i], tgt_lens[i]
+        current.append(i)
+        max_s, max_t = s, t
+    if current:
+        batches.append(current)
+    if shuffle:
+        perm = torch.randperm(len(batches), generator=g).tolist()
+        batches = [batches[i] for i in perm]
+    return batches
+
+
+def collate(examples: Sequence[Example], pad_id: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """-> src (B, S), tgt_in (B, T) = BOS y1..yn, tgt_out (B, T) = y1..yn EOS; right-padded."""
+    b = len(examples)
+    s = max(len(e.src) for e in examples)
+    t = max(len(e.tgt) for e in examples) - 1
+    src = torch.full((b, s), pad_id, dtype=torch.long)
+    tgt = torch.full((b, t + 1), pad_id, dtype=torch.long)
+    for i, e in enumerate(examples):
+        src[i, : len(e.src)] = torch.tensor(e.src)
+        tgt[i, : len(e.tgt)] = torch.tensor(e.tgt)
+    return src, tgt[:, :-1], tgt[:, 1:]

@@ -1,0 +1,21 @@
+"""Domain errors. The CLI turns each into one line on stderr and a non-zero exit."""
+
+
+class TTError(Exception):
+    """Base of every error a user can cause (bad file, bad option, bad input)."""
+
+
+class ConfigError(TTError):
+    """A model or training configuration that cannot work."""
+
+
+class CheckpointError(TTError):
+    """A model directory or checkpoint that is missing, corrupt or mismatched."""
+
+
+class DataError(TTError):
+    """Training or evaluation data that cannot be read (file and line in the message)."""
+
+
+class TokenizerError(TTError):
+    """A SentencePiece model that is missing or does not fit the model."""

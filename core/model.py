@@ -1,0 +1,219 @@
+"""The encoder–decoder Transformer of "Attention Is All You Need" (§3, Figure 1).
+
+`encode` reads the source once; `decode` runs the decoder over target tokens, either all at once
+(training, teacher forcing) or a few at a time against a `DecoderState` cache (inference).
+Attention weights come back in `AttentionTrace` only when `need_weights=True`; nothing is stashed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+from core.attention import KVCache, MultiHeadAttention
+from core.config import ModelConfig
+from core.layers import AddNorm, Embeddings, FeedForward, PositionalEncoding
+from core.masks import padding_mask, subsequent_mask
+
+
+@dataclass
+class AttentionTrace:
+    """Every head's attention weights, one tensor per layer, each (B, h, T_q, T_k)."""
+
+    encoder_self: list[torch.Tensor] = field(default_factory=list)  # T_q = T_k = source length
+    decoder_self: list[torch.Tensor] = field(default_factory=list)  # masked: T_k = target length so far
+    cross: list[torch.Tensor] = field(default_factory=list)  # T_k = source length
+
+
+@dataclass
+class Encoded:
+    """What the encoder hands the decoder: the memory and the source padding mask."""
+
+    memory: torch.Tensor  # (B, S, d_model)
+    src_mask: torch.Tensor  # (B, 1, 1, S), True at real source tokens
+    attention: list[torch.Tensor] | None = None  # encoder self-attention per layer when asked
+
+    def select(self, index: torch.Tensor) -> Encoded:
+        """Rows `index` of the batch (beam search expands each sentence into its beams)."""
+        return Encoded(self.memory.index_select(0, index), self.src_mask.index_select(0, index), None)
+
+
+@dataclass
+class DecoderState:
+    """The key/value cache of every decoder layer; `length` target positions decoded so far."""
+
+    self_attn: list[KVCache | None]
+    cross_attn: list[KVCache]
+    length: int = 0
+
+    def select(self, index: torch.Tensor) -> None:
+        for cache in (*self.self_attn, *self.cross_attn):
+            if cache is not None:
+                cache.select(index)
+
+
+@dataclass
+class Decoded:
+    logits: torch.Tensor  # (B, T, vocab): unnormalised scores for the next token at each position
+    self_attention: list[torch.Tensor] | None = None  # (B, h, T, T_so_far) per layer
+    cross_attention: list[torch.Tensor] | None = None  # (B, h, T, S) per layer
+
+
+class EncoderLayer(nn.Module):
+    """Self-attention, then the feed-forward network; each wrapped in Add & Norm (§3.1)."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.h, cfg.attention_dropout)
+        self.self_attn_norm = AddNorm(cfg.d_model, cfg.dropout, cfg.norm)
+        self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout)
+        self.ffn_norm = AddNorm(cfg.d_model, cfg.dropout, cfg.norm)
+
+    def forward(
+        self, x: torch.Tensor, src_mask: torch.Tensor, need_weights: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        y = self.self_attn_norm.sublayer_input(x)
+        attended, weights = self.self_attn(y, mask=src_mask, need_weights=need_weights)
+        x = self.self_attn_norm(x, attended)
+        x = self.ffn_norm(x, self.ffn(self.ffn_norm.sublayer_input(x)))
+        return x, weights
+
+
+class DecoderLayer(nn.Module):
+    """Masked self-attention, cross-attention over the encoder memory, feed-forward (§3.1)."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.h, cfg.attention_dropout)
+        self.self_attn_norm = AddNorm(cfg.d_model, cfg.dropout, cfg.norm)
+        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.h, cfg.attention_dropout)
+        self.cross_attn_norm = AddNorm(cfg.d_model, cfg.dropout, cfg.norm)
+        self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout)
+        self.ffn_norm = AddNorm(cfg.d_model, cfg.dropout, cfg.norm)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor,
+        src_mask: torch.Tensor,
+        self_mask: torch.Tensor | None,
+        self_cache: KVCache | None = None,
+        cross_cache: KVCache | None = None,
+        need_weights: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+        y = self.self_attn_norm.sublayer_input(x)
+        attended, self_w = self.self_attn(
+            y, mask=self_mask, cache=self_cache, is_causal=self_mask is None and self_cache is None,
+            need_weights=need_weights,
+        )
+        x = self.self_attn_norm(x, attended)
+        y = self.cross_attn_norm.sublayer_input(x)
+        attended, cross_w = self.cross_attn(
+            y, memory, src_mask, cache=cross_cache, static_kv=cross_cache is not None, need_weights=need_weights
+        )
+        x = self.cross_attn_norm(x, attended)
+        x = self.ffn_norm(x, self.ffn(self.ffn_norm.sublayer_input(x)))
+        return x, self_w, cross_w
+
+
+class Transformer(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.src_embed = Embeddings(cfg.vocab_size, cfg.d_model, cfg.pad_id)
+        self.tgt_embed = self.src_embed if cfg.share_embeddings else Embeddings(cfg.vocab_size, cfg.d_model, cfg.pad_id)
+        self.src_pos = PositionalEncoding(cfg.d_model, cfg.max_len, cfg.dropout, cfg.positional)
+        self.tgt_pos = PositionalEncoding(cfg.d_model, cfg.max_len, cfg.dropout, cfg.positional)
+        self.encoder_layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_encoder_layers))
+        self.decoder_layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.n_decoder_layers))
+        # Pre-norm leaves the residual stream un-normalised, so each stack ends with a LayerNorm.
+        self.encoder_norm = nn.LayerNorm(cfg.d_model) if cfg.norm == "pre" else nn.Identity()
+        self.decoder_norm = nn.LayerNorm(cfg.d_model) if cfg.norm == "pre" else nn.Identity()
+        # The final linear layer before the softmax; tied to the embeddings when shared (§3.4).
+        self.generator = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self._init_weights()
+        if cfg.share_embeddings:
+            self.generator.weight = self.tgt_embed.table.weight
+
+    def _init_weights(self) -> None:
+        for name, p in self.named_parameters():
+            if p.dim() > 1 and "embed" not in name and "learned" not in name:
+                nn.init.xavier_uniform_(p)
+            elif name.endswith("bias"):
+                nn.init.zeros_(p)
+
+    # ----------------------------------------------------------------------------------- encoder
+    def encode(self, src: torch.Tensor, *, need_weights: bool = False) -> Encoded:
+        """src (B, S) token ids -> memory (B, S, d_model)."""
+        if src.size(1) > self.cfg.max_len:
+            raise ValueError(f"source has {src.size(1)} pieces; this model takes at most {self.cfg.max_len}")
+        src_mask = padding_mask(src, self.cfg.pad_id)  # (B, 1, 1, S)
+        x = self.src_pos(self.src_embed(src))  # (B, S, d_model)
+        weights = [] if need_weights else None
+        for layer in self.encoder_layers:
+            x, w = layer(x, src_mask, need_weights)
+            if weights is not None:
+                weights.append(w)
+        return Encoded(self.encoder_norm(x), src_mask, weights)
+
+    # ----------------------------------------------------------------------------------- decoder
+    def start_state(self, enc: Encoded) -> DecoderState:
+        """An empty cache, with the cross-attention keys/values of the memory projected once."""
+        return DecoderState(
+            self_attn=[None] * len(self.decoder_layers),
+            cross_attn=[layer.cross_attn.project_kv(enc.memory) for layer in self.decoder_layers],
+        )
+
+    def decode(
+        self,
+        tgt: torch.Tensor,
+        enc: Encoded,
+        *,
+        state: DecoderState | None = None,
+        need_weights: bool = False,
+    ) -> Decoded:
+        """tgt (B, T) target ids (BOS first) -> next-token logits (B, T, vocab).
+
+        Without `state`: all T positions at once under the look-ahead mask (teacher forcing).
+        With `state`: tgt holds only the new positions; their keys/values join the cache.
+        """
+        offset = state.length if state is not None else 0
+        t = tgt.size(1)
+        if offset + t > self.cfg.max_len:
+            raise ValueError(f"target reaches {offset + t} pieces; this model takes at most {self.cfg.max_len}")
+        x = self.tgt_pos(self.tgt_embed(tgt), offset)  # (B, T, d_model)
+        # One new query needs no look-ahead mask: everything in the cache is its past.
+        # Full-sequence training lets the fused kernel apply causality itself (is_causal).
+        self_mask = None
+        if state is not None and t > 1:
+            self_mask = subsequent_mask(t, offset=offset, device=tgt.device)  # (1, 1, T, offset+T)
+        self_ws, cross_ws = ([], []) if need_weights else (None, None)
+        for i, layer in enumerate(self.decoder_layers):
+            self_cache = cross_cache = None
+            if state is not None:
+                if state.self_attn[i] is None:
+                    empty = tgt.new_empty(tgt.size(0), self.cfg.h, 0, self.cfg.d_k, dtype=x.dtype)
+                    state.self_attn[i] = KVCache(empty, empty.clone())
+                self_cache, cross_cache = state.self_attn[i], state.cross_attn[i]
+            x, self_w, cross_w = layer(x, enc.memory, enc.src_mask, self_mask, self_cache, cross_cache, need_weights)
+            if need_weights:
+                self_ws.append(self_w)
+                cross_ws.append(cross_w)
+        if state is not None:
+            state.length += t
+        return Decoded(self.generator(self.decoder_norm(x)), self_ws, cross_ws)
+
+    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
+        """Teacher-forced logits (B, T, vocab) for training."""
+        return self.decode(tgt_in, self.encode(src)).logits
+
+    def trace(self, src: torch.Tensor, tgt_in: torch.Tensor) -> tuple[torch.Tensor, AttentionTrace]:
+        """One teacher-forced pass that also returns every attention matrix."""
+        enc = self.encode(src, need_weights=True)
+        dec = self.decode(tgt_in, enc, need_weights=True)
+        return dec.logits, AttentionTrace(enc.attention, dec.self_attention, dec.cross_attention)
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())

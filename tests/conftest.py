@@ -1,0 +1,65 @@
+"""Shared fixtures: a tiny real model (trained for a few seconds on our own fixture corpus)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+# Tests run on one thread: tiny models are faster that way, and results are reproducible.
+torch.set_num_threads(1)
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+SHARED_DATA = Path(os.environ.get("TT_SHARED_DATA", ROOT.parent / "shared" / "data"))
+TINY_TSV = FIXTURES / "tiny.tsv"
+
+
+def pytest_collection_modifyitems(config, items):
+    skip = pytest.mark.skip(reason=f"{SHARED_DATA} is absent")
+    if not SHARED_DATA.exists():
+        for item in items:
+            if "data" in item.keywords:
+                item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory) -> Path:
+    """A model directory (tiny preset, ~120-piece vocabulary) trained on tests/fixtures/tiny.tsv.
+
+    Deterministic: fixed seed, one thread. It learns the fixture well enough that greedy decoding
+    of a training sentence gives sensible English, which is all the CLI and TUI tests need.
+    """
+    from core.train import TrainConfig, Trainer
+
+    out = tmp_path_factory.mktemp("tiny_run")
+    cfg = TrainConfig(
+        data=[str(TINY_TSV)],
+        out=str(out),
+        preset="tiny",
+        vocab_size=120,
+        max_steps=300,
+        warmup=100,
+        lr_scale=1.0,
+        max_tokens=512,
+        valid_every=0,
+        save_every=0,
+        bleu_sample=0,
+        seed=1,
+        model_overrides={"max_len": 64},
+    )
+    Trainer(cfg).run()
+    model_dir = tmp_path_factory.mktemp("tiny_model")
+    for name in ("model.safetensors", "spm.model"):
+        shutil.copy(out / name, model_dir / name)
+    return model_dir
+
+
+@pytest.fixture(scope="session")
+def tiny_loaded(tiny_model_dir):
+    from core.checkpoint import load_model
+
+    return load_model(tiny_model_dir)
