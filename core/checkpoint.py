@@ -21,6 +21,7 @@ from pathlib import Path
 import torch
 
 from core.config import ModelConfig
+from core.layers import PositionalEncoding
 from core.errors import CheckpointError, ConfigError, TokenizerError
 from core.tokenizer import Tokenizer
 
@@ -143,6 +144,8 @@ def load_state(model: torch.nn.Module, tensors: dict[str, torch.Tensor], path: P
             raise CheckpointError(
                 f"{path}: tensor {name} has shape {tuple(tensors[name].shape)}, the config needs {tuple(want.shape)}"
             )
+        if tensors[name].is_floating_point() != want.is_floating_point():
+            raise CheckpointError(f"{path}: tensor {name} is {tensors[name].dtype}, the model needs {want.dtype}")
     with torch.no_grad():
         for name, want in expected.items():
             want.copy_(tensors[name])
@@ -192,6 +195,16 @@ def load_model(directory: str | Path | None = None, *, device: str | torch.devic
         raise CheckpointError(
             f"{directory / TOKENIZER_FILE}: {tokenizer.vocab_size} pieces, but the model was built for {cfg.vocab_size}"
         )
-    model = Transformer(cfg)
-    load_state(model, {k: v.float() if v.is_floating_point() else v for k, v in tensors.items()}, weights)
+    # Build without initialising (every weight is overwritten next), then rebuild the buffers
+    # that are computed rather than saved: this saves a random init that costs more than the load.
+    with torch.device("meta"):
+        model = Transformer(cfg)
+    model = model.to_empty(device="cpu")
+    for module in model.modules():
+        if isinstance(module, PositionalEncoding):
+            module.reset_table()
+    if cfg.share_embeddings:  # to_empty gives each module its own storage: tie again (§3.4)
+        model.generator.weight = model.tgt_embed.table.weight
+    # copy_ converts fp16 on disk to the model's fp32 in the same pass; no intermediate copy.
+    load_state(model, tensors, weights)
     return LoadedModel(model.to(device).eval(), tokenizer, directory, metadata)

@@ -48,7 +48,15 @@ class ModelConfig:
             problems.append(f"positional must be 'sinusoidal' or 'learned', got {self.positional!r}")
         if self.norm not in ("post", "pre"):
             problems.append(f"norm must be 'post' or 'pre', got {self.norm!r}")
-        if not problems and self.vocab_size <= max(self.pad_id, self.unk_id, self.bos_id, self.eos_id):
+        # A JSON "false" (a string) would otherwise be truthy and silently tie the embeddings.
+        if not isinstance(self.share_embeddings, bool):
+            problems.append(f"share_embeddings must be true or false, got {self.share_embeddings!r}")
+        special = (self.pad_id, self.unk_id, self.bos_id, self.eos_id)
+        if any(not isinstance(i, int) or isinstance(i, bool) or i < 0 for i in special):
+            problems.append(f"special token ids pad/unk/bos/eos must be non-negative integers, got {special}")
+        elif len(set(special)) < 4:
+            problems.append(f"special token ids pad/unk/bos/eos must be distinct, got {special}")
+        elif not problems and self.vocab_size <= max(special):
             problems.append(f"vocab_size ({self.vocab_size}) is smaller than the special token ids")
         if problems:
             raise ConfigError("; ".join(problems))

@@ -40,18 +40,27 @@ def _open_text(path: Path) -> io.TextIOBase:
     return raw
 
 
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    """(line number, text) of a UTF-8 file, gzip or plain; a bad byte is an error with its line."""
+def _lines(path: Path) -> Iterator[tuple[int, str | None]]:
+    """(line number, text) of a UTF-8 file, gzip or plain; text is None where the bytes are not UTF-8."""
     with _open_text(path) as f:
         lineno = 0
         try:
             for lineno, raw in enumerate(f, start=1):
                 try:
                     yield lineno, raw.decode("utf-8").rstrip("\r\n")
-                except UnicodeDecodeError as exc:
-                    raise DataError(f"{path}:{lineno}: invalid UTF-8 ({exc.reason} at byte {exc.start})") from None
+                except UnicodeDecodeError:
+                    yield lineno, None
         except (OSError, EOFError, gzip.BadGzipFile) as exc:
             raise DataError(f"{path}:{lineno + 1}: cannot read ({exc})") from None
+
+
+def _bad_line(problem: str, strict: bool, stats: ReadStats) -> None:
+    """Strict: the problem is an error. Otherwise count it and keep the first few for the log."""
+    if strict:
+        raise DataError(problem + " (use --skip-bad-lines to skip such lines)")
+    stats.skipped_malformed += 1
+    if len(stats.problems) < 5:
+        stats.problems.append(problem)
 
 
 def read_tsv(path: str | Path, *, strict: bool = True, stats: ReadStats | None = None) -> Iterator[Pair]:
@@ -59,18 +68,16 @@ def read_tsv(path: str | Path, *, strict: bool = True, stats: ReadStats | None =
     path = Path(path)
     stats = stats if stats is not None else ReadStats()
     for lineno, line in _lines(path):
-        cols = line.split("\t")
+        cols = line.split("\t") if line is not None else []
         problem = None
-        if len(cols) < 2:
+        if line is None:
+            problem = f"{path}:{lineno}: not valid UTF-8"
+        elif len(cols) < 2:
             problem = f"{path}:{lineno}: expected source<TAB>target, found no tab"
         elif not cols[0].strip() or not cols[1].strip():
             problem = f"{path}:{lineno}: empty {'source' if not cols[0].strip() else 'target'} side"
         if problem:
-            if strict:
-                raise DataError(problem + " (use --skip-bad-lines to skip such lines)")
-            stats.skipped_malformed += 1
-            if len(stats.problems) < 5:
-                stats.problems.append(problem)
+            _bad_line(problem, strict, stats)
             continue
         stats.read += 1
         yield Pair(cols[0].strip(), cols[1].strip(), f"{path}:{lineno}")
@@ -92,13 +99,14 @@ def read_aligned(
             longer, n = (tgt_path, t[0]) if s is None else (src_path, s[0])
             raise DataError(f"{longer}:{n}: files are not aligned: {src_path} and {tgt_path} have different line counts")
         lineno = s[0]
-        if not s[1].strip() or not t[1].strip():
-            problem = f"{src_path if not s[1].strip() else tgt_path}:{lineno}: empty line"
-            if strict:
-                raise DataError(problem + " (use --skip-bad-lines to skip such lines)")
-            stats.skipped_malformed += 1
-            if len(stats.problems) < 5:
-                stats.problems.append(problem)
+        problem = None
+        for side_path, text in ((src_path, s[1]), (tgt_path, t[1])):
+            if problem is None and text is None:
+                problem = f"{side_path}:{lineno}: not valid UTF-8"
+            elif problem is None and not text.strip():
+                problem = f"{side_path}:{lineno}: empty line"
+        if problem:
+            _bad_line(problem, strict, stats)
             continue
         stats.read += 1
         yield Pair(s[1].strip(), t[1].strip(), f"{src_path}:{lineno}")

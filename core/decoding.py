@@ -1,19 +1,38 @@
-"""Decoding over the key/value cache: batched greedy search."""
+"""Decoding over the key/value cache: batched greedy search, beam search and sampling.
+
+All three read the model one step at a time (`Transformer.decode` with a `DecoderState`), so a step
+costs one new position per row, not the whole prefix again. Rows that are done leave the batch
+(and the cache), so the work shrinks as sentences finish.
+
+Every rule here bans PAD and BOS from the output (they are never a translation's next piece) and
+can ban EOS for the first `min_len` steps. The bans are applied after the softmax, so the
+`token_logprobs` of a hypothesis are the model's own log-probabilities.
+
+Beam search follows the paper's setup (§6.1): beam size 4, length penalty α = 0.6, maximum output
+length = input length + 50, terminating early when possible.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 
-from core.model import Transformer
+from core.model import DecoderState, Encoded, Transformer
 
 
 @dataclass
 class Hypothesis:
     tokens: list[int]  # output piece ids, without BOS/EOS
     token_logprobs: list[float]  # log p of each chosen token (EOS's last, when it was produced)
-    score: float  # sum of token log-probabilities (including EOS)
+    score: float  # what the hypothesis was ranked by: beam search's length-normalised score,
+    # the plain sum of token log-probabilities for greedy search and sampling
+
+    @property
+    def logprob(self) -> float:
+        """log p(output | source): the raw, un-normalised score."""
+        return sum(self.token_logprobs)
 
 
 def pad_batch(seqs: list[list[int]], pad_id: int, device: torch.device | str = "cpu") -> torch.Tensor:
@@ -23,43 +42,318 @@ def pad_batch(seqs: list[list[int]], pad_id: int, device: torch.device | str = "
     return out.to(device)
 
 
+def length_penalty(length: int, alpha: float) -> float:
+    """GNMT's lp(Y) = ((5 + |Y|) / 6)^α (Wu et al. 2016, Eq. 14); 1 for a one-piece output."""
+    return ((5.0 + length) / 6.0) ** alpha
+
+
+def output_limits(model: Transformer, src: torch.Tensor, max_len: int | None, extra_len: int) -> torch.Tensor:
+    """Most output pieces per sentence (B,): source length + extra_len, or max_len, within the model's.
+
+    The decoder reads BOS plus all but the last output piece, so the positional table (max_len of
+    the config) must cover limit positions; one is kept spare as greedy always did.
+    """
+    cap = model.cfg.max_len - 1
+    if max_len is not None:
+        return torch.full((src.size(0),), max(1, min(max_len, cap)), dtype=torch.long)
+    src_lens = (src != model.cfg.pad_id).sum(1).cpu()  # (B,)
+    return (src_lens + extra_len).clamp(min=1, max=cap)
+
+
+def _banned(model: Transformer, device: torch.device) -> torch.Tensor:
+    return torch.tensor([model.cfg.pad_id, model.cfg.bos_id], device=device)
+
+
+def next_logprobs(
+    model: Transformer,
+    step_input: torch.Tensor,
+    enc: Encoded,
+    state: DecoderState,
+    *,
+    banned: torch.Tensor,
+    ban_eos: bool,
+) -> torch.Tensor:
+    """One decoder step over the cache: step_input (N, 1) -> log p(next piece) (N, vocab), bans applied."""
+    logits = model.decode(step_input, enc, state=state).logits[:, -1]  # (N, vocab)
+    logprobs = logits.float().log_softmax(-1)
+    logprobs.index_fill_(1, banned, float("-inf"))
+    if ban_eos:
+        logprobs[:, model.cfg.eos_id] = float("-inf")
+    return logprobs
+
+
+def _drop_rows(enc: Encoded, state: DecoderState, index: torch.Tensor) -> Encoded:
+    """Keep batch rows `index` of the memory and every cache (self and cross)."""
+    state.select(index)
+    return enc.select(index)
+
+
+def _hypotheses(tokens: torch.Tensor, logprobs: torch.Tensor, lengths: torch.Tensor, eos_id: int) -> list[Hypothesis]:
+    """Rows of a (B, L) token table cut at their lengths; a final EOS is scored but not kept."""
+    out = []
+    for toks, lps, n in zip(tokens.tolist(), logprobs.tolist(), lengths.tolist()):
+        toks, lps = toks[:n], lps[:n]
+        if toks and toks[-1] == eos_id:
+            toks = toks[:-1]
+        out.append(Hypothesis(toks, lps, sum(lps)))
+    return out
+
+
+def _pick_loop(
+    model: Transformer,
+    src: torch.Tensor,
+    pick: Callable[[torch.Tensor], torch.Tensor],
+    *,
+    max_len: int | None,
+    extra_len: int,
+    min_len: int,
+) -> list[Hypothesis]:
+    """The loop greedy search and sampling share: one piece per row per step, chosen by `pick`."""
+    cfg = model.cfg
+    b, device = src.size(0), src.device
+    limits = output_limits(model, src, max_len, extra_len).to(device)  # (B,)
+    steps = int(limits.max())
+    banned = _banned(model, device)
+    enc = model.encode(src)
+    state = model.start_state(enc)
+    tokens = torch.full((b, steps), cfg.pad_id, dtype=torch.long, device=device)  # (B, L)
+    logprobs = torch.zeros(b, steps, device=device)  # (B, L)
+    lengths = limits.clone()  # pieces scored per row, EOS included
+    alive = torch.arange(b, device=device)  # the original row of each live batch row
+    step_input = torch.full((b, 1), cfg.bos_id, dtype=torch.long, device=device)
+    for step in range(steps):
+        lp = next_logprobs(model, step_input, enc, state, banned=banned, ban_eos=step < min_len)
+        chosen = pick(lp)  # (n,)
+        tokens[alive, step] = chosen
+        logprobs[alive, step] = lp.gather(1, chosen[:, None]).squeeze(1)
+        done = (chosen == cfg.eos_id) | (step + 1 >= limits[alive])  # (n,)
+        if bool(done.any()):
+            lengths[alive[done]] = step + 1
+            keep = (~done).nonzero().squeeze(1)
+            if keep.numel() == 0:
+                break
+            alive, chosen = alive[keep], chosen[keep]
+            enc = _drop_rows(enc, state, keep)
+        step_input = chosen[:, None]  # (n, 1)
+    return _hypotheses(tokens, logprobs, lengths, cfg.eos_id)
+
+
 @torch.inference_mode()
-def greedy(model: Transformer, src: torch.Tensor, *, max_len: int | None = None, extra_len: int = 50) -> list[Hypothesis]:
+def greedy(
+    model: Transformer, src: torch.Tensor, *, max_len: int | None = None, extra_len: int = 50, min_len: int = 0
+) -> list[Hypothesis]:
     """Pick the most probable piece at every step, for a batch of sources (B, S) at once.
 
     Finished rows are dropped from the batch (and the cache) as they emit EOS, so the work
     shrinks with the batch. max_len defaults to source length + `extra_len` (within the model's).
+    `min_len` bans EOS for that many steps (benchmarks use it to decode a fixed length).
     """
+    return _pick_loop(model, src, lambda lp: lp.argmax(-1), max_len=max_len, extra_len=extra_len, min_len=min_len)
+
+
+def filter_logits(logits: torch.Tensor, *, top_k: int = 0, top_p: float = 1.0) -> torch.Tensor:
+    """Keep the top_k most probable pieces and/or the smallest set whose probability reaches top_p.
+
+    logits (N, vocab) -> logits with the rest at -inf. top_k=0 and top_p=1 keep everything.
+    The most probable piece always survives, so top_p=0 means greedy.
+    """
+    if top_k > 0 and top_k < logits.size(-1):
+        kth = logits.topk(top_k, dim=-1).values[:, -1:]  # (N, 1)
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if top_p < 1.0:
+        sorted_logits, order = logits.sort(dim=-1, descending=True)  # (N, vocab)
+        cumulative = sorted_logits.softmax(-1).cumsum(-1)
+        # Drop a piece when the pieces before it already reach top_p (so the first always stays).
+        drop_sorted = (cumulative - sorted_logits.softmax(-1)) >= top_p
+        drop_sorted[:, 0] = False
+        drop = drop_sorted.scatter(1, order, drop_sorted)  # back to vocabulary order
+        logits = logits.masked_fill(drop, float("-inf"))
+    return logits
+
+
+@torch.inference_mode()
+def sample(
+    model: Transformer,
+    src: torch.Tensor,
+    *,
+    temperature: float = 1.0,
+    top_k: int = 0,
+    top_p: float = 1.0,
+    seed: int | None = None,
+    extra_len: int = 50,
+    max_len: int | None = None,
+    min_len: int = 0,
+) -> list[Hypothesis]:
+    """Draw each piece from softmax(logits / temperature), optionally cut to top_k / top_p.
+
+    The same seed gives the same outputs (a private torch.Generator; the global RNG is untouched).
+    token_logprobs are under the model itself (temperature 1, no cut), like greedy's.
+    """
+    if temperature <= 0:
+        raise ValueError(f"temperature must be > 0, got {temperature}")
+    if top_k < 0 or not 0.0 <= top_p <= 1.0:
+        raise ValueError(f"top_k must be >= 0 and top_p in [0, 1], got top_k={top_k}, top_p={top_p}")
+    generator = torch.Generator(device=src.device)
+    if seed is None:
+        generator.seed()
+    else:
+        generator.manual_seed(seed)
+
+    def pick(lp: torch.Tensor) -> torch.Tensor:
+        # The log-probabilities are logits shifted per row: dividing them by T is softmax(logits / T).
+        shaped = filter_logits(lp / temperature, top_k=top_k, top_p=top_p)
+        return torch.multinomial(shaped.softmax(-1), 1, generator=generator).squeeze(1)
+
+    return _pick_loop(model, src, pick, max_len=max_len, extra_len=extra_len, min_len=min_len)
+
+
+# --------------------------------------------------------------------------------- beam search
+# Candidate fates, as beam_steps reports them.
+KEPT, PRUNED, FINISHED = 0, 1, 2
+
+
+@dataclass
+class StepCandidates:
+    """Sentence 0's top 2·beam candidates at one step (what `beam_steps` turns into a BeamStep)."""
+
+    parents: list[list[int]]  # the output so far of the beam each candidate extends
+    parent_index: list[int]  # that beam's row among the previous step's live beams
+    tokens: list[int]  # the piece it adds
+    logprobs: list[float]  # log p of that piece
+    scores: list[float]  # raw cumulative log-probability, best first
+    fates: list[int]  # KEPT, PRUNED or FINISHED
+
+
+@torch.inference_mode()
+def beam_search(
+    model: Transformer,
+    src: torch.Tensor,
+    *,
+    beam_size: int = 4,
+    alpha: float = 0.6,
+    extra_len: int = 50,
+    max_len: int | None = None,
+    n_best: int | None = 1,
+    min_len: int = 0,
+    on_step: Callable[[int, StepCandidates], None] | None = None,
+) -> list[list[Hypothesis]]:
+    """Beam search for a batch of sources (B, S): the n_best hypotheses of each, best first.
+
+    Every sentence keeps `beam_size` live beams as rows of one (B·beam) batch through the cache.
+    At each step the 2·beam best extensions are taken per sentence (at most one EOS per beam, so
+    at least `beam` of them go on): an EOS among the top `beam` finishes a hypothesis, the best
+    `beam` others are the next beams. A sentence is done when `beam_size` hypotheses have finished,
+    or at its length limit (live beams then finish as they are). Finished hypotheses are ranked by
+    log p(Y|X) / lp(Y), lp the GNMT length penalty with |Y| the number of scored pieces.
+    n_best=None returns every finished hypothesis. `on_step` (beam_steps uses it) sees sentence
+    0's candidates at every step.
+    """
+    if beam_size < 1 or (n_best is not None and not 1 <= n_best <= beam_size):
+        raise ValueError(f"need beam_size >= 1 and 1 <= n_best <= beam_size, got {beam_size} and {n_best}")
     cfg = model.cfg
-    b = src.size(0)
-    src_lens = (src != cfg.pad_id).sum(1)
-    limit = (src_lens + extra_len).clamp(max=cfg.max_len - 1) if max_len is None else torch.full_like(src_lens, min(max_len, cfg.max_len - 1))
+    b, device, beam = src.size(0), src.device, beam_size
+    vocab = cfg.vocab_size
+    limits = output_limits(model, src, max_len, extra_len).tolist()
+    banned = _banned(model, device)
     enc = model.encode(src)
     state = model.start_state(enc)
-    alive = torch.arange(b, device=src.device)  # original row of each live batch row
-    tokens: list[list[int]] = [[] for _ in range(b)]
-    logps: list[list[float]] = [[] for _ in range(b)]
-    step_input = torch.full((b, 1), cfg.bos_id, dtype=torch.long, device=src.device)
-    for step in range(int(limit.max())):
-        logits = model.decode(step_input, enc, state=state).logits[:, -1]  # (b_alive, vocab)
-        logprobs = logits.float().log_softmax(-1)
-        best_lp, best = logprobs.max(-1)  # (b_alive,)
-        best_list, lp_list, rows = best.tolist(), best_lp.tolist(), alive.tolist()
+    finished: list[list[tuple[float, list[int], list[float]]]] = [[] for _ in range(b)]
+    alive = list(range(b))  # original sentence of each live sentence
+    k = 1  # live beams per sentence: one (BOS) before the first step, `beam` afterwards
+    scores = torch.zeros(b, 1, device=device)  # (b, k) raw log-probabilities of the live beams
+    seqs = torch.empty(b, 0, dtype=torch.long, device=device)  # (b·k, t) output so far
+    seq_lps = torch.empty(b, 0, device=device)  # (b·k, t) log p of each of those pieces
+    step_input = torch.full((b, 1), cfg.bos_id, dtype=torch.long, device=device)
+    for step in range(max(limits)):
+        n = len(alive)
+        lp = next_logprobs(model, step_input, enc, state, banned=banned, ban_eos=step < min_len)  # (n·k, V)
+        cand = (scores.view(n * k, 1) + lp).view(n, k * vocab)  # (n, k·V)
+        width = min(2 * beam, k * vocab)
+        top_scores, top_index = cand.topk(width, dim=-1)  # (n, width), best first
+        parent, token = top_index // vocab, top_index % vocab  # (n, width)
+        is_eos = token == cfg.eos_id
+        rank = torch.arange(width, device=device).expand(n, width)
+        finite = top_scores > float("-inf")
+        finishing = is_eos & (rank < beam) & finite  # (n, width)
+        # The next beams: the best non-EOS candidates (EOS ones sort last and, if taken, are dead).
+        k_next = min(beam, width)
+        order = (rank + is_eos.long() * width).topk(k_next, dim=-1, largest=False).indices  # (n, k_next)
+        next_scores = top_scores.gather(1, order)
+        next_scores = next_scores.masked_fill(is_eos.gather(1, order), float("-inf"))
+        next_parent, next_token = parent.gather(1, order), token.gather(1, order)
+        rows = (torch.arange(n, device=device)[:, None] * k + parent).view(-1)  # (n·width,) rows of lp
+        cand_lps = lp[rows, token.view(-1)].view(n, width)
+
+        if on_step is not None and alive[0] == 0:
+            kept = torch.zeros(width, dtype=torch.bool)
+            kept[order[0].cpu()] = True
+            kept &= (~is_eos[0] & finite[0]).cpu()
+            fates = torch.full((width,), PRUNED)
+            fates[kept] = KEPT
+            fates[finishing[0].cpu()] = FINISHED
+            on_step(step, StepCandidates(
+                parents=[seqs[int(p)].tolist() for p in parent[0]],
+                parent_index=parent[0].tolist(),
+                tokens=token[0].tolist(),
+                logprobs=cand_lps[0].tolist(),
+                scores=top_scores[0].tolist(),
+                fates=fates.tolist(),
+            ))
+
+        # Finished hypotheses: a few per step, so a Python loop over them is cheap.
+        for s, j in finishing.nonzero().tolist():
+            row = s * k + int(parent[s, j])
+            pieces, logprobs = seqs[row].tolist() + [cfg.eos_id], seq_lps[row].tolist() + [float(cand_lps[s, j])]
+            finished[alive[s]].append((float(top_scores[s, j]), pieces, logprobs))
+
+        # Reorder the beams: rows of the new beams in the old (n·k) batch.
+        rows = (torch.arange(n, device=device)[:, None] * k + next_parent).view(-1)  # (n·k_next,)
+        if k_next != k:
+            enc = _drop_rows(enc, state, rows)  # every sentence's memory and caches, once per beam
+        else:
+            # Beams of one sentence share its memory: only the self-attention caches move.
+            for cache in state.self_attn:
+                cache.select(rows)
+        seqs = torch.cat([seqs.index_select(0, rows), next_token.view(-1, 1)], dim=1)  # (n·k_next, t+1)
+        seq_lps = torch.cat([seq_lps.index_select(0, rows), cand_lps.gather(1, order).view(-1, 1)], dim=1)
+        scores, k = next_scores, k_next
+
+        # Sentences that are done leave the batch.
+        # (Early stopping as in fairseq: once `beam` hypotheses have finished, the rest are dropped.)
         keep = []
-        for j, row in enumerate(rows):
-            logps[row].append(lp_list[j])
-            if best_list[j] == cfg.eos_id:
+        no_live_beam = (scores[:, 0] == float("-inf")).tolist()  # (n,): beams sort best first
+        for s, sent in enumerate(alive):
+            if len(finished[sent]) >= beam or no_live_beam[s]:
                 continue
-            tokens[row].append(best_list[j])
-            if step + 1 < int(limit[row]):
-                keep.append(j)
+            if step + 1 >= limits[sent]:
+                for j in range(k):
+                    if float(scores[s, j]) > float("-inf"):
+                        row = s * k + j
+                        finished[sent].append((float(scores[s, j]), seqs[row].tolist(), seq_lps[row].tolist()))
+                continue
+            keep.append(s)
         if not keep:
             break
-        if len(keep) < len(rows):
-            index = torch.tensor(keep, device=src.device)
-            alive = alive.index_select(0, index)
-            enc = enc.select(index)
-            state.select(index)
-            best = best.index_select(0, index)
-        step_input = best[:, None]
-    return [Hypothesis(tokens[i], logps[i], sum(logps[i])) for i in range(b)]
+        if len(keep) < n:
+            sent_index = torch.tensor(keep, device=device)
+            row_index = (sent_index[:, None] * k + torch.arange(k, device=device)).view(-1)  # (n'·k,)
+            enc = _drop_rows(enc, state, row_index)
+            scores = scores.index_select(0, sent_index)
+            seqs, seq_lps = seqs.index_select(0, row_index), seq_lps.index_select(0, row_index)
+            next_token = next_token.index_select(0, sent_index)
+            alive = [alive[s] for s in keep]
+        step_input = next_token.reshape(-1, 1)  # (n·k, 1)
+
+    return [rank_finished(f, alpha, cfg.eos_id)[:n_best] for f in finished]
+
+
+def rank_finished(
+    finished: list[tuple[float, list[int], list[float]]], alpha: float, eos_id: int
+) -> list[Hypothesis]:
+    """Finished (raw score, pieces, log-probs) -> Hypotheses sorted by length-normalised score."""
+    hyps = []
+    for raw, toks, lps in finished:
+        normalised = raw / length_penalty(len(lps), alpha)
+        hyps.append(Hypothesis(toks[:-1] if toks and toks[-1] == eos_id else toks, lps, normalised))
+    # Stable sort: among equal scores the earlier-finished (found first) comes first.
+    return sorted(hyps, key=lambda h: -h.score)

@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
+import signal
+import threading
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
@@ -21,15 +22,22 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from core.checkpoint import atomic_path, atomic_write_bytes, load_model, read_weights, save_model
+from core.checkpoint import save_model
 from core.config import ModelConfig, preset
-from core.data import Example, Pair, ReadStats, collate, length_ok, read_corpus, split_heldout, token_batches
+from core.data import collate, token_batches
 from core.errors import CheckpointError, ConfigError, DataError
 from core.model import Transformer
-from core.tokenizer import Tokenizer
-
-TRAINER_STATE = "trainer.safetensors"
-TRAINER_JSON = "trainer.json"
+from core.prepare import Prepared, prepare_data  # noqa: F401 - re-exported
+from core.trainstate import (  # noqa: F401 - TRAINER_* and average_checkpoints are re-exported
+    TRAINER_JSON,
+    TRAINER_STATE,
+    average_checkpoints,
+    clean_partial_checkpoints,
+    list_checkpoints,
+    read_checkpoint,
+    truncate_metrics,
+    write_checkpoint,
+)
 
 
 @dataclass
@@ -64,6 +72,7 @@ class TrainConfig:
     valid_every: int = 1000  # steps
     save_every: int = 1000  # steps
     keep_last: int = 5
+    log_every: int = 50  # steps between lines in metrics.jsonl (1 = every step)
     bleu_sample: int = 200  # validation sentences translated greedily for BLEU/chrF
     seed: int = 1
     threads: int = 0  # torch intra-op threads on CPU; 0 = torch's default
@@ -131,83 +140,17 @@ def label_smoothed_loss(logits: torch.Tensor, target: torch.Tensor, pad_id: int,
     return loss, int((target != pad_id).sum())
 
 
-# ---------------------------------------------------------------------------------------- data
-@dataclass
-class Prepared:
-    tokenizer: Tokenizer
-    train: list[Example]
-    valid: list[Example]
-    valid_pairs: list[Pair]
-    stats: dict[str, int]
-
-
-def prepare_data(cfg: TrainConfig, run_dir: Path, is_main: bool = True) -> Prepared:
-    """Read, split, (train the tokenizer), encode and filter. Deterministic for a given config."""
-    stats = ReadStats()
-    pairs: list[Pair] = []
-    for spec in cfg.data:
-        pairs.extend(read_corpus(spec, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, strict=cfg.strict, stats=stats))
-    if not pairs:
-        raise DataError("the training data holds no sentence pairs")
-    if cfg.dedup:
-        seen, unique = set(), []
-        for p in pairs:
-            if (p.src, p.tgt) not in seen:
-                seen.add((p.src, p.tgt))
-                unique.append(p)
-        stats.skipped_duplicate = len(pairs) - len(unique)
-        pairs = unique
-    if cfg.valid:
-        valid_pairs = [p for spec in cfg.valid for p in read_corpus(spec, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, strict=cfg.strict)]
-    else:
-        pairs, valid_pairs, test_pairs = split_heldout(pairs, cfg.valid_per_mille, cfg.test_per_mille)
-        if not valid_pairs:  # a tiny corpus: hold out a few pairs all the same
-            pairs, valid_pairs = pairs[: -max(1, len(pairs) // 10)], pairs[-max(1, len(pairs) // 10) :]
-        if test_pairs and is_main:
-            run_dir.mkdir(parents=True, exist_ok=True)
-            for lang, side in ((cfg.src_lang, "src"), (cfg.tgt_lang, "tgt")):
-                text = "".join(getattr(p, side) + "\n" for p in test_pairs)
-                atomic_write_bytes(run_dir / f"test.{lang}", text.encode("utf-8"))
-
-    spm_path = run_dir / "spm.model"
-    if cfg.spm_model:
-        tokenizer = Tokenizer.load(cfg.spm_model)
-    elif spm_path.exists():  # resuming: the run's own tokenizer
-        tokenizer = Tokenizer.load(spm_path)
-    else:
-        tokenizer = Tokenizer.train((s for p in pairs for s in (p.src, p.tgt)), cfg.vocab_size)
-    if is_main and not spm_path.exists():
-        run_dir.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(spm_path, tokenizer.proto)
-
-    def encode(ps: list[Pair], filtered: bool) -> list[Example]:
-        srcs = tokenizer.encode_batch([p.src for p in ps])
-        tgts = tokenizer.encode_batch([p.tgt for p in ps])
-        out = []
-        for s, t in zip(srcs, tgts):
-            if filtered and not length_ok(len(s) + 1, len(t) + 1, cfg.max_len, cfg.max_ratio):
-                stats.skipped_filtered += 1
-                continue
-            out.append(Example(s[: cfg.max_len] + [tokenizer.sp.eos_id()], [tokenizer.sp.bos_id()] + t[: cfg.max_len] + [tokenizer.sp.eos_id()]))
-        return out
-
-    train = encode(pairs, True)
-    valid = encode(valid_pairs, False)
-    if not train:
-        raise DataError(f"no training pairs left after the length filters (--max-len {cfg.max_len}, --max-ratio {cfg.max_ratio})")
-    counts = {
-        "pairs_read": stats.read,
-        "train_pairs": len(train),
-        "valid_pairs": len(valid),
-        "skipped_malformed": stats.skipped_malformed,
-        "skipped_filtered": stats.skipped_filtered,
-        "skipped_duplicate": stats.skipped_duplicate,
-    }
-    return Prepared(tokenizer, train, valid, valid_pairs, counts)
-
-
 # ----------------------------------------------------------------------------------- the loop
+STOP_STATUS = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}
+
+
 class Trainer:
+    """Trains one run directory. `run()` returns a summary dict; `status` in it says why it stopped:
+
+    finished (a step/epoch budget), max_time, interrupted (SIGINT), terminated (SIGTERM), stopped
+    (`request_stop()`). Every way out saves a checkpoint at a step boundary, so --resume is exact.
+    """
+
     def __init__(self, cfg: TrainConfig, callbacks: list[Callable[[TrainEvent], None]] | None = None, resume: bool = False):
         self.cfg = cfg
         self.callbacks = callbacks or []
@@ -215,7 +158,11 @@ class Trainer:
         self.resume = resume
         self.rank, self.world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
         self.is_main = self.rank == 0
-        self.stop_requested = False
+        self.stop_requested: str | None = None
+
+    def request_stop(self, reason: str = "stopped") -> None:
+        """Finish the current step, save a checkpoint and return (safe from another thread)."""
+        self.stop_requested = reason
 
     def emit(self, kind: str, step: int, **data: Any) -> None:
         if not self.is_main:
@@ -245,25 +192,34 @@ class Trainer:
             torch.distributed.barrier()
         if self.resume and not self.latest_checkpoint():
             raise CheckpointError(f"{self.run_dir}: nothing to resume (no checkpoints/ in the run directory)")
-        if not self.resume and (self.run_dir / "checkpoints").exists() and any((self.run_dir / "checkpoints").iterdir()):
+        if not self.resume and self.checkpoints():
             raise ConfigError(f"{self.run_dir} already holds a training run; use --resume to continue it or choose another --out")
         # Rank 0 trains the tokenizer; the others wait and load it, so all agree on the vocabulary.
         if self.is_main:
-            self.data = prepare_data(cfg, self.run_dir, True)
+            self.data = prepare_data(cfg, self.run_dir, True, reuse_tokenizer=self.resume)
         if self.world > 1:
             torch.distributed.barrier()
             if not self.is_main:
-                self.data = prepare_data(cfg, self.run_dir, False)
+                self.data = prepare_data(cfg, self.run_dir, False, reuse_tokenizer=True)
         self.model_cfg = cfg.model_config(self.data.tokenizer.vocab_size)
         torch.manual_seed(cfg.seed)
         self.model = Transformer(self.model_cfg).to(self.device)
+        if self.world > 1:  # same initial weights everywhere, but each rank its own dropout masks
+            torch.manual_seed(cfg.seed + 1000 * self.rank)
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=0.0, betas=(0.9, 0.98), eps=1e-9)
         self.scaler = torch.amp.GradScaler("cuda") if cfg.precision == "fp16" else None
         self.step, self.epoch, self.batch_in_epoch = 0, 0, 0
         self.best_score: float | None = None
         self.elapsed_before = 0.0
         if self.resume:
-            self.load_checkpoint(self.latest_checkpoint())
+            latest = self.latest_checkpoint()
+            info = read_checkpoint(latest, self.model, self.optimizer, self.device, self.scaler)
+            self.step, self.epoch, self.batch_in_epoch = info["step"], info["epoch"], info["batch_in_epoch"]
+            self.best_score = info.get("best_score")
+            self.elapsed_before = info.get("elapsed", 0.0)
+            if self.is_main:
+                clean_partial_checkpoints(self.run_dir)
+                truncate_metrics(self.run_dir / "metrics.jsonl", self.step)
         self.net = self.model
         if self.world > 1:
             from torch.nn.parallel import DistributedDataParallel
@@ -274,10 +230,7 @@ class Trainer:
 
     # -- checkpoints ---------------------------------------------------------------------------
     def checkpoints(self) -> list[Path]:
-        root = self.run_dir / "checkpoints"
-        if not root.exists():
-            return []
-        return sorted(p for p in root.iterdir() if p.is_dir() and p.name.startswith("step_") and (p / TRAINER_JSON).exists())
+        return list_checkpoints(self.run_dir)
 
     def latest_checkpoint(self) -> Path | None:
         found = self.checkpoints()
@@ -285,23 +238,6 @@ class Trainer:
 
     def save_checkpoint(self) -> Path:
         """model dir + optimizer/RNG state + data position, in a temp dir renamed into place."""
-        root = self.run_dir / "checkpoints"
-        final = root / f"step_{self.step:08d}"
-        tmp = root / f".tmp_step_{self.step:08d}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        save_model(self.model, self.data.tokenizer, tmp)
-        from safetensors.torch import save_file
-
-        tensors: dict[str, torch.Tensor] = {"rng.cpu": torch.get_rng_state()}
-        if self.device.type == "cuda":
-            tensors["rng.cuda"] = torch.cuda.get_rng_state(self.device)
-        opt = self.optimizer.state_dict()
-        for index, state in opt["state"].items():
-            for key, value in state.items():
-                tensors[f"optim.{index}.{key}"] = value.detach().cpu().contiguous() if torch.is_tensor(value) else torch.tensor(value)
-        if self.scaler is not None:
-            tensors["scaler.scale"] = self.scaler.get_scale() * torch.ones(())
-        save_file(tensors, str(tmp / TRAINER_STATE))
         info = {
             "step": self.step,
             "epoch": self.epoch,
@@ -310,38 +246,12 @@ class Trainer:
             "elapsed": self.elapsed_before + (time.time() - self.t_start),
             "train_config": asdict(self.cfg),
         }
-        (tmp / TRAINER_JSON).write_text(json.dumps(info, indent=1))
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(tmp, final)
-        for old in self.checkpoints()[: -self.cfg.keep_last] if self.cfg.keep_last > 0 else []:
-            shutil.rmtree(old, ignore_errors=True)
+        final = write_checkpoint(
+            self.run_dir, self.step, self.model, self.data.tokenizer, self.optimizer, info,
+            cuda_device=self.device if self.device.type == "cuda" else None, scaler=self.scaler, keep_last=self.cfg.keep_last,
+        )
         self.emit("checkpoint", self.step, path=str(final))
         return final
-
-    def load_checkpoint(self, path: Path) -> None:
-        loaded = load_model(path)
-        if loaded.cfg != self.model_cfg:
-            raise CheckpointError(f"{path}: the checkpoint's model config differs from this run's options")
-        self.model.load_state_dict(loaded.model.state_dict())
-        tensors, _ = read_weights(path / TRAINER_STATE)
-        info = json.loads((path / TRAINER_JSON).read_text())
-        opt = self.optimizer.state_dict()
-        state: dict[int, dict[str, torch.Tensor]] = {}
-        for name, value in tensors.items():
-            if name.startswith("optim."):
-                _, index, key = name.split(".", 2)
-                state.setdefault(int(index), {})[key] = value.to(self.device) if key != "step" else value
-        opt["state"] = state
-        self.optimizer.load_state_dict(opt)
-        torch.set_rng_state(tensors["rng.cpu"])
-        if "rng.cuda" in tensors and self.device.type == "cuda":
-            torch.cuda.set_rng_state(tensors["rng.cuda"], self.device)
-        if self.scaler is not None and "scaler.scale" in tensors:
-            self.scaler.update(float(tensors["scaler.scale"]))
-        self.step, self.epoch, self.batch_in_epoch = info["step"], info["epoch"], info["batch_in_epoch"]
-        self.best_score = info.get("best_score")
-        self.elapsed_before = info.get("elapsed", 0.0)
 
     # -- validation ----------------------------------------------------------------------------
     @torch.no_grad()
@@ -373,110 +283,6 @@ class Trainer:
         model.train()
         return result
 
-    # -- the loop ------------------------------------------------------------------------------
-    def batches_for_epoch(self, epoch: int) -> list[list[int]]:
-        train = self.data.train
-        batches = token_batches([len(e.src) for e in train], [len(e.tgt) for e in train], self.cfg.max_tokens, seed=self.cfg.seed, epoch=epoch)
-        # Every rank takes every world-th batch; all ranks get the same count so steps stay in lock-step.
-        usable = len(batches) - len(batches) % self.world
-        return batches[self.rank : usable : self.world]
-
-    def run(self) -> dict[str, Any]:
-        self.setup()
-        cfg, model_cfg = self.cfg, self.model_cfg
-        pad = model_cfg.pad_id
-        self.t_start = time.time()
-        self.emit(
-            "start", self.step, params=self.model.num_parameters(), device=str(self.device), world=self.world,
-            resumed=self.resume, model_config=model_cfg.to_dict(), **self.data.stats,
-        )
-        self.model.train()
-        status, last = "finished", {}
-        window_tokens, window_start = 0, time.time()
-        epoch_batches = self.batches_for_epoch(self.epoch)
-        steps_per_epoch = max(1, len(epoch_batches) // cfg.accumulate)
-        max_steps = cfg.max_steps or (math.ceil(cfg.epochs * steps_per_epoch) if cfg.epochs else 0)
-        if not max_steps and not cfg.max_time:
-            raise ConfigError("give a budget: --max-steps, --epochs or --max-time")
-        try:
-            while True:
-                if max_steps and self.step >= max_steps:
-                    break
-                if cfg.max_time and self.elapsed_before + time.time() - self.t_start >= cfg.max_time:
-                    status = "max_time"
-                    break
-                if self.stop_requested:
-                    status = "stopped"
-                    break
-                lr = noam_lr(self.step + 1, model_cfg.d_model, cfg.warmup, cfg.lr_scale)
-                for group in self.optimizer.param_groups:
-                    group["lr"] = lr
-                loss_sum, n_tokens, n_in = 0.0, 0, 0
-                for micro in range(cfg.accumulate):
-                    if self.batch_in_epoch >= len(epoch_batches):
-                        self.epoch, self.batch_in_epoch = self.epoch + 1, 0
-                        epoch_batches = self.batches_for_epoch(self.epoch)
-                    batch = [self.data.train[i] for i in epoch_batches[self.batch_in_epoch]]
-                    self.batch_in_epoch += 1
-                    src, tgt_in, tgt_out = (t.to(self.device, non_blocking=True) for t in collate(batch, pad))
-                    sync = micro == cfg.accumulate - 1 or self.world == 1
-                    ctx = nullcontext() if sync or not hasattr(self.net, "no_sync") else self.net.no_sync()
-                    with ctx:
-                        with autocast_context(self.device, cfg.precision):
-                            logits = self.net(src, tgt_in)
-                        loss, n = label_smoothed_loss(logits, tgt_out, pad, cfg.label_smoothing)
-                        # Mean over this batch's real target tokens; DDP then averages the ranks.
-                        scaled = loss / (max(n, 1) * cfg.accumulate)
-                        (self.scaler.scale(scaled) if self.scaler else scaled).backward()
-                    loss_sum += float(loss.detach())
-                    n_tokens += n
-                    n_in += int((src != pad).sum()) + int((tgt_in != pad).sum())
-                if self.scaler:
-                    self.scaler.unscale_(self.optimizer)
-                if cfg.clip_norm > 0:
-                    torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.clip_norm)
-                if self.scaler:
-                    self.scaler.step(self.optimizer)
-                    self.scaler.update()
-                else:
-                    self.optimizer.step()
-                self.optimizer.zero_grad(set_to_none=True)
-                self.step += 1
-                window_tokens += n_in * self.world
-                log = self.step % 50 == 0 or self.step == 1
-                now = time.time()
-                tok_s = window_tokens / max(now - window_start, 1e-9)
-                elapsed = self.elapsed_before + now - self.t_start
-                eta = None
-                if max_steps:
-                    eta = (max_steps - self.step) * (now - self.t_start) / max(1, self.step - self._first_step())
-                last = {"loss": loss_sum / max(n_tokens, 1), "lr": lr, "tokens_per_s": tok_s, "epoch": self.epoch, "elapsed": elapsed,
-                        "eta": eta, "max_steps": max_steps, "log": log}
-                self.emit("step", self.step, **last)
-                if log:
-                    window_tokens, window_start = 0, now
-                if cfg.valid_every and self.step % cfg.valid_every == 0:
-                    self.do_validation()
-                if cfg.save_every and self.step % cfg.save_every == 0 and self.is_main:
-                    self.save_checkpoint()
-        except KeyboardInterrupt:
-            status = "interrupted"
-        if self.is_main and (not self.checkpoints() or self.checkpoints()[-1].name != f"step_{self.step:08d}"):
-            self.save_checkpoint()
-        if status != "interrupted" and cfg.valid_every and (self.step % cfg.valid_every):
-            self.do_validation()
-        if self.is_main and not (self.run_dir / "model.safetensors").exists():
-            save_model(self.model, self.data.tokenizer, self.run_dir)  # no validation ran: the last weights
-        self.emit("end", self.step, status=status, elapsed=self.elapsed_before + time.time() - self.t_start)
-        if self.world > 1 and torch.distributed.is_initialized():
-            torch.distributed.destroy_process_group()
-        return {"status": status, "step": self.step, **{k: v for k, v in last.items() if k != "log"}}
-
-    def _first_step(self) -> int:
-        if not hasattr(self, "_start_step"):
-            self._start_step = self.step - 1
-        return self._start_step
-
     def do_validation(self) -> None:
         if not self.is_main:
             if self.world > 1:
@@ -493,17 +299,143 @@ class Trainer:
         if self.world > 1:
             torch.distributed.barrier()
 
+    # -- the loop ------------------------------------------------------------------------------
+    def batches_for_epoch(self, epoch: int) -> list[list[int]]:
+        train = self.data.train
+        batches = token_batches([len(e.src) for e in train], [len(e.tgt) for e in train], self.cfg.max_tokens, seed=self.cfg.seed, epoch=epoch)
+        # Every rank takes every world-th batch; all ranks get the same count so steps stay in lock-step.
+        usable = len(batches) - len(batches) % self.world
+        if usable == 0:
+            raise DataError(f"{len(batches)} batch(es) per epoch cannot be shared by {self.world} processes; use more data or a smaller --max-tokens")
+        return batches[self.rank : usable : self.world]
 
-def average_checkpoints(paths: list[Path], out: Path) -> Path:
-    """Average the weights of several checkpoints of one run (§6.1: the last 5 or 20)."""
-    if not paths:
-        raise CheckpointError("no checkpoints to average")
-    loaded = [load_model(p) for p in paths]
-    first = loaded[0]
-    for other in loaded[1:]:
-        if other.cfg != first.cfg:
-            raise CheckpointError(f"{other.path}: a different model config from {first.path}; cannot average")
-    states = [m.model.state_dict() for m in loaded]
-    averaged = {k: sum(s[k].float() for s in states) / len(states) for k in states[0]}
-    first.model.load_state_dict(averaged)
-    return save_model(first.model, first.tokenizer, out, extra_metadata={"averaged": ",".join(p.name for p in paths)})
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        if signum == signal.SIGINT and self.stop_requested == "interrupted":
+            raise KeyboardInterrupt  # a second Ctrl-C: stop now, without the checkpoint
+        self.stop_requested = STOP_STATUS.get(signum, "stopped")
+
+    def _install_signal_handlers(self) -> dict[int, Any]:
+        """SIGINT/SIGTERM ask for a stop at the next step boundary (a checkpoint, then exit).
+
+        Only the main thread may set handlers. A SIGINT that the parent set to ignored (a job
+        started with `&` by a script) stays ignored, as the shell meant.
+        """
+        if threading.current_thread() is not threading.main_thread():
+            return {}
+        previous = {}
+        for sig in STOP_STATUS:
+            old = signal.getsignal(sig)
+            if sig == signal.SIGINT and old == signal.SIG_IGN:
+                continue
+            previous[sig] = old
+            signal.signal(sig, self._on_signal)
+        return previous
+
+    def _should_stop(self, max_steps: int) -> str | None:
+        """Why to stop before the next step, or None. Under DDP the ranks agree (any one stops all)."""
+        reason = None
+        if max_steps and self.step >= max_steps:
+            reason = "finished"
+        elif self.cfg.max_time and self.elapsed_before + time.time() - self.t_start >= self.cfg.max_time:
+            reason = "max_time"
+        elif self.stop_requested:
+            reason = self.stop_requested
+        if self.world > 1:
+            codes = ["finished", "max_time", "interrupted", "terminated", "stopped"]
+            flag = torch.tensor([codes.index(reason) + 1 if reason else 0], device=self.device)
+            torch.distributed.all_reduce(flag, op=torch.distributed.ReduceOp.MAX)
+            reason = codes[int(flag) - 1] if int(flag) else None
+        return reason
+
+    def train_step(self, epoch_batches: list[list[int]]) -> tuple[dict[str, Any], list[list[int]]]:
+        """One optimizer step over `accumulate` batches; returns its numbers and the epoch's batches."""
+        cfg, pad = self.cfg, self.model_cfg.pad_id
+        lr = noam_lr(self.step + 1, self.model_cfg.d_model, cfg.warmup, cfg.lr_scale)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        loss_sum, n_tokens, n_in = 0.0, 0, 0
+        for micro in range(cfg.accumulate):
+            if self.batch_in_epoch >= len(epoch_batches):
+                self.epoch, self.batch_in_epoch = self.epoch + 1, 0
+                epoch_batches = self.batches_for_epoch(self.epoch)
+            batch = [self.data.train[i] for i in epoch_batches[self.batch_in_epoch]]
+            self.batch_in_epoch += 1
+            src, tgt_in, tgt_out = (t.to(self.device, non_blocking=True) for t in collate(batch, pad))
+            # Gradients are all-reduced only on the last micro-batch of an accumulated step.
+            sync = micro == cfg.accumulate - 1 or self.world == 1
+            ctx = nullcontext() if sync or not hasattr(self.net, "no_sync") else self.net.no_sync()
+            with ctx:
+                with autocast_context(self.device, cfg.precision):
+                    logits = self.net(src, tgt_in)
+                loss, n = label_smoothed_loss(logits, tgt_out, pad, cfg.label_smoothing)
+                # Mean over this batch's real target tokens; DDP then averages the ranks.
+                scaled = loss / (max(n, 1) * cfg.accumulate)
+                (self.scaler.scale(scaled) if self.scaler else scaled).backward()
+            loss_sum += float(loss.detach())
+            n_tokens += n
+            n_in += int((src != pad).sum()) + int((tgt_in != pad).sum())
+        if self.scaler:
+            self.scaler.unscale_(self.optimizer)
+        if cfg.clip_norm > 0:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.clip_norm)
+        if self.scaler:
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        else:
+            self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.step += 1
+        return {"loss": loss_sum / max(n_tokens, 1), "lr": lr, "tokens": n_in * self.world}, epoch_batches
+
+    def run(self) -> dict[str, Any]:
+        self.setup()
+        cfg = self.cfg
+        self.t_start = time.time()
+        start_step = self.step
+        self.emit(
+            "start", self.step, params=self.model.num_parameters(), device=str(self.device), world=self.world,
+            resumed=self.resume, model_config=self.model_cfg.to_dict(), **self.data.stats,
+        )
+        self.model.train()
+        last: dict[str, Any] = {}
+        window_tokens, window_start = 0, time.time()
+        epoch_batches = self.batches_for_epoch(self.epoch)
+        steps_per_epoch = max(1, len(epoch_batches) // cfg.accumulate)
+        max_steps = cfg.max_steps or (math.ceil(cfg.epochs * steps_per_epoch) if cfg.epochs else 0)
+        if not max_steps and not cfg.max_time:
+            raise ConfigError("give a budget: --max-steps, --epochs or --max-time")
+        previous_handlers = self._install_signal_handlers()
+        try:
+            while not (status := self._should_stop(max_steps)):
+                numbers, epoch_batches = self.train_step(epoch_batches)
+                window_tokens += numbers["tokens"]
+                now = time.time()
+                log = self.step % max(cfg.log_every, 1) == 0 or self.step == 1
+                elapsed = self.elapsed_before + now - self.t_start
+                per_step = (now - self.t_start) / (self.step - start_step)
+                eta = (max_steps - self.step) * per_step if max_steps else None
+                if cfg.max_time:
+                    eta = min(eta if eta is not None else math.inf, max(cfg.max_time - elapsed, 0.0))
+                last = {**numbers, "tokens_per_s": window_tokens / max(now - window_start, 1e-9), "epoch": self.epoch,
+                        "elapsed": elapsed, "eta": eta, "max_steps": max_steps, "log": log}
+                self.emit("step", self.step, **last)
+                if log:
+                    window_tokens, window_start = 0, now
+                if cfg.valid_every and self.step % cfg.valid_every == 0:
+                    self.do_validation()
+                if cfg.save_every and self.step % cfg.save_every == 0 and self.is_main:
+                    self.save_checkpoint()
+            # A stop request means "out now": skip the last validation (it can take minutes).
+            if status in ("finished", "max_time") and cfg.valid_every and self.step % cfg.valid_every:
+                self.do_validation()
+            if self.is_main and (not self.checkpoints() or self.checkpoints()[-1].name != f"step_{self.step:08d}"):
+                self.save_checkpoint()
+            if self.is_main and (not cfg.valid_every or not (self.run_dir / "model.safetensors").exists()):
+                save_model(self.model, self.data.tokenizer, self.run_dir)  # no validation: the last weights
+            self.emit("end", self.step, status=status, elapsed=self.elapsed_before + time.time() - self.t_start)
+        finally:
+            for sig, handler in previous_handlers.items():
+                signal.signal(sig, handler)
+            if self.world > 1 and torch.distributed.is_initialized():
+                torch.distributed.destroy_process_group()
+        return {"status": status, "step": self.step, "run_dir": str(self.run_dir), **{k: v for k, v in last.items() if k != "log"}}

@@ -1,0 +1,100 @@
+"""From --data arguments to encoded training and validation examples: read, dedup, split off the
+held-out sets, train (or load) the joint SentencePiece model, encode and filter by length.
+
+Deterministic for a given configuration, which is what lets every DDP rank, and a resumed run,
+rebuild exactly the same examples without storing them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from core.checkpoint import atomic_write_bytes
+from core.data import Example, Pair, ReadStats, length_ok, read_corpus, split_heldout
+from core.errors import DataError
+from core.tokenizer import Tokenizer
+
+if TYPE_CHECKING:
+    from core.train import TrainConfig
+
+
+@dataclass
+class Prepared:
+    tokenizer: Tokenizer
+    train: list[Example]
+    valid: list[Example]
+    valid_pairs: list[Pair]
+    stats: dict[str, Any]  # counts, and `problems`: the first few skipped lines
+
+
+def prepare_data(cfg: TrainConfig, run_dir: Path, is_main: bool = True, reuse_tokenizer: bool = True) -> Prepared:
+    """Read, split, (train the tokenizer), encode and filter. Deterministic for a given config.
+
+    reuse_tokenizer: take run_dir/spm.model when it exists (a resumed run, or a DDP rank waiting
+    for rank 0's). A fresh run passes False, so a left-over file from an aborted start never wins
+    over this run's --vocab-size.
+    """
+    stats = ReadStats()
+    pairs: list[Pair] = []
+    for spec in cfg.data:
+        pairs.extend(read_corpus(spec, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, strict=cfg.strict, stats=stats))
+    if not pairs:
+        raise DataError("the training data holds no sentence pairs")
+    if cfg.dedup:
+        seen, unique = set(), []
+        for p in pairs:
+            if (p.src, p.tgt) not in seen:
+                seen.add((p.src, p.tgt))
+                unique.append(p)
+        stats.skipped_duplicate = len(pairs) - len(unique)
+        pairs = unique
+    if cfg.valid:
+        valid_pairs = [p for spec in cfg.valid for p in read_corpus(spec, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, strict=cfg.strict)]
+    else:
+        pairs, valid_pairs, test_pairs = split_heldout(pairs, cfg.valid_per_mille, cfg.test_per_mille)
+        if not valid_pairs:  # a tiny corpus: hold out a few pairs all the same
+            pairs, valid_pairs = pairs[: -max(1, len(pairs) // 10)], pairs[-max(1, len(pairs) // 10) :]
+        if test_pairs and is_main:
+            run_dir.mkdir(parents=True, exist_ok=True)
+            for lang, side in ((cfg.src_lang, "src"), (cfg.tgt_lang, "tgt")):
+                text = "".join(getattr(p, side) + "\n" for p in test_pairs)
+                atomic_write_bytes(run_dir / f"test.{lang}", text.encode("utf-8"))
+
+    spm_path = run_dir / "spm.model"
+    if cfg.spm_model:
+        tokenizer = Tokenizer.load(cfg.spm_model)
+    elif reuse_tokenizer and spm_path.exists():  # the run's own tokenizer
+        tokenizer = Tokenizer.load(spm_path)
+    else:
+        tokenizer = Tokenizer.train((s for p in pairs for s in (p.src, p.tgt)), cfg.vocab_size)
+    if is_main and (not spm_path.exists() or spm_path.read_bytes() != tokenizer.proto):
+        run_dir.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(spm_path, tokenizer.proto)
+
+    def encode(ps: list[Pair], filtered: bool) -> list[Example]:
+        srcs = tokenizer.encode_batch([p.src for p in ps])
+        tgts = tokenizer.encode_batch([p.tgt for p in ps])
+        out = []
+        for s, t in zip(srcs, tgts):
+            if filtered and not length_ok(len(s) + 1, len(t) + 1, cfg.max_len, cfg.max_ratio):
+                stats.skipped_filtered += 1
+                continue
+            out.append(Example(s[: cfg.max_len] + [tokenizer.sp.eos_id()], [tokenizer.sp.bos_id()] + t[: cfg.max_len] + [tokenizer.sp.eos_id()]))
+        return out
+
+    train = encode(pairs, True)
+    valid = encode(valid_pairs, False)
+    if not train:
+        raise DataError(f"no training pairs left after the length filters (--max-len {cfg.max_len}, --max-ratio {cfg.max_ratio})")
+    counts = {
+        "pairs_read": stats.read,
+        "train_pairs": len(train),
+        "valid_pairs": len(valid),
+        "skipped_malformed": stats.skipped_malformed,
+        "skipped_filtered": stats.skipped_filtered,
+        "skipped_duplicate": stats.skipped_duplicate,
+        "problems": stats.problems,
+    }
+    return Prepared(tokenizer, train, valid, valid_pairs, counts)

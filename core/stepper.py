@@ -1,0 +1,247 @@
+"""Greedy decoding of ONE sentence, one step at a time, over the key/value cache (`tt inspect`).
+
+A `Stepper` encodes the source once, then each `.step()` feeds one target piece to the decoder and
+keeps what that step saw in a `StepTrace`: the top-k of the next-token distribution, the raw
+logits, and the decoder's masked self-attention and cross-attention for that step's query.
+`.back()` trims the cache by one position instead of re-decoding, so stepping either way is cheap.
+`.branch(at, token)` is the what-if: the same prefix, another piece at step `at`, decoding on.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from core.checkpoint import LoadedModel
+from core.errors import TTError
+from core.model import DecoderState, Encoded
+from core.trace import Candidate, SourceTrace, StepTrace
+from core.tokenizer import Tokenizer
+
+
+def source_ids(tokenizer: Tokenizer, text: str, max_len: int) -> list[int]:
+    """The encoder's input, as in training: the pieces of `text` (cut to fit), then EOS."""
+    return tokenizer.encode(text)[: max_len - 1] + [tokenizer.sp.eos_id()]
+
+
+def top_candidates(
+    logits: torch.Tensor, tokenizer: Tokenizer, k: int, temperature: float = 1.0
+) -> list[Candidate]:
+    """The k most probable pieces under softmax(logits / temperature), most probable first.
+
+    `logprob` stays the model's own (temperature 1), so a re-shaped view never changes a score.
+    """
+    if temperature <= 0:
+        raise TTError(f"temperature must be positive, got {temperature}")
+    logits = logits.float()
+    logprobs = logits.log_softmax(-1)  # (vocab,)
+    probs = (logits / temperature).softmax(-1)  # (vocab,)
+    k = max(1, min(k, logits.numel()))
+    top_p, top_i = probs.topk(k)
+    ids = top_i.tolist()
+    pieces = tokenizer.pieces(ids)
+    return [
+        Candidate(token=i, piece=piece, prob=p, logprob=float(logprobs[i]))
+        for i, piece, p in zip(ids, pieces, top_p.tolist())
+    ]
+
+
+class Stepper:
+    """Step-by-step greedy decoding of one sentence, with forcing, back-stepping and branches.
+
+    Invariant: the decoder cache holds exactly `len(self.steps)` target positions, the inputs
+    BOS, y_0 … y_{t-1} that produced steps 0 … t.
+    """
+
+    @torch.inference_mode()
+    def __init__(
+        self,
+        loaded: LoadedModel,
+        text: str,
+        *,
+        top_k: int = 10,
+        temperature: float = 1.0,
+        extra_len: int = 50,
+        _encoded: tuple[SourceTrace, Encoded] | None = None,
+    ) -> None:
+        self.loaded = loaded
+        self.model = loaded.model
+        self.tokenizer = loaded.tokenizer
+        self.cfg = loaded.cfg
+        self.top_k = top_k
+        self.temperature = temperature
+        if _encoded is None:
+            _encoded = self._encode(text)
+        self.source, self.encoded = _encoded
+        # The same limit as core.decoding.greedy: source length + extra_len, within the model's table.
+        self.limit = min(len(self.source.tokens) + extra_len, self.cfg.max_len - 1)
+        self.extra_len = extra_len
+        self.steps: list[StepTrace] = []
+        self.state = self.model.start_state(self.encoded)
+
+    def _encode(self, text: str) -> tuple[SourceTrace, Encoded]:
+        if not text.strip():
+            raise TTError("nothing to inspect: the sentence is empty")
+        ids = source_ids(self.tokenizer, text, self.cfg.max_len)
+        device = next(self.model.parameters()).device
+        src = torch.tensor([ids], dtype=torch.long, device=device)  # (1, S)
+        enc = self.model.encode(src, need_weights=True)
+        encoder_self = [w[0].cpu() for w in enc.attention]  # per layer (h, S, S)
+        trace = SourceTrace(text=text, tokens=ids, pieces=self.tokenizer.pieces(ids), encoder_self=encoder_self)
+        return trace, Encoded(enc.memory, enc.src_mask, None)
+
+    # ------------------------------------------------------------------------------ reading
+    @property
+    def tokens(self) -> list[int]:
+        """Output piece ids so far, without EOS."""
+        return [s.token for s in self.steps if s.token != self.cfg.eos_id]
+
+    @property
+    def finished(self) -> bool:
+        if not self.steps:
+            return False
+        return self.steps[-1].token == self.cfg.eos_id or len(self.steps) >= self.limit
+
+    @property
+    def output_text(self) -> str:
+        return self.tokenizer.decode(self.tokens)
+
+    @property
+    def target_inputs(self) -> list[int]:
+        """What the decoder was fed so far: BOS, then every chosen piece but the last."""
+        return [self.cfg.bos_id] + [s.token for s in self.steps[:-1]]
+
+    @property
+    def score(self) -> float:
+        """Sum of the chosen pieces' log-probabilities (EOS included once produced)."""
+        return sum(s.logprob for s in self.steps)
+
+    def candidates(self, step: StepTrace, *, top_k: int | None = None, temperature: float | None = None) -> list[Candidate]:
+        """Re-shape a step's distribution live (a view's temperature and top-k controls)."""
+        if step.logits is None:
+            return step.candidates
+        return top_candidates(
+            step.logits, self.tokenizer, top_k or self.top_k, temperature if temperature is not None else self.temperature
+        )
+
+    # ------------------------------------------------------------------------------ moving
+    @torch.inference_mode()
+    def step(self, force: int | None = None) -> StepTrace | None:
+        """Decode one more piece: the most probable one, or `force` (a piece id). None when finished."""
+        if self.finished:
+            return None
+        if force is not None and not 0 <= force < self.cfg.vocab_size:
+            raise TTError(f"piece id {force} is outside the vocabulary (0..{self.cfg.vocab_size - 1})")
+        t = len(self.steps)
+        previous = self.cfg.bos_id if t == 0 else self.steps[-1].token
+        device = self.encoded.memory.device
+        step_input = torch.tensor([[previous]], dtype=torch.long, device=device)  # (1, 1)
+        out = self.model.decode(step_input, self.encoded, state=self.state, need_weights=True)
+        logits = out.logits[0, -1].float().cpu()  # (vocab,)
+        logprobs = logits.log_softmax(-1)
+        token = int(logprobs.argmax()) if force is None else int(force)
+        trace = StepTrace(
+            index=t,
+            token=token,
+            piece=self.tokenizer.pieces([token])[0],
+            logprob=float(logprobs[token]),
+            candidates=top_candidates(logits, self.tokenizer, self.top_k, self.temperature),
+            forced=force is not None,
+            decoder_self=[w[0, :, -1].cpu() for w in out.self_attention],  # per layer (h, t+1)
+            cross=[w[0, :, -1].cpu() for w in out.cross_attention],  # per layer (h, S)
+            logits=logits,
+        )
+        self.steps.append(trace)
+        return trace
+
+    @torch.inference_mode()
+    def back(self) -> bool:
+        """Undo the last step (its cache position too). False when there is nothing to undo."""
+        if not self.steps:
+            return False
+        self.steps.pop()
+        self._trim_cache(len(self.steps))
+        return True
+
+    def run(self) -> list[StepTrace]:
+        """Step until EOS or the length limit."""
+        while self.step() is not None:
+            pass
+        return self.steps
+
+    @torch.inference_mode()
+    def restart(self) -> None:
+        self.steps = []
+        self.state = self.model.start_state(self.encoded)
+
+    @torch.inference_mode()
+    def branch(self, at: int, token: int) -> Stepper:
+        """A new Stepper that shares steps 0 … at-1 with this one and takes `token` at step `at`.
+
+        The shared prefix is fed to the decoder in one call to fill the new cache; its traces
+        are the original's (the same computation), so only the new step is decoded afresh.
+        """
+        if not 0 <= at <= len(self.steps):
+            raise TTError(f"cannot branch at step {at}: decoded steps are 0..{len(self.steps)}")
+        other = Stepper(
+            self.loaded, self.source.text, top_k=self.top_k, temperature=self.temperature,
+            extra_len=self.extra_len, _encoded=(self.source, self.encoded),
+        )
+        if at > 0:
+            prefix = [self.cfg.bos_id] + [s.token for s in self.steps[: at - 1]]
+            device = self.encoded.memory.device
+            self.model.decode(torch.tensor([prefix], device=device), self.encoded, state=other.state)  # (1, at)
+            other.steps = list(self.steps[:at])
+        other.step(force=token)
+        return other
+
+    def _trim_cache(self, length: int) -> None:
+        state: DecoderState = self.state
+        for cache in state.self_attn:
+            if cache is not None:
+                cache.k = cache.k[:, :, :length]  # (1, h, length, d_k)
+                cache.v = cache.v[:, :, :length]
+        state.length = length
+
+
+def entropy(step: StepTrace) -> float:
+    """Entropy (nats) of the step's full next-token distribution: how unsure the model was."""
+    if step.logits is None:
+        return math.nan
+    logp = step.logits.float().log_softmax(-1)
+    return float(-(logp.exp() * logp).sum())
+
+
+def attention_matrix(
+    source: SourceTrace, steps: list[StepTrace], family: str, layer: int, head: int | None
+) -> torch.Tensor:
+    """One head's (or, head=None, the mean of the heads') attention as a (queries, keys) matrix.
+
+    cross: (T, S), row t = what step t's query read in the source; decoder_self: (T, T), row t
+    covers the t+1 positions step t could see, the masked future left at 0; encoder_self: (S, S).
+    """
+
+    def pick(w: torch.Tensor) -> torch.Tensor:
+        return w.mean(0) if head is None else w[head]  # (h, ...) -> (...)
+
+    if family == "encoder_self":
+        return pick(source.encoder_self[layer])  # (S, S)
+    if not steps:
+        n_keys = len(source.tokens) if family == "cross" else 0
+        return torch.zeros(0, n_keys)
+    if family == "cross":
+        return torch.stack([pick(s.cross[layer]) for s in steps])  # (T, S)
+    out = torch.zeros(len(steps), len(steps))  # (T, T)
+    for t, s in enumerate(steps):
+        out[t, : t + 1] = pick(s.decoder_self[layer])
+    return out
+
+
+def attention_grid(source: SourceTrace, steps: list[StepTrace], family: str, query: int) -> torch.Tensor:
+    """Every layer × head at a glance for one query: (n_layers · h, keys), layer-major."""
+    if family == "encoder_self":
+        rows = [w[:, query] for w in source.encoder_self]  # per layer (h, S)
+    else:
+        rows = getattr(steps[query], "cross" if family == "cross" else "decoder_self")  # per layer (h, keys)
+    return torch.cat(rows)  # (n_layers · h, keys)

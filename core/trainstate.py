@@ -1,0 +1,175 @@
+"""Checkpoint I/O for training runs, and checkpoint averaging (§6.1).
+
+A run directory looks like this (the layout `tt train --resume` and `tt average` rely on):
+
+    run_dir/
+      model.safetensors, spm.model     the best model so far: a model dir `tt translate` loads
+      metrics.jsonl                    one JSON object per event (start, step, valid, checkpoint, end)
+      checkpoints/step_00001000/       a model dir + trainer.safetensors (optimizer moments, RNG)
+                                       + trainer.json (step, epoch, data position, TrainConfig)
+
+Every checkpoint is written to a hidden temp dir and renamed into place, so a crash leaves either
+the whole checkpoint or none; `list_checkpoints` only sees finished ones.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from core.checkpoint import atomic_write_bytes, load_model, read_weights, save_model
+from core.errors import CheckpointError
+from core.tokenizer import Tokenizer
+
+TRAINER_STATE = "trainer.safetensors"
+TRAINER_JSON = "trainer.json"
+CHECKPOINTS = "checkpoints"
+
+
+def checkpoint_name(step: int) -> str:
+    return f"step_{step:08d}"
+
+
+def list_checkpoints(run_dir: str | Path) -> list[Path]:
+    """Finished checkpoints of a run, oldest first (the zero-padded step sorts by name)."""
+    root = Path(run_dir) / CHECKPOINTS
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.iterdir() if p.is_dir() and p.name.startswith("step_") and (p / TRAINER_JSON).exists())
+
+
+def read_trainer_info(checkpoint: Path) -> dict[str, Any]:
+    path = checkpoint / TRAINER_JSON
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise CheckpointError(f"{path}: cannot read the trainer state ({exc})") from None
+
+
+def write_checkpoint(
+    run_dir: Path,
+    step: int,
+    model: torch.nn.Module,
+    tokenizer: Tokenizer,
+    optimizer: torch.optim.Optimizer,
+    info: dict[str, Any],
+    *,
+    cuda_device: torch.device | None = None,
+    scaler: Any = None,
+    keep_last: int = 0,
+) -> Path:
+    """Write checkpoints/step_N (model dir + optimizer/RNG state + `info`), then prune to `keep_last`."""
+    from safetensors.torch import save_file
+
+    root = run_dir / CHECKPOINTS
+    final = root / checkpoint_name(step)
+    tmp = root / f".tmp_{checkpoint_name(step)}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    save_model(model, tokenizer, tmp)
+    tensors: dict[str, torch.Tensor] = {"rng.cpu": torch.get_rng_state()}
+    if cuda_device is not None:
+        tensors["rng.cuda"] = torch.cuda.get_rng_state(cuda_device)
+    for index, state in optimizer.state_dict()["state"].items():
+        for key, value in state.items():
+            tensors[f"optim.{index}.{key}"] = value.detach().cpu().contiguous() if torch.is_tensor(value) else torch.tensor(value)
+    if scaler is not None:
+        tensors["scaler.scale"] = scaler.get_scale() * torch.ones(())
+    save_file(tensors, str(tmp / TRAINER_STATE))
+    (tmp / TRAINER_JSON).write_text(json.dumps(info, indent=1), encoding="utf-8")
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(tmp, final)
+    if keep_last > 0:
+        for old in list_checkpoints(run_dir)[:-keep_last]:
+            shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def read_checkpoint(
+    path: Path,
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    device: torch.device,
+    scaler: Any = None,
+) -> dict[str, Any]:
+    """Restore weights, optimizer moments and RNG from checkpoint `path`; return its trainer.json."""
+    loaded = load_model(path)
+    if loaded.cfg != model.cfg:
+        changed = [k for k, v in loaded.cfg.to_dict().items() if model.cfg.to_dict()[k] != v]
+        raise CheckpointError(
+            f"{path}: the checkpoint's model differs from this run's options ({', '.join(changed)}); "
+            "drop the model options to resume with the run's own"
+        )
+    model.load_state_dict(loaded.model.state_dict())
+    tensors, _ = read_weights(path / TRAINER_STATE)
+    info = read_trainer_info(path)
+    opt = optimizer.state_dict()
+    state: dict[int, dict[str, torch.Tensor]] = {}
+    for name, value in tensors.items():
+        if name.startswith("optim."):
+            _, index, key = name.split(".", 2)
+            # Adam keeps `step` on the CPU (a scalar); the moments live beside the parameters.
+            state.setdefault(int(index), {})[key] = value.to(device) if key != "step" else value
+    opt["state"] = state
+    optimizer.load_state_dict(opt)
+    torch.set_rng_state(tensors["rng.cpu"])
+    if "rng.cuda" in tensors and device.type == "cuda":
+        torch.cuda.set_rng_state(tensors["rng.cuda"], device)
+    if scaler is not None and "scaler.scale" in tensors:
+        scaler.update(float(tensors["scaler.scale"]))
+    return info
+
+
+def truncate_metrics(path: Path, step: int) -> None:
+    """Drop log lines after `step`: a resumed run redoes those steps and logs them again.
+
+    A line cut short by a kill is dropped too, so the log stays one valid JSON object per line.
+    """
+    if not path.exists():
+        return
+    kept = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(record, dict) and int(record.get("step", 0)) <= step:
+            kept.append(line + "\n")
+    atomic_write_bytes(path, "".join(kept).encode("utf-8"))
+
+
+def clean_partial_checkpoints(run_dir: Path) -> None:
+    """Remove temp dirs a killed run left half-written."""
+    root = run_dir / CHECKPOINTS
+    if root.is_dir():
+        for p in root.iterdir():
+            if p.name.startswith(".tmp_"):
+                shutil.rmtree(p, ignore_errors=True)
+
+
+def average_checkpoints(paths: list[Path], out: str | Path) -> Path:
+    """Average the weights of several checkpoints of one run into a model dir (§6.1: the last 5 or 20).
+
+    Keeps one running sum, so memory stays at two models whatever the count.
+    """
+    if not paths:
+        raise CheckpointError("no checkpoints to average")
+    first = load_model(paths[0])
+    total = {k: v.detach().double().clone() if v.is_floating_point() else v for k, v in first.model.state_dict().items()}
+    for path in paths[1:]:
+        other = load_model(path)
+        if other.cfg != first.cfg:
+            raise CheckpointError(f"{path}: a different model config from {paths[0]}; cannot average them")
+        if other.tokenizer.proto != first.tokenizer.proto:
+            raise CheckpointError(f"{path}: a different SentencePiece model from {paths[0]}; cannot average them")
+        for k, v in other.model.state_dict().items():
+            if v.is_floating_point():
+                total[k] += v.double()
+    averaged = {k: (v / len(paths)).float() if v.is_floating_point() else v for k, v in total.items()}
+    first.model.load_state_dict(averaged)
+    return save_model(first.model, first.tokenizer, out, extra_metadata={"averaged": ",".join(Path(p).name for p in paths)})

@@ -1,0 +1,338 @@
+"""Translate text: the one high-level API that `tt translate`, `tt eval` and the TUI call.
+
+    lines ──clean──▶ pieces (+EOS, truncated to max_len) ──length-sorted batches──▶ greedy / beam / sample
+          ──restore input order──▶ Translation (text, pieces, log-probs; attention trace when asked)
+
+`translate_lines` streams: it reads a chunk of lines, translates it and yields before reading on,
+so memory stays flat on a file of any length. Core never prints; warnings come back on each
+Translation and the caller decides how to show them.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import BinaryIO
+
+import torch
+
+from core.checkpoint import LoadedModel
+from core.errors import ConfigError, DataError
+from core.trace import Candidate, SourceTrace, StepTrace
+
+# Characters that would split one output line into several for a reader using str.splitlines().
+_LINE_BREAKS = dict.fromkeys(map(ord, "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"), " ")
+
+
+@dataclass(frozen=True)
+class TranslateOptions:
+    """How to decode. The defaults are the paper's (§6.1): beam 4, length penalty α = 0.6."""
+
+    beam: int = 4
+    alpha: float = 0.6  # GNMT length penalty ((5 + |Y|) / 6)^α on beam scores
+    n_best: int = 1  # hypotheses kept per sentence (beam search only)
+    greedy: bool = False
+    sample: bool = False
+    temperature: float = 1.0
+    top_k: int = 0  # 0 = no top-k cut
+    top_p: float = 1.0  # 1 = no nucleus cut
+    seed: int | None = None
+    batch_size: int = 32  # sentences per forward pass (each expands into `beam` rows)
+    extra_len: int = 50  # output may run this many pieces past the source length (§6.1)
+    trace: bool = False  # also return every attention matrix (a teacher-forced pass per sentence)
+    trace_top_k: int = 5
+
+    def validate(self) -> TranslateOptions:
+        problems = []
+        if self.greedy and self.sample:
+            problems.append("--greedy and --sample exclude each other")
+        if self.beam < 1:
+            problems.append(f"--beam must be at least 1, got {self.beam}")
+        if self.n_best < 1:
+            problems.append(f"--n-best must be at least 1, got {self.n_best}")
+        if self.n_best > 1 and (self.greedy or self.sample):
+            problems.append("--n-best needs beam search (not --greedy or --sample)")
+        if self.n_best > max(self.beam, 1) and not (self.greedy or self.sample):
+            problems.append(f"--n-best ({self.n_best}) cannot exceed --beam ({self.beam})")
+        if self.temperature <= 0:
+            problems.append(f"--temperature must be positive, got {self.temperature}")
+        if self.top_k < 0:
+            problems.append(f"--top-k must be 0 (off) or positive, got {self.top_k}")
+        if not 0.0 <= self.top_p <= 1.0:
+            problems.append(f"--top-p must be in [0, 1], got {self.top_p}")
+        if self.alpha < 0:
+            problems.append(f"--alpha must be non-negative, got {self.alpha}")
+        if self.batch_size < 1:
+            problems.append(f"--batch-size must be at least 1, got {self.batch_size}")
+        if problems:
+            raise ConfigError("; ".join(problems))
+        return self
+
+    @property
+    def method(self) -> str:
+        if self.sample:
+            return "sample"
+        return "greedy" if self.greedy or self.beam == 1 else "beam"
+
+
+@dataclass
+class Alternative:
+    """One of the n-best hypotheses of a sentence."""
+
+    text: str
+    tokens: list[int]
+    pieces: list[str]
+    token_logprobs: list[float]
+    score: float
+
+
+@dataclass
+class Translation:
+    index: int  # position of the line in the input (0-based)
+    source: str  # the line as given
+    text: str  # the translation; "" for an empty or whitespace-only line
+    tokens: list[int] = field(default_factory=list)  # output piece ids, without BOS/EOS
+    pieces: list[str] = field(default_factory=list)
+    token_logprobs: list[float] = field(default_factory=list)  # one per piece, EOS's last when produced
+    score: float = 0.0  # the decoder's sequence score (length-normalised for beam search)
+    source_tokens: list[int] = field(default_factory=list)  # encoder input, EOS last
+    truncated: bool = False  # the source was cut to the model's max_len
+    warnings: list[str] = field(default_factory=list)
+    alternatives: list[Alternative] = field(default_factory=list)  # n-best list, best first (beam only)
+    source_trace: SourceTrace | None = None  # when options.trace
+    steps: list[StepTrace] | None = None
+
+
+# --------------------------------------------------------------------------------------- input
+def clean_text(text: str) -> tuple[str, int]:
+    """`text` with control characters (NUL included) and lone surrogates replaced by spaces.
+
+    They carry no meaning to translate, and line breaks inside a "line" would break the
+    one-line-out-per-line-in contract. Returns the cleaned text and how many were replaced.
+    """
+    out, replaced = [], 0
+    for ch in text:
+        cat = unicodedata.category(ch)
+        if cat in ("Cc", "Cs") and ch != "\t" or ch in "\u2028\u2029":
+            out.append(" ")
+            replaced += 1
+        else:
+            out.append(" " if ch == "\t" else ch)
+    return "".join(out), replaced
+
+
+def read_lines(stream: BinaryIO, name: str, errors: str = "strict") -> Iterator[str]:
+    """Lines of a binary stream decoded as UTF-8, one at a time (no whole-file read).
+
+    errors="strict" turns a bad byte into a DataError naming `name:line`; "replace" puts U+FFFD there.
+    """
+    if errors not in ("strict", "replace"):
+        raise ConfigError(f"--errors must be 'strict' or 'replace', got {errors!r}")
+    for lineno, raw in enumerate(stream, start=1):
+        if raw.endswith(b"\n"):
+            raw = raw[:-1]
+        if raw.endswith(b"\r"):
+            raw = raw[:-1]
+        try:
+            yield raw.decode("utf-8", errors=errors)
+        except UnicodeDecodeError as exc:
+            raise DataError(
+                f"{name}:{lineno}: invalid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); "
+                "use --errors replace to translate it anyway"
+            ) from None
+
+
+def one_line(text: str) -> str:
+    """Text with every line-break character turned into a space."""
+    return text.translate(_LINE_BREAKS)
+
+
+# --------------------------------------------------------------------------------------- decoding
+def _decode_batch(loaded: LoadedModel, sources: list[list[int]], options: TranslateOptions, batch_no: int):
+    """Hypothesis lists (best first) for each source, in the order given."""
+    from core import decoding
+
+    model, cfg = loaded.model, loaded.cfg
+    device = next(model.parameters()).device
+    src = decoding.pad_batch(sources, cfg.pad_id, device)  # (B, S)
+    method = options.method
+    if method == "greedy":
+        return [[h] for h in decoding.greedy(model, src, extra_len=options.extra_len)]
+    if method == "sample":
+        # A different seed per batch, so equal lines in different batches need not sample alike;
+        # the same input with the same --seed still gives the same output.
+        seed = None if options.seed is None else options.seed + batch_no
+        hyps = decoding.sample(
+            model, src, temperature=options.temperature, top_k=options.top_k, top_p=options.top_p,
+            seed=seed, extra_len=options.extra_len,
+        )
+        return [[h] for h in hyps]
+    return decoding.beam_search(
+        model, src, beam_size=options.beam, alpha=options.alpha, extra_len=options.extra_len, n_best=options.n_best
+    )
+
+
+def _chunks(lines: Iterable[str], size: int) -> Iterator[list[str]]:
+    chunk: list[str] = []
+    for line in lines:
+        chunk.append(line)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def translate_lines(
+    loaded: LoadedModel, lines: Iterable[str], options: TranslateOptions | None = None
+) -> Iterator[Translation]:
+    """One Translation per line of `lines`, in order, streamed.
+
+    Lines are read a chunk at a time (4 batches), sorted by length inside the chunk so each batch
+    pads little, translated, and handed back in input order before the next chunk is read.
+    """
+    options = (options or TranslateOptions()).validate()
+    tok, cfg = loaded.tokenizer, loaded.cfg
+    max_src = cfg.max_len - 1  # leave room for EOS
+    index = batch_no = 0
+    for chunk in _chunks(lines, options.batch_size * 4):
+        results: list[Translation] = []
+        work: list[int] = []  # positions in `results` that need the model
+        for line in chunk:
+            cleaned, replaced = clean_text(line)
+            t = Translation(index=index, source=line, text="")
+            index += 1
+            if replaced:
+                t.warnings.append(f"line {t.index + 1}: replaced {replaced} control character(s) with spaces")
+            if cleaned.strip():
+                ids = tok.encode(cleaned.strip())
+                if len(ids) > max_src:
+                    t.truncated = True
+                    t.warnings.append(
+                        f"line {t.index + 1}: {len(ids)} pieces, longer than the model's {max_src}; "
+                        f"translated the first {max_src}"
+                    )
+                    ids = ids[:max_src]
+                t.source_tokens = ids + [cfg.eos_id]
+                work.append(len(results))
+            results.append(t)
+        work.sort(key=lambda i: len(results[i].source_tokens))
+        for start in range(0, len(work), options.batch_size):
+            batch = work[start : start + options.batch_size]
+            nbest = _decode_batch(loaded, [results[i].source_tokens for i in batch], options, batch_no)
+            batch_no += 1
+            for i, hyps in zip(batch, nbest):
+                _fill(loaded, results[i], hyps, options)
+        yield from results
+
+
+def _fill(loaded: LoadedModel, t: Translation, hyps: list, options: TranslateOptions) -> None:
+    tok = loaded.tokenizer
+    alts = [
+        Alternative(one_line(tok.decode(h.tokens)), list(h.tokens), tok.pieces(h.tokens), list(h.token_logprobs), float(h.score))
+        for h in hyps
+    ]
+    best = alts[0]
+    t.text, t.tokens, t.pieces, t.token_logprobs, t.score = best.text, best.tokens, best.pieces, best.token_logprobs, best.score
+    t.alternatives = alts if options.n_best > 1 else []
+    if options.trace:
+        out = best.tokens + ([loaded.cfg.eos_id] if len(best.token_logprobs) > len(best.tokens) else [])
+        t.source_trace, t.steps = trace_translation(loaded, t.source_tokens, out, top_k=options.trace_top_k)
+        t.source_trace.text = t.source
+
+
+# --------------------------------------------------------------------------------------- trace
+@torch.inference_mode()
+def trace_translation(
+    loaded: LoadedModel, src_ids: list[int], out_ids: list[int], top_k: int = 5
+) -> tuple[SourceTrace, list[StepTrace]]:
+    """What the model saw at each step of producing `out_ids` from `src_ids`.
+
+    src_ids: the encoder input (EOS appended if missing). out_ids: the output pieces without BOS;
+    end it with EOS to include the step that stopped. One teacher-forced `model.trace` pass over
+    BOS + out_ids[:-1] gives exactly the attention each incremental decoding step saw, because
+    the look-ahead mask hides every later position (causality).
+    """
+    model, cfg, tok = loaded.model, loaded.cfg, loaded.tokenizer
+    device = next(model.parameters()).device
+    src_ids = list(src_ids)
+    if not src_ids or src_ids[-1] != cfg.eos_id:
+        src_ids.append(cfg.eos_id)
+    src_ids = src_ids[-cfg.max_len :] if len(src_ids) > cfg.max_len else src_ids
+    out_ids = list(out_ids)[: cfg.max_len]
+    src = torch.tensor([src_ids], device=device)  # (1, S)
+    source = SourceTrace(text=tok.decode(src_ids), tokens=src_ids, pieces=tok.pieces(src_ids))
+    if not out_ids:
+        enc = model.encode(src, need_weights=True)
+        source.encoder_self = [w[0].float().cpu() for w in enc.attention]  # (h, S, S) per layer
+        return source, []
+    tgt_in = torch.tensor([[cfg.bos_id] + out_ids[:-1]], device=device)  # (1, T)
+    logits, attn = model.trace(src, tgt_in)  # logits (1, T, vocab)
+    source.encoder_self = [w[0].float().cpu() for w in attn.encoder_self]  # (h, S, S) per layer
+    logits = logits[0].float().cpu()  # (T, vocab)
+    logprobs = logits.log_softmax(-1)
+    k = min(top_k, logits.size(-1))
+    top_lp, top_ids = logprobs.topk(k, dim=-1)  # (T, k)
+    decoder_self = [w[0].float().cpu() for w in attn.decoder_self]  # (h, T, T) per layer
+    cross = [w[0].float().cpu() for w in attn.cross]  # (h, T, S) per layer
+    steps = []
+    for t, token in enumerate(out_ids):
+        candidates = [
+            Candidate(int(i), tok.pieces([int(i)])[0], float(lp.exp()), float(lp))
+            for lp, i in zip(top_lp[t], top_ids[t])
+        ]
+        steps.append(
+            StepTrace(
+                index=t,
+                token=token,
+                piece=tok.pieces([token])[0],
+                logprob=float(logprobs[t, token]),
+                candidates=candidates,
+                decoder_self=[w[:, t, : t + 1] for w in decoder_self],  # (h, t+1) per layer
+                cross=[w[:, t] for w in cross],  # (h, S) per layer
+                logits=logits[t],
+            )
+        )
+    return source, steps
+
+
+def cross_matrix(steps: list[StepTrace], layer: int = -1, head: int | None = None) -> torch.Tensor:
+    """(T_out, S) cross-attention of one layer: one head, or the mean over heads when head is None."""
+    rows = [s.cross[layer] for s in steps]  # each (h, S)
+    stacked = torch.stack(rows, dim=1)  # (h, T, S)
+    return stacked.mean(0) if head is None else stacked[head]
+
+
+# --------------------------------------------------------------------------------------- alignment
+def words(pieces: list[str]) -> list[list[int]]:
+    """Piece positions grouped into words: SentencePiece marks a word's first piece with ▁."""
+    words: list[list[int]] = []
+    for i, p in enumerate(pieces):
+        if p in ("</s>", "<s>", "<pad>"):
+            continue
+        if not words or p.startswith("\u2581"):
+            words.append([i])
+        else:
+            words[-1].append(i)
+    # A lone "▁" piece (space before punctuation that has its own piece) is not a word of its own.
+    return [w for w in words if any(pieces[i].strip("\u2581") for i in w)] or words
+
+
+def word_text(pieces: list[str], word: list[int]) -> str:
+    return "".join(pieces[i] for i in word).replace("\u2581", "")
+
+
+def align_words(source_pieces: list[str], target_pieces: list[str], cross: torch.Tensor) -> list[tuple[int, int]]:
+    """(source word, target word) index pairs: each target word goes to the source word with the
+    most attention mass, where `cross` (T_out, S) is already averaged over heads (tt uses the last
+    layer's). A target word's pieces are averaged; a source word's mass is the sum over its pieces.
+    """
+    src_words, tgt_words = words(source_pieces), words(target_pieces)
+    pairs = []
+    for j, tw in enumerate(tgt_words):
+        row = cross[tw].mean(0)  # (S,)
+        mass = [float(row[sw].sum()) for sw in src_words]
+        if mass:
+            pairs.append((max(range(len(mass)), key=mass.__getitem__), j))
+    return pairs

@@ -1,0 +1,165 @@
+"""core.attention: the manual and fused paths keep one contract (fp32, within 1e-5)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from core.attention import KVCache, MultiHeadAttention, scaled_dot_product_attention
+from core.masks import combine, padding_mask, subsequent_mask
+
+TOL = dict(atol=1e-5, rtol=1e-5)
+
+
+def make_mha(seed: int = 0, d_model: int = 32, h: int = 4) -> MultiHeadAttention:
+    torch.manual_seed(seed)
+    mha = MultiHeadAttention(d_model, h).eval()
+    with torch.no_grad():  # non-zero biases, so a path that forgets one would show
+        for layer in (mha.w_q, mha.w_kv, mha.w_o):
+            layer.bias.normal_(0, 0.1)
+    return mha
+
+
+def test_manual_attention_is_equation_1():
+    torch.manual_seed(0)
+    q, k, v = torch.randn(2, 3, 5, 8), torch.randn(2, 3, 7, 8), torch.randn(2, 3, 7, 6)
+    out, weights = scaled_dot_product_attention(q, k, v)
+    expected = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(8), dim=-1)
+    torch.testing.assert_close(weights, expected, **TOL)
+    torch.testing.assert_close(out, expected @ v, **TOL)
+    assert out.shape == (2, 3, 5, 6)
+
+
+def test_manual_attention_gives_zero_to_masked_keys_and_sums_to_one():
+    torch.manual_seed(0)
+    q, k, v = torch.randn(1, 1, 4, 8), torch.randn(1, 1, 4, 8), torch.randn(1, 1, 4, 8)
+    mask = subsequent_mask(4)
+    _, weights = scaled_dot_product_attention(q, k, v, mask)
+    assert weights.masked_select(~mask).eq(0).all()
+    torch.testing.assert_close(weights.sum(-1), torch.ones(1, 1, 4))
+
+
+def test_fully_masked_query_gets_zero_attention_not_nan():
+    q = k = v = torch.randn(1, 1, 2, 4)
+    mask = torch.tensor([[True, False], [False, False]])
+    out, weights = scaled_dot_product_attention(q, k, v, mask)
+    assert not torch.isnan(out).any()
+    assert weights[0, 0, 1].eq(0).all() and out[0, 0, 1].eq(0).all()
+
+
+@pytest.mark.parametrize("which", ["none", "padding", "causal_mask", "is_causal", "padding+causal"])
+def test_fused_and_manual_self_attention_agree(which):
+    mha = make_mha()
+    torch.manual_seed(1)
+    x = torch.randn(3, 6, 32)
+    tokens = torch.tensor([[4, 5, 6, 7, 8, 9], [4, 5, 6, 0, 0, 0], [4, 0, 0, 0, 0, 0]])
+    mask, is_causal = {
+        "none": (None, False),
+        "padding": (padding_mask(tokens, 0), False),
+        "causal_mask": (subsequent_mask(6), False),
+        "is_causal": (None, True),
+        "padding+causal": (combine(padding_mask(tokens, 0), subsequent_mask(6)), False),
+    }[which]
+    fused, none = mha(x, mask=mask, is_causal=is_causal)
+    manual, weights = mha(x, mask=mask, is_causal=is_causal, need_weights=True)
+    assert none is None
+    assert weights.shape == (3, 4, 6, 6)
+    torch.testing.assert_close(fused, manual, **TOL)
+    if "causal" in which:
+        assert weights[:, :, 0, 1:].eq(0).all()  # the first query sees only itself
+    if "padding" in which:
+        assert weights[2, :, :, 1:].eq(0).all()  # the one-token sentence attends only to itself
+
+
+def test_fused_and_manual_agree_on_a_query_with_nothing_to_attend_to():
+    """An all-padding source row: both paths give zero attention (no NaN that would spread)."""
+    mha = make_mha()
+    x, memory = torch.randn(2, 3, 32), torch.randn(2, 4, 32)
+    src_mask = padding_mask(torch.tensor([[5, 6, 0, 0], [0, 0, 0, 0]]), 0)
+    fused, _ = mha(x, memory, src_mask)
+    manual, weights = mha(x, memory, src_mask, need_weights=True)
+    assert not fused.isnan().any()
+    torch.testing.assert_close(fused, manual, **TOL)
+    assert weights[1].eq(0).all()
+
+
+def test_fused_and_manual_cross_attention_agree():
+    mha = make_mha()
+    torch.manual_seed(2)
+    x, memory = torch.randn(2, 3, 32), torch.randn(2, 5, 32)
+    src_mask = padding_mask(torch.tensor([[1, 1, 1, 1, 1], [1, 1, 0, 0, 0]]), 0)
+    fused, _ = mha(x, memory, src_mask)
+    manual, weights = mha(x, memory, src_mask, need_weights=True)
+    torch.testing.assert_close(fused, manual, **TOL)
+    assert weights.shape == (2, 4, 3, 5)
+    assert weights[1, :, :, 2:].eq(0).all()
+    # With the memory projected once into a cache (static_kv) the result is the same.
+    cached, _ = mha(x, mask=src_mask, cache=mha.project_kv(memory), static_kv=True)
+    torch.testing.assert_close(cached, fused, **TOL)
+
+
+def test_heads_are_independent_blocks_of_d_k():
+    """MultiHead = Concat(head_1..head_h) W^O: head i only reads columns i·d_k..(i+1)·d_k of Q, K, V."""
+    mha = make_mha(d_model=8, h=2)
+    torch.manual_seed(3)
+    x = torch.randn(1, 4, 8)
+    _, weights = mha(x, need_weights=True)
+    q = mha.w_q(x)
+    k, _ = mha.w_kv(x).chunk(2, dim=-1)
+    head1 = torch.softmax(q[0, :, 4:] @ k[0, :, 4:].T / 2.0, dim=-1)  # d_k = 4, √d_k = 2
+    torch.testing.assert_close(weights[0, 1], head1, **TOL)
+
+
+@pytest.mark.parametrize("need_weights", [False, True])
+def test_incremental_self_attention_with_a_cache_matches_causal_full(need_weights):
+    mha = make_mha()
+    torch.manual_seed(4)
+    x = torch.randn(2, 5, 32)
+    full, _ = mha(x, is_causal=True)
+    cache = KVCache(torch.zeros(2, 4, 0, 8), torch.zeros(2, 4, 0, 8))
+    steps = []
+    for t in range(5):
+        out, w = mha(x[:, t : t + 1], cache=cache, need_weights=need_weights)
+        steps.append(out)
+        if need_weights:
+            assert w.shape == (2, 4, 1, t + 1)
+    assert cache.length == 5
+    torch.testing.assert_close(torch.cat(steps, dim=1), full, **TOL)
+
+
+def test_kv_cache_select_reorders_rows():
+    k = torch.arange(3.0)[:, None, None, None].expand(3, 1, 2, 1).clone()
+    cache = KVCache(k, k + 10)
+    cache.select(torch.tensor([2, 2, 0]))
+    assert cache.k[:, 0, 0, 0].tolist() == [2.0, 2.0, 0.0]
+    assert cache.v[:, 0, 0, 0].tolist() == [12.0, 12.0, 10.0]
+    cache.append(torch.zeros(3, 1, 1, 1), torch.zeros(3, 1, 1, 1))
+    assert cache.length == 3
+
+
+def test_kv_cache_keeps_every_position_as_it_grows():
+    cache = KVCache(torch.zeros(2, 1, 0, 3), torch.zeros(2, 1, 0, 3))
+    for t in range(0, 70, 7):  # chunks of 7 cross every power-of-two boundary up to 64
+        chunk = torch.arange(t, t + 7, dtype=torch.float32)[None, None, :, None].expand(2, 1, 7, 3)
+        cache.append(chunk, -chunk)
+    assert cache.length == 70
+    assert cache.k[0, 0, :, 0].tolist() == list(range(70))
+    assert cache.v[1, 0, :, 2].tolist() == [-float(i) for i in range(70)]
+    cache.select(torch.tensor([1]))
+    cache.append(torch.full((1, 1, 1, 3), 70.0), torch.full((1, 1, 1, 3), -70.0))
+    assert cache.k[0, 0, :, 0].tolist() == list(range(71))
+
+
+def test_attention_dropout_only_in_training():
+    mha = MultiHeadAttention(16, 2, attention_dropout=0.5)
+    x = torch.randn(1, 4, 16)
+    mha.eval()
+    a, _ = mha(x)
+    b, _ = mha(x, need_weights=True)
+    torch.testing.assert_close(a, b, **TOL)
+    mha.train()
+    torch.manual_seed(0)
+    c, _ = mha(x, need_weights=True)
+    assert not torch.allclose(c, b, atol=1e-4)

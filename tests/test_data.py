@@ -1,0 +1,155 @@
+"""Readers, held-out split, token-budget batches and the data preparation the Trainer runs."""
+
+from __future__ import annotations
+
+import gzip
+
+import pytest
+
+from core.data import (
+    ReadStats,
+    collate,
+    Example,
+    heldout_bucket,
+    read_aligned,
+    read_corpus,
+    read_tsv,
+    resolve,
+    split_heldout,
+    token_batches,
+)
+from core.errors import DataError
+from core.prepare import prepare_data
+from core.train import TrainConfig
+from tests.conftest import SHARED_DATA, TINY_TSV
+
+
+def write(path, text: str | bytes, gz: bool = False):
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    if gz:
+        with gzip.open(path, "wb") as f:
+            f.write(data)
+    else:
+        path.write_bytes(data)
+    return path
+
+
+def test_tsv_reads_pairs_and_ignores_extra_columns(tmp_path):
+    f = write(tmp_path / "a.tsv", "Bonjour.\tHello.\tCC-BY 2.0 (France)\r\nMerci !\tThanks!\n")
+    pairs = list(read_tsv(f))
+    assert [(p.src, p.tgt) for p in pairs] == [("Bonjour.", "Hello."), ("Merci !", "Thanks!")]
+    assert pairs[1].origin == f"{f}:2"
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [("no tab here\n", "found no tab"), ("\tHello.\n", "empty source"), ("Bonjour.\t  \n", "empty target")],
+)
+def test_tsv_strict_names_file_and_line(tmp_path, bad, message):
+    f = write(tmp_path / "a.tsv", "Oui.\tYes.\n" + bad)
+    with pytest.raises(DataError, match=rf"a\.tsv:2: .*{message}.*--skip-bad-lines"):
+        list(read_tsv(f))
+
+
+def test_tsv_skip_counts_bad_lines(tmp_path):
+    f = write(tmp_path / "a.tsv", b"Oui.\tYes.\nno tab\n\xff\xfe\tbad bytes\nNon.\tNo.\n")
+    stats = ReadStats()
+    pairs = list(read_tsv(f, strict=False, stats=stats))
+    assert [p.src for p in pairs] == ["Oui.", "Non."]
+    assert (stats.read, stats.skipped_malformed) == (2, 2)
+    assert stats.problems[1] == f"{f}:3: not valid UTF-8"
+
+
+def test_invalid_utf8_is_an_error_with_its_line_when_strict(tmp_path):
+    f = write(tmp_path / "a.tsv", b"Oui.\tYes.\nNon.\t\xe9t\xe9\n")
+    with pytest.raises(DataError, match=r"a\.tsv:2: not valid UTF-8"):
+        list(read_tsv(f))
+
+
+def test_gzip_and_prefix_forms(tmp_path):
+    write(tmp_path / "c.fr.gz", "Un chat.\nDeux chiens.\n", gz=True)
+    write(tmp_path / "c.en.gz", "A cat.\nTwo dogs.\n", gz=True)
+    write(tmp_path / "t.tsv.gz", "Un chat.\tA cat.\n", gz=True)
+    assert resolve(tmp_path / "c") == (tmp_path / "c.fr.gz", tmp_path / "c.en.gz")
+    assert [p.tgt for p in read_corpus(tmp_path / "c")] == ["A cat.", "Two dogs."]
+    assert [p.tgt for p in read_corpus(tmp_path / "t.tsv.gz")] == ["A cat."]
+    # Languages swap with the suffixes.
+    assert [p.src for p in read_corpus(tmp_path / "c", src_lang="en", tgt_lang="fr")] == ["A cat.", "Two dogs."]
+
+
+def test_missing_data_says_which_forms_work(tmp_path):
+    with pytest.raises(DataError, match=r"nope: no such data; give a TSV file .* P\.fr and P\.en"):
+        resolve(tmp_path / "nope")
+
+
+def test_aligned_files_of_different_length(tmp_path):
+    write(tmp_path / "x.fr", "a\nb\nc\n")
+    write(tmp_path / "x.en", "a\nb\n")
+    with pytest.raises(DataError, match=r"x\.fr:3: files are not aligned"):
+        list(read_aligned(tmp_path / "x.fr", tmp_path / "x.en"))
+
+
+def test_aligned_empty_line_strict_and_skipped(tmp_path):
+    write(tmp_path / "x.fr", "un\n\ntrois\n")
+    write(tmp_path / "x.en", "one\ntwo\nthree\n")
+    with pytest.raises(DataError, match=r"x\.fr:2: empty line"):
+        list(read_aligned(tmp_path / "x.fr", tmp_path / "x.en"))
+    stats = ReadStats()
+    assert [p.tgt for p in read_aligned(tmp_path / "x.fr", tmp_path / "x.en", strict=False, stats=stats)] == ["one", "three"]
+    assert stats.skipped_malformed == 1
+
+
+def test_heldout_split_depends_on_the_sentence_not_the_order():
+    pairs = [p for p in read_tsv(TINY_TSV)]
+    train, valid, test = split_heldout(pairs, 300, 200)
+    assert len(train) + len(valid) + len(test) == len(pairs)
+    train2, valid2, test2 = split_heldout(list(reversed(pairs)), 300, 200)
+    assert {p.src for p in valid} == {p.src for p in valid2} and {p.src for p in test} == {p.src for p in test2}
+    assert all(heldout_bucket(p.src) < 300 for p in valid)
+    assert valid and test  # 40 pairs: each share non-empty (with these seeds-free hashes it is)
+
+
+def test_token_batches_respect_the_budget_and_cover_everything():
+    import random
+
+    rng = random.Random(0)
+    src = [rng.randint(1, 40) for _ in range(500)]
+    tgt = [rng.randint(2, 40) for _ in range(500)]
+    batches = token_batches(src, tgt, 400, seed=3, epoch=0)
+    assert sorted(i for b in batches for i in b) == list(range(500))
+    for b in batches:
+        padded = len(b) * (max(src[i] for i in b) + max(tgt[i] for i in b))
+        assert padded <= 400 or len(b) == 1
+    assert batches == token_batches(src, tgt, 400, seed=3, epoch=0)  # what exact resume relies on
+    assert batches != token_batches(src, tgt, 400, seed=3, epoch=1)
+
+
+def test_collate_shifts_the_target():
+    src, tgt_in, tgt_out = collate([Example([5, 6, 3], [2, 7, 8, 3]), Example([9, 3], [2, 7, 3])], pad_id=0)
+    assert src.tolist() == [[5, 6, 3], [9, 3, 0]]
+    # The shorter row feeds its EOS at the last position; its output there is pad, so no loss.
+    assert tgt_in.tolist() == [[2, 7, 8], [2, 7, 3]]
+    assert tgt_out.tolist() == [[7, 8, 3], [7, 3, 0]]
+
+
+def test_prepare_dedups_filters_and_saves_the_tokenizer(tmp_path):
+    text = TINY_TSV.read_text(encoding="utf-8")
+    long = "Bonjour " * 40 + "\tHello.\n"  # ratio far above 3
+    data = write(tmp_path / "d.tsv", text + text + long)
+    cfg = TrainConfig(data=[str(data)], out=str(tmp_path / "run"), vocab_size=120, dedup=True, valid_per_mille=100)
+    prepared = prepare_data(cfg, tmp_path / "run")
+    s = prepared.stats
+    assert s["pairs_read"] == 81 and s["skipped_duplicate"] == 40 and s["skipped_filtered"] == 1
+    assert s["train_pairs"] + s["valid_pairs"] == 40
+    assert (tmp_path / "run" / "spm.model").read_bytes() == prepared.tokenizer.proto
+    ex = prepared.train[0]
+    assert ex.src[-1] == 3 and ex.tgt[0] == 2 and ex.tgt[-1] == 3  # EOS; BOS … EOS
+
+
+@pytest.mark.data
+def test_reads_the_shared_corpora():
+    stats = ReadStats()
+    first = next(iter(read_corpus(SHARED_DATA / "tatoeba-fra-eng" / "fra-eng.tsv", stats=stats)))
+    assert first.src and first.tgt
+    m30k = read_corpus(SHARED_DATA / "multi30k" / "val")
+    assert sum(1 for _ in m30k) > 500

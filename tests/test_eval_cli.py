@@ -1,0 +1,79 @@
+"""`tt eval`: sacreBLEU scores of the tiny real model on its own fixture, and clear errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.conftest import SHARED_DATA, TINY_TSV
+from tt_cli.main import app
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("eval")
+    pairs = [line.split("\t") for line in TINY_TSV.read_text(encoding="utf-8").splitlines()][:16]
+    (d / "src.fr").write_text("".join(f"{fr}\n" for fr, _ in pairs), encoding="utf-8")
+    (d / "ref.en").write_text("".join(f"{en}\n" for _, en in pairs), encoding="utf-8")
+    (d / "short.en").write_text("".join(f"{en}\n" for _, en in pairs[:5]), encoding="utf-8")
+    return d
+
+
+def evaluate(model_dir, *args):
+    return runner.invoke(app, ["eval", "--model", str(model_dir), *args])
+
+
+def test_table_has_bleu_chrf_signatures_and_speed(tiny_model_dir, files):
+    result = evaluate(tiny_model_dir, "--src", str(files / "src.fr"), "--ref", str(files / "ref.en"), "--greedy")
+    assert result.exit_code == 0, result.stderr
+    bleu, chrf, speed = result.stdout.splitlines()
+    assert bleu.startswith("BLEU") and "nrefs:1|case:mixed" in bleu and "tok:13a" in bleu
+    assert chrf.startswith("chrF") and "nc:6" in chrf
+    assert float(bleu.split()[1]) > 50  # the fixture model has learned its training pairs
+    assert speed.startswith("16 sentences in ") and "sentences/s, greedy" in speed
+
+
+def test_json_with_two_references_and_output_file(tiny_model_dir, files, tmp_path):
+    out = tmp_path / "hyp.en"
+    result = evaluate(
+        tiny_model_dir, "--src", str(files / "src.fr"), "--ref", str(files / "ref.en"), "--ref", str(files / "ref.en"),
+        "--json", "--beam", "2", "--output", str(out),
+    )
+    assert result.exit_code == 0, result.stderr
+    obj = json.loads(result.stdout)
+    assert obj["bleu_signature"].startswith("nrefs:2|") and obj["sentences"] == 16
+    assert 0 <= obj["chrf"] <= 100 and obj["sentences_per_second"] > 0
+    assert obj["decoding"] == {"method": "beam", "beam": 2, "alpha": 0.6}
+    hyps = out.read_text(encoding="utf-8").splitlines()
+    assert len(hyps) == 16 and hyps[0] == "I am a student."
+
+
+def test_reference_line_count_mismatch_is_a_clear_error(tiny_model_dir, files):
+    result = evaluate(tiny_model_dir, "--src", str(files / "src.fr"), "--ref", str(files / "short.en"))
+    assert result.exit_code == 1
+    assert result.stderr == f"tt: error: {files / 'short.en'} has 5 lines but {files / 'src.fr'} has 16; they must be line-aligned\n"
+
+
+def test_missing_files_and_bad_utf8(tiny_model_dir, files, tmp_path):
+    result = evaluate(tiny_model_dir, "--src", str(tmp_path / "no.fr"), "--ref", str(files / "ref.en"))
+    assert result.exit_code == 1 and result.stderr == f"tt: error: {tmp_path / 'no.fr'}: no such file\n"
+    bad = tmp_path / "bad.en"
+    bad.write_bytes(b"ok\n\xc3\n")
+    result = evaluate(tiny_model_dir, "--src", str(files / "src.fr"), "--ref", str(bad))
+    assert result.exit_code == 1 and f"{bad}:2: invalid UTF-8" in result.stderr
+
+
+@pytest.mark.data
+def test_real_test_set_runs_end_to_end(tiny_model_dir, tmp_path):
+    # The tiny model knows nothing of Multi30k; this checks real files flow through, not quality.
+    src, ref = tmp_path / "t.fr", tmp_path / "t.en"
+    for name, path in (("test_2016_flickr.fr", src), ("test_2016_flickr.en", ref)):
+        lines = (SHARED_DATA / "multi30k" / name).read_text(encoding="utf-8").splitlines()[:8]
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = evaluate(tiny_model_dir, "--src", str(src), "--ref", str(ref), "--greedy", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["sentences"] == 8

@@ -1,0 +1,180 @@
+"""The Trainer in-process: schedule, loss, checkpoints, exact resume, graceful stops, averaging."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import threading
+
+import pytest
+import torch
+
+from core.checkpoint import load_model
+from core.errors import CheckpointError, ConfigError
+from core.train import TrainConfig, Trainer, label_smoothed_loss, noam_lr
+from core.trainstate import average_checkpoints, list_checkpoints
+from tests.conftest import TINY_TSV
+
+
+def tiny_cfg(out, **changes) -> TrainConfig:
+    base = dict(
+        data=[str(TINY_TSV)], out=str(out), preset="tiny", vocab_size=120, warmup=50, max_tokens=256,
+        valid_every=0, save_every=0, bleu_sample=0, log_every=1, max_steps=20, seed=3,
+        # Dropout on, so resuming must restore the RNG too, not only weights and Adam moments.
+        model_overrides={"dropout": 0.1, "max_len": 64},
+    )
+    base.update(changes)
+    return TrainConfig(**base)
+
+
+def step_losses(run_dir) -> dict[int, float]:
+    out = {}
+    for line in (run_dir / "metrics.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        if record["event"] == "step":
+            out[record["step"]] = record["loss"]
+    return out
+
+
+def test_noam_schedule_warms_up_then_decays():
+    d, w = 256, 100
+    lrs = [noam_lr(s, d, w) for s in range(1, 400)]
+    peak = max(range(len(lrs)), key=lrs.__getitem__) + 1
+    assert peak == w
+    assert noam_lr(50, d, w) == pytest.approx(noam_lr(100, d, w) / 2)  # linear warm-up
+    assert noam_lr(400, d, w) == pytest.approx(noam_lr(100, d, w) / 2)  # inverse square root after
+    assert noam_lr(100, d, w, scale=2.0) == pytest.approx(2 * d**-0.5 * w**-0.5)
+
+
+def test_label_smoothing_matches_the_formula():
+    torch.manual_seed(0)
+    logits = torch.randn(2, 3, 7)
+    target = torch.tensor([[4, 2, 0], [1, 0, 0]])  # 0 = pad
+    eps = 0.1
+    loss, n = label_smoothed_loss(logits, target, pad_id=0, epsilon=eps)
+    logp = logits.log_softmax(-1)
+    expected = 0.0
+    for b, t in ((0, 0), (0, 1), (1, 0)):
+        y = target[b, t]
+        # q = (1-ε)·one_hot(y) + ε/V, cross-entropy against it (§5.4).
+        expected += -(1 - eps) * logp[b, t, y] - eps / 7 * logp[b, t].sum()
+    assert n == 3
+    assert float(loss) == pytest.approx(float(expected), rel=1e-5)
+
+
+def test_training_lowers_the_loss_and_writes_a_loadable_model(tmp_path):
+    result = Trainer(tiny_cfg(tmp_path, max_steps=60, valid_every=30, bleu_sample=4, save_every=20, keep_last=2)).run()
+    assert result["status"] == "finished" and result["step"] == 60
+    losses = step_losses(tmp_path)
+    assert losses[60] < losses[1] * 0.7
+    assert [p.name for p in list_checkpoints(tmp_path)] == ["step_00000040", "step_00000060"]  # keep_last 2
+    loaded = load_model(tmp_path)  # the best model, where `tt translate --model RUN` looks
+    assert loaded.cfg.dropout == 0.1 and loaded.cfg.vocab_size == loaded.tokenizer.vocab_size
+    events = [json.loads(x)["event"] for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert events[0] == "start" and events[-1] == "end" and events.count("valid") == 2
+
+
+def test_resume_continues_exactly(tmp_path):
+    whole = tmp_path / "whole"
+    Trainer(tiny_cfg(whole, max_steps=24)).run()
+    part = tmp_path / "part"
+    Trainer(tiny_cfg(part, max_steps=11)).run()
+    # The resumed run takes its settings from the checkpoint's config, only the budget changes.
+    Trainer(tiny_cfg(part, max_steps=24), resume=True).run()
+    a, b = step_losses(whole), step_losses(part)
+    assert sorted(b) == list(range(1, 25))
+    assert [a[s] for s in range(1, 25)] == [b[s] for s in range(1, 25)]  # bit for bit
+    wa, wb = load_model(list_checkpoints(whole)[-1]).model, load_model(list_checkpoints(part)[-1]).model
+    assert all(torch.equal(x, y) for x, y in zip(wa.state_dict().values(), wb.state_dict().values()))
+
+
+def test_resume_drops_log_lines_after_the_checkpoint(tmp_path):
+    Trainer(tiny_cfg(tmp_path, max_steps=10)).run()
+    with open(tmp_path / "metrics.jsonl", "a") as f:  # as if killed after step 12, mid-line
+        f.write(json.dumps({"event": "step", "step": 12, "loss": 99.0}) + '\n{"event": "st')
+    Trainer(tiny_cfg(tmp_path, max_steps=14), resume=True).run()
+    lines = (tmp_path / "metrics.jsonl").read_text().splitlines()
+    assert all(json.loads(x).get("loss") != 99.0 for x in lines)
+    assert [json.loads(x)["step"] for x in lines if json.loads(x)["event"] == "step"] == list(range(1, 15))
+
+
+def test_sigterm_saves_and_restores_the_previous_handler(tmp_path):
+    seen = []
+    previous = signal.signal(signal.SIGTERM, lambda *a: seen.append("old handler"))
+    try:
+
+        def preempt(event):
+            if event.kind == "step" and event.step == 5:
+                os.kill(os.getpid(), signal.SIGTERM)  # a cluster's preemption notice
+
+        result = Trainer(tiny_cfg(tmp_path, max_steps=1000), [preempt]).run()
+        assert result["status"] == "terminated" and result["step"] == 5
+        assert [p.name for p in list_checkpoints(tmp_path)] == ["step_00000005"]
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert seen == ["old handler"]  # ours is gone again
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def test_runs_in_a_worker_thread_without_touching_signals(tmp_path):
+    before = signal.getsignal(signal.SIGINT)
+    results = []
+    trainer = Trainer(tiny_cfg(tmp_path, max_steps=1000), [lambda e: e.kind == "step" and e.step == 3 and trainer.request_stop()])
+    thread = threading.Thread(target=lambda: results.append(trainer.run()))
+    thread.start()
+    thread.join(60)
+    assert results[0]["status"] == "stopped" and results[0]["step"] == 3
+    assert signal.getsignal(signal.SIGINT) is before
+    assert list_checkpoints(tmp_path)[-1].name == "step_00000003"
+
+
+def test_budget_and_run_directory_errors(tmp_path):
+    with pytest.raises(ConfigError, match="give a budget"):
+        Trainer(tiny_cfg(tmp_path / "a", max_steps=0)).run()
+    with pytest.raises(CheckpointError, match="nothing to resume"):
+        Trainer(tiny_cfg(tmp_path / "b"), resume=True).run()
+    Trainer(tiny_cfg(tmp_path / "c", max_steps=2)).run()
+    with pytest.raises(ConfigError, match="already holds a training run; use --resume"):
+        Trainer(tiny_cfg(tmp_path / "c", max_steps=2)).run()
+
+
+def test_epochs_budget_counts_passes(tmp_path):
+    trainer = Trainer(tiny_cfg(tmp_path, max_steps=0, epochs=2))
+    result = trainer.run()
+    assert result["step"] == 2 * len(trainer.batches_for_epoch(0))
+
+
+def test_accumulation_counts_steps_not_batches(tmp_path):
+    trainer = Trainer(tiny_cfg(tmp_path, max_steps=4, accumulate=3))
+    assert trainer.run()["step"] == 4
+    info = json.loads((list_checkpoints(tmp_path)[-1] / "trainer.json").read_text())
+    per_epoch = len(trainer.batches_for_epoch(0))
+    assert info["epoch"] * per_epoch + info["batch_in_epoch"] == 12  # 4 steps × 3 batches
+
+
+def test_averaging_is_the_mean_of_the_weights(tmp_path):
+    Trainer(tiny_cfg(tmp_path / "run", max_steps=6, save_every=3)).run()
+    paths = list_checkpoints(tmp_path / "run")
+    assert len(paths) == 2
+    average_checkpoints(paths, tmp_path / "avg")
+    avg = load_model(tmp_path / "avg").model.state_dict()
+    a, b = (load_model(p).model.state_dict() for p in paths)
+    for name in avg:
+        assert torch.allclose(avg[name], (a[name] + b[name]) / 2, atol=1e-6), name
+    assert not torch.equal(a["generator.weight"], b["generator.weight"])  # so the mean means something
+
+    Trainer(tiny_cfg(tmp_path / "other", max_steps=3, model_overrides={"d_model": 16, "max_len": 64})).run()
+    with pytest.raises(CheckpointError, match="different model config"):
+        average_checkpoints([paths[0], list_checkpoints(tmp_path / "other")[0]], tmp_path / "bad")
+
+
+def test_fp16_on_cpu_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match="fp16 needs a CUDA GPU"):
+        Trainer(tiny_cfg(tmp_path, precision="fp16", device="cpu")).run()
+
+
+def test_bf16_autocast_trains(tmp_path):
+    result = Trainer(tiny_cfg(tmp_path, max_steps=3, precision="bf16", device="cpu")).run()
+    assert math.isfinite(result["loss"])

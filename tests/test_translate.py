@@ -1,0 +1,179 @@
+"""core.translate: streaming, order, bad input, the attention trace and word alignment (tiny real model)."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from core.decoding import greedy, pad_batch
+from core.errors import ConfigError, DataError
+from core.translate import (
+    TranslateOptions,
+    align_words,
+    clean_text,
+    cross_matrix,
+    read_lines,
+    trace_translation,
+    translate_lines,
+    words,
+)
+from tests.conftest import TINY_TSV
+
+GREEDY = TranslateOptions(greedy=True)
+SOURCES = [line.split("\t")[0] for line in TINY_TSV.read_text(encoding="utf-8").splitlines()]
+
+
+def run(loaded, lines, options=GREEDY):
+    return list(translate_lines(loaded, lines, options))
+
+
+def test_batched_sorted_output_matches_one_at_a_time(tiny_loaded):
+    # Lines of different lengths, in batches of 3 inside chunks of 12: sorting must be undone.
+    lines = SOURCES[:10] + ["Je suis étudiant. Il est médecin. Tu es étudiant."] + SOURCES[10:14]
+    batched = run(tiny_loaded, lines, TranslateOptions(greedy=True, batch_size=3))
+    single = [run(tiny_loaded, [line])[0] for line in lines]
+    assert [t.index for t in batched] == list(range(len(lines)))
+    assert [t.source for t in batched] == lines
+    assert [t.text for t in batched] == [t.text for t in single]
+    assert batched[0].text == "I am a student."  # the fixture model learned its first pair
+
+
+def test_empty_and_whitespace_lines_give_empty_translations(tiny_loaded):
+    out = run(tiny_loaded, ["", "Je suis étudiant.", "   \t ", ""])
+    assert [t.text for t in out] == ["", "I am a student.", "", ""]
+    assert out[2].tokens == [] and out[2].source_tokens == []
+
+
+def test_streaming_reads_ahead_at_most_one_chunk(tiny_loaded):
+    pulled = 0
+
+    def lines():
+        nonlocal pulled
+        for i in range(1000):
+            pulled += 1
+            yield SOURCES[i % len(SOURCES)]
+
+    stream = translate_lines(tiny_loaded, lines(), TranslateOptions(greedy=True, batch_size=2))
+    first = next(stream)
+    assert first.index == 0
+    assert pulled == 8  # one chunk of 4 batches, not the whole input
+
+
+def test_over_long_line_is_truncated_with_a_warning(tiny_loaded):
+    long_line = " ".join(["Je suis étudiant."] * 40)  # far past max_len=64 pieces
+    (t,) = run(tiny_loaded, [long_line])
+    assert t.truncated
+    assert len(t.source_tokens) == tiny_loaded.cfg.max_len
+    assert any("truncated" in w or "first" in w for w in t.warnings)
+    assert t.text  # still translated
+
+
+def test_control_characters_are_cleaned_and_output_is_one_line(tiny_loaded):
+    (t,) = run(tiny_loaded, ["Je suis\x00 étudiant.\u2028\x1b[31m"])
+    assert "replaced 3 control" in t.warnings[0]
+    assert len(t.text.splitlines()) <= 1
+
+
+def test_clean_text_keeps_ordinary_unicode():
+    assert clean_text("Ça va ? 😀 中文 שלום") == ("Ça va ? 😀 中文 שלום", 0)
+    assert clean_text("a\tb\x00c\x85") == ("a b c ", 2)
+
+
+def test_read_lines_reports_file_and_line_of_bad_utf8():
+    data = io.BytesIO(b"un\r\ndeux\nab\xffcd\n")
+    lines = read_lines(data, "in.fr")
+    assert next(lines) == "un"  # CRLF stripped
+    assert next(lines) == "deux"
+    with pytest.raises(DataError, match=r"in\.fr:3: invalid UTF-8 \(byte 0xff at column 3\)"):
+        next(lines)
+    assert list(read_lines(io.BytesIO(b"ab\xffcd"), "x", "replace")) == ["ab\ufffdcd"]
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"greedy": True, "sample": True}, "exclude"),
+        ({"n_best": 5, "beam": 2}, "cannot exceed"),
+        ({"n_best": 2, "greedy": True}, "needs beam"),
+        ({"temperature": 0.0}, "temperature"),
+        ({"batch_size": 0}, "batch-size"),
+    ],
+)
+def test_bad_options_are_config_errors(kwargs, message):
+    with pytest.raises(ConfigError, match=message):
+        TranslateOptions(**kwargs).validate()
+
+
+def test_beam_n_best_is_ranked_and_best_first(tiny_loaded):
+    (t,) = run(tiny_loaded, ["Je suis étudiant."], TranslateOptions(beam=4, n_best=3))
+    scores = [a.score for a in t.alternatives]
+    assert len(t.alternatives) == 3 and scores == sorted(scores, reverse=True)
+    assert t.text == t.alternatives[0].text == "I am a student."
+    assert len({a.text for a in t.alternatives}) == 3
+
+
+def test_sampling_is_reproducible_with_a_seed(tiny_loaded):
+    opts = TranslateOptions(sample=True, seed=7, temperature=1.5)
+    a = [t.text for t in run(tiny_loaded, SOURCES[:4], opts)]
+    b = [t.text for t in run(tiny_loaded, SOURCES[:4], opts)]
+    assert a == b
+
+
+def test_trace_matches_what_greedy_decoding_saw(tiny_loaded):
+    (t,) = run(tiny_loaded, ["Il est médecin."], TranslateOptions(greedy=True, trace=True))
+    src = pad_batch([t.source_tokens], 0)
+    (hyp,) = greedy(tiny_loaded.model, src)
+    steps = t.steps
+    assert [s.token for s in steps] == hyp.tokens + [tiny_loaded.cfg.eos_id]
+    # Causality: the teacher-forced pass gives each step the distribution incremental decoding had.
+    assert [s.logprob for s in steps] == pytest.approx(hyp.token_logprobs, abs=1e-4)
+    assert all(s.candidates[0].token == s.token for s in steps)  # greedy chose the argmax
+    S, cfg = len(t.source_tokens), tiny_loaded.cfg
+    assert t.source_trace.pieces[-1] == "</s>" and len(t.source_trace.encoder_self) == cfg.n_encoder_layers
+    for s in steps:
+        assert len(s.cross) == cfg.n_decoder_layers and s.cross[0].shape == (cfg.h, S)
+        assert s.decoder_self[0].shape == (cfg.h, s.index + 1)
+        torch.testing.assert_close(s.cross[-1].sum(-1), torch.ones(cfg.h))
+    assert cross_matrix(steps).shape == (len(steps), S)
+    torch.testing.assert_close(cross_matrix(steps, head=1), torch.stack([s.cross[-1][1] for s in steps]))
+
+
+def test_trace_of_an_empty_output_has_the_encoder_only(tiny_loaded):
+    source, steps = trace_translation(tiny_loaded, tiny_loaded.tokenizer.encode("Je suis"), [])
+    assert steps == [] and source.tokens[-1] == tiny_loaded.cfg.eos_id and source.encoder_self
+
+
+def test_words_group_pieces_on_the_word_marker():
+    pieces = ["▁Je", "▁s", "uis", "▁étudiant", ".", "</s>"]
+    assert words(pieces) == [[0], [1, 2], [3, 4]]
+
+
+def test_align_words_picks_the_source_word_with_most_mass():
+    src = ["▁Je", "▁s", "uis", "▁étudiant", "</s>"]
+    out = ["▁I", "▁am", "▁a", "▁stud", "ent", "</s>"]
+    cross = torch.tensor(
+        [  # rows: output pieces; columns: source pieces
+            [0.7, 0.1, 0.1, 0.0, 0.1],
+            [0.1, 0.3, 0.4, 0.1, 0.1],  # "suis" = 0.7 over two pieces beats "Je" at 0.1
+            [0.1, 0.1, 0.1, 0.6, 0.1],
+            [0.0, 0.0, 0.0, 0.9, 0.1],
+            [0.0, 0.0, 0.0, 0.8, 0.2],
+            [0.0, 0.0, 0.0, 0.0, 1.0],
+        ]
+    )
+    assert align_words(src, out, cross) == [(0, 0), (1, 1), (2, 2), (2, 3)]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.text(max_size=40), max_size=6))
+def test_any_unicode_gives_one_translation_per_line(tiny_loaded, lines):
+    out = run(tiny_loaded, lines, TranslateOptions(greedy=True, batch_size=2, extra_len=8))
+    assert [t.index for t in out] == list(range(len(lines)))
+    for t in out:
+        assert len(t.text.splitlines()) <= 1
+        if not clean_text(t.source)[0].strip():
+            assert t.text == ""

@@ -1,0 +1,117 @@
+"""`tt data get` / `tt data list`: fetch the public corpora into a local cache and say how to train on them."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from tt_cli.errors import guard
+
+app = typer.Typer(
+    help="Fetch public French–English corpora (Tatoeba, Multi30k) into a local cache.",
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+CacheDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--cache-dir",
+        envvar="TT_CACHE",
+        show_envvar=True,
+        help="Where the corpora go (default: $XDG_CACHE_HOME/tt/data, that is ~/.cache/tt/data).",
+    ),
+]
+
+
+def get(
+    corpus: Annotated[str, typer.Argument(help="tatoeba or multi30k (`tt data list` shows them).")],
+    cache_dir: CacheDir = None,
+    url: Annotated[
+        str | None,
+        typer.Option(
+            "--url",
+            help="Fetch from this base URL instead (each file is BASE/NAME; for a one-file corpus, the file's URL).",
+        ),
+    ] = None,
+    mirror: Annotated[
+        str | None,
+        typer.Option(
+            "--mirror",
+            envvar="TT_DATA_MIRROR",
+            show_envvar=True,
+            help="A mirror holding every corpus as MIRROR/<corpus>/<file>. --url wins over it.",
+        ),
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Download again even if the cache holds the files.")] = False,
+) -> None:
+    """Download a corpus (resumable, sha256-verified) and print the `tt train` line that uses it."""
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+
+    from core import download
+
+    src = download.source(corpus)
+    base = download.base_url_for(src, url, mirror)
+    root = cache_dir or download.default_cache_dir()
+    err = Console(stderr=True)
+    tasks: dict[str, int] = {}
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+    )
+    # Started on the first byte, so a run that only verifies the cache draws no empty bar.
+    bar = Progress(*columns, console=err, transient=True)
+
+    def on_progress(p: download.Progress) -> None:
+        if p.file not in tasks:
+            if not tasks:
+                bar.start()
+            resumed = f" (resuming at {p.done:,} bytes)" if p.done else ""
+            tasks[p.file] = bar.add_task(f"{p.file}{resumed}", total=p.total, completed=p.done)
+        bar.update(tasks[p.file], completed=p.done, total=p.total)
+
+    try:
+        result = download.fetch(src, root, base_url=base, force=force, on_progress=on_progress)
+    finally:
+        bar.stop()
+
+    for f in result.files:
+        err.print(f"{f.status:>10}  {f.path.name}  sha256 {f.sha256[:16]}…  {f.size:,} bytes", highlight=False)
+    counts = ", ".join(f"{name} {n:,} pairs" for name, n in result.pairs.items())
+    err.print(f"{src.name}: {counts}; sha256 sums in {result.directory / download.MANIFEST}", highlight=False)
+    # stdout: the result — where the corpus is and the exact line that trains on it.
+    typer.echo(f"{src.name}: {result.directory}")
+    typer.echo(shlex.join(["tt", "train", *src.train_args(result.directory)]))
+    if src.test:
+        typer.echo(shlex.join(["tt", "eval", *src.eval_args(result.directory)]))
+
+
+def list_corpora(cache_dir: CacheDir = None) -> None:
+    """List the known corpora and whether each is in the cache."""
+    from core import download
+
+    root = cache_dir or download.default_cache_dir()
+    typer.echo(f"cache: {root}")
+    for src in download.SOURCES.values():
+        state = download.cache_status(src, root)
+        if state.ready:
+            status = "ready"
+        elif state.present or state.partial:
+            status = f"partial ({state.present}/{len(src.files)} files"
+            status += f", {state.partial:,} bytes to resume)" if state.partial else ")"
+        else:
+            status = "not downloaded"
+        typer.echo(f"{src.name:<10} {status:<16} {src.description}")
+        if state.ready:
+            typer.echo(f"{'':<10} {shlex.join(['tt', 'train', *src.train_args(state.directory)])}")
+
+
+app.command("get", help=get.__doc__)(guard(get))
+app.command("list", help=list_corpora.__doc__)(guard(list_corpora))

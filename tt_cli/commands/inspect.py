@@ -1,0 +1,41 @@
+"""`tt inspect`: step through the decoding of one sentence in a terminal UI."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from tt_cli.errors import fail
+
+
+def inspect(
+    text: Annotated[Optional[str], typer.Argument(help="The French sentence to inspect (asked for when left out).")] = None,
+    model: Annotated[
+        Optional[Path], typer.Option("--model", "-m", help="Model directory (default: $TT_MODEL, else the shipped model).")
+    ] = None,
+    top_k: Annotated[int, typer.Option(help="Candidates shown for the next piece.", min=1, max=50)] = 10,
+    beam: Annotated[int, typer.Option(help="Beam size for beam mode (key b).", min=1, max=16)] = 4,
+    alpha: Annotated[float, typer.Option(help="Length penalty α for beam mode's re-ranking.", min=0.0)] = 0.6,
+    svg_dir: Annotated[
+        Optional[Path], typer.Option(help="Where key s saves screenshots (SVG). Default: the current directory.")
+    ] = None,
+) -> None:
+    """Step through decoding token by token: attention (cross, masked self, encoder), the next-piece
+    distribution, what-if branches, beam search and Eq. 1 explained on the live model. Press ? inside."""
+    if text is not None and not text.strip():
+        raise fail("the sentence is empty; give a French sentence, e.g. tt inspect \"Je suis étudiant.\"")
+    if text is None and not sys.stdin.isatty():
+        raise fail('no sentence given and stdin is not a terminal; pass one: tt inspect "Je suis étudiant."')
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise fail("tt inspect is interactive and needs a terminal; for a script use tt translate --json")
+    if svg_dir is not None and not svg_dir.is_dir():
+        raise fail(f"{svg_dir}: not a directory (--svg-dir)")
+
+    from core.checkpoint import load_model
+    from tt_cli.tui.app import make_app
+
+    loaded = load_model(model)
+    make_app(loaded, text, top_k=top_k, beam_size=beam, alpha=alpha, svg_dir=svg_dir).run()

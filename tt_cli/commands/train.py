@@ -1,0 +1,188 @@
+"""`tt train`: one command from parallel text to a model directory `tt translate --model` loads."""
+
+from __future__ import annotations
+
+import re
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+NO_DATA = (
+    "no training data: pass --data FILE.tsv (source<TAB>target per line) or --data PREFIX "
+    "(PREFIX.fr + PREFIX.en), or fetch a corpus with `tt data get tatoeba`"
+)
+EXIT_BY_STATUS = {"interrupted": 130, "terminated": 143}  # 128 + the signal's number, as shells report it
+
+# Option name -> ModelConfig field (they go to TrainConfig.model_overrides).
+MODEL_OPTIONS = {
+    "d_model": "d_model", "heads": "h", "encoder_layers": "n_encoder_layers", "decoder_layers": "n_decoder_layers",
+    "d_ff": "d_ff", "dropout": "dropout", "attention_dropout": "attention_dropout", "max_len": "max_len",
+    "positional": "positional", "norm": "norm", "share_embeddings": "share_embeddings",
+}
+# Option name -> TrainConfig field, where the names differ.
+TRAIN_OPTIONS = {"max_pieces": "max_len", "skip_bad_lines": "strict"}
+CLI_ONLY = {"ctx", "resume", "quiet"}
+
+
+class Device(str, Enum):
+    auto = "auto"
+    cpu = "cpu"
+    cuda = "cuda"
+    mps = "mps"
+
+
+class Precision(str, Enum):
+    fp32 = "fp32"
+    bf16 = "bf16"
+    fp16 = "fp16"
+
+
+def parse_duration(text: str | None) -> float:
+    """'5400', '90s', '45m', '2h', '1h30m' -> seconds."""
+    from core.errors import ConfigError
+
+    if not text:
+        return 0.0
+    text = text.strip().lower()
+    if re.fullmatch(r"\d+(\.\d+)?", text):
+        return float(text)
+    match = re.fullmatch(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s)?", text)
+    if not match or not any(match.groups()):
+        raise ConfigError(f"--max-time {text!r}: give seconds or a duration like 90m, 2h or 1h30m")
+    h, m, s = (float(g) if g else 0.0 for g in match.groups())
+    return h * 3600 + m * 60 + s
+
+
+def _config_from_options(ctx: typer.Context, options: dict[str, Any]):
+    """A TrainConfig from the options; with --resume, the run's stored one with the given options on top."""
+    from dataclasses import fields
+
+    from core.errors import CheckpointError
+    from core.train import TrainConfig
+    from core.trainstate import list_checkpoints, read_trainer_info
+
+    def value(name: str) -> Any:
+        v = options[name]
+        if isinstance(v, Enum):
+            v = v.value
+        if name == "skip_bad_lines":
+            return not v
+        if name == "max_time":
+            return parse_duration(v)
+        if name in ("data", "valid"):
+            return [str(p) for p in v or []]
+        if name == "spm_model":
+            return str(v) if v else None
+        if name == "out":
+            return str(v)
+        return v
+
+    def typed(name: str) -> bool:
+        # By name: typer 0.29 vendors click, so its ParameterSource enum is private.
+        source = ctx.get_parameter_source(name)
+        return source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")
+
+    given = {name for name in options if name not in CLI_ONLY and typed(name)}
+    if options["resume"]:
+        found = list_checkpoints(options["out"])
+        if not found:
+            raise CheckpointError(f"{options['out']}: nothing to resume (no checkpoints/ in the run directory)")
+        stored = read_trainer_info(found[-1]).get("train_config", {})
+        known = {f.name for f in fields(TrainConfig)}
+        cfg = TrainConfig(**{k: v for k, v in stored.items() if k in known})
+        names = given  # the run's own settings, except what this command line changes
+    else:
+        if not options["data"]:
+            from core.errors import DataError
+
+            raise DataError(NO_DATA)
+        cfg = TrainConfig(data=[], out="")
+        names = {n for n in options if n not in CLI_ONLY}
+    overrides = dict(cfg.model_overrides)
+    for name in names:
+        if name in MODEL_OPTIONS:
+            if options[name] is not None:
+                overrides[MODEL_OPTIONS[name]] = value(name)
+        else:
+            setattr(cfg, TRAIN_OPTIONS.get(name, name), value(name))
+    cfg.model_overrides = overrides
+    cfg.out = str(options["out"])
+    return cfg
+
+
+def train(
+    ctx: typer.Context,
+    data: Annotated[list[Path] | None, typer.Option("--data", "-d", help="Training data: a TSV file (source<TAB>target) or a prefix P with P.fr + P.en; plain or .gz. Repeat for several corpora.", rich_help_panel="Data")] = None,
+    out: Annotated[Path, typer.Option("--out", "-o", help="The run directory; the best model lands at its top level.")] = Path("runs/default"),
+    valid: Annotated[list[Path] | None, typer.Option("--valid", help="Validation data (same forms as --data); without it, a hash-based share of --data is held out.", rich_help_panel="Data")] = None,
+    src_lang: Annotated[str, typer.Option(help="Source language suffix for prefix data.", rich_help_panel="Data")] = "fr",
+    tgt_lang: Annotated[str, typer.Option(help="Target language suffix for prefix data.", rich_help_panel="Data")] = "en",
+    skip_bad_lines: Annotated[bool, typer.Option("--skip-bad-lines", help="Skip and count malformed lines instead of stopping at the first.", rich_help_panel="Data")] = False,
+    max_pieces: Annotated[int, typer.Option(help="Drop training pairs longer than this many pieces on either side.", rich_help_panel="Data")] = 128,
+    max_ratio: Annotated[float, typer.Option(help="Drop training pairs whose length ratio exceeds this.", rich_help_panel="Data")] = 3.0,
+    dedup: Annotated[bool, typer.Option("--dedup", help="Drop repeated (source, target) pairs.", rich_help_panel="Data")] = False,
+    valid_per_mille: Annotated[int, typer.Option(help="Share of --data held out for validation, per mille (without --valid).", rich_help_panel="Data")] = 10,
+    test_per_mille: Annotated[int, typer.Option(help="Share held out as a test set, written to the run dir as test.fr/test.en.", rich_help_panel="Data")] = 0,
+    vocab_size: Annotated[int, typer.Option(help="Pieces in the joint SentencePiece vocabulary trained on the training text.", rich_help_panel="Data")] = 8000,
+    spm_model: Annotated[Path | None, typer.Option(help="Use this SentencePiece model instead of training one.", rich_help_panel="Data")] = None,
+    preset: Annotated[str, typer.Option(help="Model size: tiny, small, base (the paper's base) or big.", rich_help_panel="Model")] = "small",
+    d_model: Annotated[int | None, typer.Option(help="Width of the residual stream.", rich_help_panel="Model")] = None,
+    heads: Annotated[int | None, typer.Option(help="Attention heads h.", rich_help_panel="Model")] = None,
+    encoder_layers: Annotated[int | None, typer.Option(help="Encoder layers N.", rich_help_panel="Model")] = None,
+    decoder_layers: Annotated[int | None, typer.Option(help="Decoder layers N.", rich_help_panel="Model")] = None,
+    d_ff: Annotated[int | None, typer.Option(help="Inner width of the feed-forward network.", rich_help_panel="Model")] = None,
+    dropout: Annotated[float | None, typer.Option(help="P_drop on sub-layer outputs and embeddings.", rich_help_panel="Model")] = None,
+    attention_dropout: Annotated[float | None, typer.Option(help="Dropout on the attention weights.", rich_help_panel="Model")] = None,
+    max_len: Annotated[int | None, typer.Option(help="Longest sequence the model takes, in pieces.", rich_help_panel="Model")] = None,
+    positional: Annotated[str | None, typer.Option(help="sinusoidal or learned positions.", rich_help_panel="Model")] = None,
+    norm: Annotated[str | None, typer.Option(help="post (the paper's Add & Norm) or pre.", rich_help_panel="Model")] = None,
+    share_embeddings: Annotated[bool | None, typer.Option("--share-embeddings/--no-share-embeddings", help="One matrix for source, target and output (§3.4).", rich_help_panel="Model")] = None,
+    max_tokens: Annotated[int, typer.Option(help="Batch budget in pieces (source + target, padding included).", rich_help_panel="Training")] = 4096,
+    label_smoothing: Annotated[float, typer.Option(help="ε_ls of §5.4.", rich_help_panel="Training")] = 0.1,
+    warmup: Annotated[int, typer.Option(help="Warm-up steps of the learning-rate schedule (§5.3).", rich_help_panel="Training")] = 4000,
+    lr_scale: Annotated[float, typer.Option(help="Multiplies the paper's learning-rate schedule.", rich_help_panel="Training")] = 1.0,
+    clip_norm: Annotated[float, typer.Option(help="Clip the gradient norm to this (0 = off).", rich_help_panel="Training")] = 0.0,
+    accumulate: Annotated[int, typer.Option(help="Batches per optimizer step.", rich_help_panel="Training")] = 1,
+    device: Annotated[Device, typer.Option(help="Where to train.", rich_help_panel="Training")] = Device.auto,
+    precision: Annotated[Precision, typer.Option(help="fp32, or autocast to bf16 / fp16 (fp16 needs CUDA).", rich_help_panel="Training")] = Precision.fp32,
+    compile: Annotated[bool, typer.Option("--compile", help="torch.compile the model (slow start, faster steps on GPU).", rich_help_panel="Training")] = False,
+    seed: Annotated[int, typer.Option(help="Seeds weights, dropout and batch order.", rich_help_panel="Training")] = 1,
+    threads: Annotated[int, typer.Option(help="CPU threads (0 = torch's default).", rich_help_panel="Training")] = 0,
+    max_steps: Annotated[int, typer.Option(help="Stop after this many steps (0 = no limit).", rich_help_panel="Budget")] = 0,
+    epochs: Annotated[float, typer.Option(help="Stop after this many passes over the data (0 = no limit).", rich_help_panel="Budget")] = 0.0,
+    max_time: Annotated[str | None, typer.Option(help="Stop after this long: seconds, or 90m, 2h, 1h30m.", rich_help_panel="Budget")] = None,
+    valid_every: Annotated[int, typer.Option(help="Validate every this many steps (0 = never; the model is then the last weights).", rich_help_panel="Checkpoints")] = 1000,
+    bleu_sample: Annotated[int, typer.Option(help="Validation sentences translated for BLEU/chrF.", rich_help_panel="Checkpoints")] = 200,
+    save_every: Annotated[int, typer.Option(help="Checkpoint every this many steps (0 = only at the end).", rich_help_panel="Checkpoints")] = 1000,
+    keep_last: Annotated[int, typer.Option(help="Checkpoints to keep (0 = all).", rich_help_panel="Checkpoints")] = 5,
+    log_every: Annotated[int, typer.Option(help="Steps between lines of metrics.jsonl.", rich_help_panel="Checkpoints")] = 50,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue the run in --out from its last checkpoint, with its own settings (options given here override them).")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display; only errors and the result.")] = False,
+) -> None:
+    """Train a Transformer on parallel text; print the model directory it writes.
+
+    Under torchrun every process trains on its own share of the batches (DDP); only the first
+    writes. Ctrl-C or SIGTERM saves a checkpoint first; --resume continues exactly from it.
+    """
+    options = dict(locals())  # first, so it holds exactly the parameters
+    from rich.console import Console
+
+    from core.train import Trainer
+    from tt_cli.progress import TrainProgress, duration
+
+    cfg = _config_from_options(ctx, options)
+    err = Console(stderr=True)
+    with TrainProgress(err, quiet) as progress:
+        trainer = Trainer(cfg, [progress], resume=resume)
+        result = trainer.run()
+    status, step = result["status"], result["step"]
+    if not trainer.is_main:  # rank 0 speaks for the run; the others only report how it ended
+        raise typer.Exit(EXIT_BY_STATUS.get(status, 0))
+    if status in EXIT_BY_STATUS:
+        err.print(f"tt: {status} at step {step}; checkpoint saved. Continue with: tt train --out {cfg.out} --resume", highlight=False, markup=False, soft_wrap=True)
+        raise typer.Exit(EXIT_BY_STATUS[status])
+    if not quiet:
+        err.print(f"{status} at step {step} after {duration(result.get('elapsed'))}; translate with: tt translate --model {cfg.out}", highlight=False, markup=False, soft_wrap=True)
+    print(cfg.out)

@@ -1,0 +1,269 @@
+"""`tt translate`: French in, English out — one output line per input line, always."""
+
+from __future__ import annotations
+
+import json
+import sys
+from contextlib import ExitStack
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from tt_cli.errors import fail
+
+EXIT_USAGE = 2
+MAX_WARNINGS = 20  # after this many, only a count at the end (a huge file must not flood stderr)
+
+
+class AttentionChoice(str, Enum):
+    none = "none"
+    cross = "cross"
+    all = "all"
+
+
+class ErrorsChoice(str, Enum):
+    strict = "strict"
+    replace = "replace"
+
+
+# Decoding options, shared with `tt eval`.
+ModelOpt = Annotated[
+    Optional[Path], typer.Option("--model", "-m", help="Model directory (default: $TT_MODEL, else the shipped model).")
+]
+DeviceOpt = Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:N or mps.")]
+BeamOpt = Annotated[int, typer.Option(help="Beam size (the paper's §6.1 value).")]
+AlphaOpt = Annotated[float, typer.Option(help="Length penalty α for beam scores (the paper's value).")]
+GreedyOpt = Annotated[bool, typer.Option("--greedy", help="Greedy search: fastest, a little worse than beam 4.")]
+BatchOpt = Annotated[int, typer.Option(help="Sentences per batch; lines are length-sorted within batches.")]
+ThreadsOpt = Annotated[
+    int,
+    typer.Option(
+        help="CPU threads for torch. 0 = auto: 1 for sentences given as arguments (a few short "
+        "sentences decode fastest on one thread, and start-up stays low), torch's default for files and stdin.",
+    ),
+]
+ErrorsOpt = Annotated[
+    ErrorsChoice, typer.Option(help="Invalid UTF-8 input: strict = stop with file:line; replace = use U+FFFD.")
+]
+
+
+def _json_line(obj: dict) -> str:
+    # U+2028/U+2029/U+0085 are legal unescaped in JSON but split lines for many readers: escape them.
+    text = json.dumps(obj, ensure_ascii=False)
+    return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029").replace("\x85", "\\u0085")
+
+
+def _safe(text: str) -> str:
+    """Text that can be written as UTF-8 (a shell argument may carry lone surrogates)."""
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def _round(matrix, digits: int = 4) -> list:
+    return [[round(float(x), digits) for x in row] for row in matrix]
+
+
+def to_json(t, attention: str, align: bool) -> dict:
+    """The --json object of one Translation (see `tt translate --help`)."""
+    import torch
+
+    from core.translate import align_words, cross_matrix
+
+    obj: dict = {
+        "index": t.index,
+        "source": _safe(t.source),
+        "translation": t.text,
+        "tokens": t.pieces,
+        "token_ids": t.tokens,
+        "token_logprobs": [round(x, 4) for x in t.token_logprobs],
+        "score": round(t.score, 4),  # beam search: length-normalised; greedy/sampling: = logprob
+        "logprob": round(sum(t.token_logprobs), 4),
+        "truncated": t.truncated,
+    }
+    if t.alternatives:
+        obj["n_best"] = [
+            {"translation": a.text, "tokens": a.pieces, "token_logprobs": [round(x, 4) for x in a.token_logprobs],
+             "score": round(a.score, 4)}
+            for a in t.alternatives
+        ]
+    steps = t.steps or []
+    src_pieces = t.source_trace.pieces if t.source_trace else []
+    out_pieces = [s.piece for s in steps]
+    if attention != "none":
+        att: dict = {"source_pieces": src_pieces, "output_pieces": out_pieces}
+        # Per layer, per head: rows = output pieces (EOS step included), columns = source pieces.
+        n_layers = len(steps[0].cross) if steps else 0
+        att["cross"] = [
+            [_round(m) for m in torch.stack([s.cross[i] for s in steps], 1)]  # (h, T, S)
+            for i in range(n_layers)
+        ]
+        if attention == "all" and t.source_trace:
+            att["encoder_self"] = [[_round(m) for m in w] for w in t.source_trace.encoder_self]  # (h, S, S)
+            # Row t of the decoder self-attention covers positions 0..t (BOS first); later ones are masked.
+            n_heads = steps[0].cross[0].size(0) if steps else 0
+            att["decoder_self"] = [
+                [[[round(x, 4) for x in s.decoder_self[i][hd].tolist()] for s in steps] for hd in range(n_heads)]
+                for i in range(n_layers)
+            ]
+        obj["attention"] = att
+    if align:
+        from core.translate import word_text, words
+
+        pairs = align_words(src_pieces, out_pieces, cross_matrix(steps)) if steps else []
+        src_words, out_words = words(src_pieces), words(out_pieces)
+        obj["alignment"] = [
+            {"source": s, "target": j, "source_word": word_text(src_pieces, src_words[s]),
+             "target_word": word_text(out_pieces, out_words[j])}
+            for s, j in pairs
+        ]
+    return obj
+
+
+def translate(
+    text: Annotated[
+        Optional[list[str]],
+        typer.Argument(help="Sentences to translate, one output line each. None or '-': read stdin line by line."),
+    ] = None,
+    input_file: Annotated[Optional[Path], typer.Option("--input", "-i", help="Read lines from FILE (UTF-8).")] = None,
+    output: Annotated[
+        Optional[Path], typer.Option("--output", "-o", help="Write to FILE (atomically: all of it or nothing).")
+    ] = None,
+    model: ModelOpt = None,
+    device: DeviceOpt = "auto",
+    beam: BeamOpt = 4,
+    alpha: AlphaOpt = 0.6,
+    n_best: Annotated[
+        int, typer.Option(help="Keep N hypotheses per sentence. Plain output becomes Moses n-best lines 'i ||| text ||| score'.")
+    ] = 1,
+    greedy: GreedyOpt = False,
+    sample: Annotated[bool, typer.Option("--sample", help="Sample instead of searching (see --temperature, --top-k, --top-p).")] = False,
+    temperature: Annotated[float, typer.Option(help="Sampling temperature.")] = 1.0,
+    top_k: Annotated[int, typer.Option(help="Sample among the K most probable pieces (0 = all).")] = 0,
+    top_p: Annotated[float, typer.Option(help="Nucleus sampling: the smallest set with this much probability.")] = 1.0,
+    seed: Annotated[Optional[int], typer.Option(help="Random seed for --sample (same seed, same output).")] = None,
+    batch_size: BatchOpt = 32,
+    threads: ThreadsOpt = 0,
+    json_out: Annotated[
+        bool,
+        typer.Option("--json", help="One JSON object per line: source, translation, tokens, token_logprobs, score."),
+    ] = False,
+    attention: Annotated[
+        AttentionChoice,
+        typer.Option(help="With --json: add attention matrices (cross, or all = also encoder/decoder self), rounded to 4 places."),
+    ] = AttentionChoice.none,
+    align: Annotated[
+        bool,
+        typer.Option(
+            "--align",
+            help="With --json: word alignments — each output word to the source word it gives the most "
+            "cross-attention mass, averaged over the heads of the last decoder layer.",
+        ),
+    ] = False,
+    show_attention: Annotated[
+        bool, typer.Option("--show-attention", help="Draw a cross-attention heatmap after each translation (stderr if stdout is not a terminal).")
+    ] = False,
+    layer: Annotated[int, typer.Option(help="Decoder layer for --show-attention (-1 = last).")] = -1,
+    head: Annotated[Optional[int], typer.Option(help="Head for --show-attention (default: mean over heads).")] = None,
+    errors: ErrorsOpt = ErrorsChoice.strict,
+) -> None:
+    """Translate French to English. Defaults: beam search, beam 4, length penalty α 0.6 (the paper's).
+
+    Input: arguments, --input FILE, or stdin: one line in, one line out, in order; an empty line gives an empty line. Lines longer than the model's max length are truncated, with a warning on stderr.
+
+    Exit codes: 0 ok · 1 bad input, model or option · 2 usage · 130 interrupted.
+    """
+    # Usage checks first: they need neither torch nor the model, so a mistake is reported at once.
+    if (attention != AttentionChoice.none or align) and not json_out:
+        raise fail("--attention and --align need --json", EXIT_USAGE)
+
+    args = [t for t in (text or [])]
+    from_stdin = not args or args == ["-"]
+    if input_file is not None and not from_stdin:
+        raise fail("give sentences as arguments or --input FILE, not both", EXIT_USAGE)
+    if input_file is None and from_stdin and sys.stdin.isatty():
+        raise fail(
+            "nothing to translate: pass a sentence (tt translate \"Je suis étudiant\"), --input FILE, "
+            "or pipe lines on stdin",
+            EXIT_USAGE,
+        )
+    if input_file is not None and not input_file.is_file():
+        raise fail(f"{input_file}: no such file" if not input_file.exists() else f"{input_file}: not a file")
+
+    from core.translate import TranslateOptions
+
+    options = TranslateOptions(
+        beam=beam, alpha=alpha, n_best=n_best, greedy=greedy, sample=sample, temperature=temperature,
+        top_k=top_k, top_p=top_p, seed=seed, batch_size=batch_size,
+        trace=show_attention or align or attention != AttentionChoice.none,
+    ).validate()
+
+    from core.checkpoint import atomic_path, load_model
+    from core.train import resolve_device
+    from core.translate import read_lines, translate_lines
+
+    set_threads(threads, few=not from_stdin and input_file is None)
+    loaded = load_model(model, device=resolve_device(device))
+    n_layers, n_heads = loaded.cfg.n_decoder_layers, loaded.cfg.h
+    if not -n_layers <= layer < n_layers:
+        raise fail(f"--layer {layer}: this model has {n_layers} decoder layers (0..{n_layers - 1}, or -1 for the last)")
+    if head is not None and not 0 <= head < n_heads:
+        raise fail(f"--head {head}: this model has {n_heads} heads (0..{n_heads - 1})")
+
+    with ExitStack() as stack:
+        if input_file is not None:
+            lines = read_lines(stack.enter_context(open(input_file, "rb")), str(input_file), errors.value)
+        elif from_stdin:
+            lines = read_lines(sys.stdin.buffer, "<stdin>", errors.value)
+        else:
+            lines = iter(args)
+        if output is not None:
+            tmp = stack.enter_context(atomic_path(output))
+            out = stack.enter_context(open(tmp, "w", encoding="utf-8", newline="\n"))
+        else:
+            out = sys.stdout
+        view = None
+        if show_attention:  # rich costs import time; only the heatmap needs it
+            from rich.console import Console
+
+            view = Console(stderr=not (output is None and sys.stdout.isatty()), highlight=False)
+        warned = 0
+        for t in translate_lines(loaded, lines, options):
+            for w in t.warnings:
+                warned += 1
+                if warned <= MAX_WARNINGS:
+                    print(f"tt: warning: {w}", file=sys.stderr)  # one line each, never wrapped
+            if json_out:
+                out.write(_json_line(to_json(t, attention.value, align)) + "\n")
+            elif t.alternatives:
+                out.writelines(f"{t.index} ||| {a.text} ||| {a.score:.4f}\n" for a in t.alternatives)
+            else:
+                out.write(t.text + "\n")
+            out.flush()
+            if show_attention and t.steps:
+                _show(view, t, layer, head)
+        if warned > MAX_WARNINGS:
+            print(f"tt: warning: {warned - MAX_WARNINGS} more warning(s) not shown", file=sys.stderr)
+
+
+def set_threads(threads: int, few: bool) -> None:
+    """Apply --threads. Thread start-up and synchronisation cost more than they save on the
+    small matrices of a few sentences, and much more when other work shares the cores."""
+    import torch
+
+    if threads < 0:
+        raise fail(f"--threads must be 0 (auto) or positive, got {threads}")
+    if threads or few:
+        torch.set_num_threads(threads or 1)
+
+
+def _show(console, t, layer: int, head: int | None) -> None:
+    from core.translate import cross_matrix
+    from tt_cli.render import heatmap, legend
+
+    matrix = cross_matrix(t.steps, layer, head).tolist()  # (T_out, S)
+    which = "mean over heads" if head is None else f"head {head}"
+    n_layers = len(t.steps[0].cross)
+    title = f"cross-attention, layer {'last' if layer % n_layers == n_layers - 1 else layer % n_layers}, {which}"
+    console.print(heatmap(matrix, t.source_trace.pieces, [s.piece for s in t.steps], title=title))
+    console.print(legend())

@@ -1,0 +1,96 @@
+"""The `tt train` display on stderr: a live progress bar on a terminal, plain lines in a log file.
+
+It is one of the Trainer's callbacks: it only reads the TrainEvents core emits (the same numbers
+metrics.jsonl records), so what the screen shows and what the log keeps cannot disagree.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskID, TextColumn
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    seconds = int(seconds)
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+class TrainProgress:
+    """Callback for core.train.Trainer. Use as a context manager around `Trainer.run()`."""
+
+    def __init__(self, console: Console, quiet: bool = False) -> None:
+        self.console = console
+        self.quiet = quiet
+        # A bar only where someone watches; a log file gets one line per logged step instead.
+        self.live = console.is_terminal and not quiet
+        self.progress: Progress | None = None
+        self.task: TaskID | None = None
+
+    def __enter__(self) -> TrainProgress:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+    def _bar(self, total: int | None, step: int) -> None:
+        self.progress = Progress(
+            TextColumn("step {task.completed}/{task.fields[total_text]}"),
+            BarColumn(),
+            TextColumn("loss {task.fields[loss]}  lr {task.fields[lr]}  {task.fields[speed]} tok/s  ETA {task.fields[eta]}"),
+            console=self.console,
+            transient=False,
+        )
+        self.task = self.progress.add_task(
+            "train", total=total or None, completed=step, total_text=total or "?", loss="-", lr="-", speed="-", eta="?"
+        )
+        self.progress.start()
+
+    def __call__(self, event: Any) -> None:
+        kind, step, data = event.kind, event.step, event.data
+        if kind == "start":
+            self._start(step, data)
+        elif kind == "step":
+            self._step(step, data)
+        elif kind == "valid" and not self.quiet:
+            bleu = f"  BLEU {data['bleu']:.2f}  chrF {data['chrf']:.2f}" if "bleu" in data else ""
+            best = "  (best so far, saved)" if data.get("best") else ""
+            self._line(f"valid @ {step}: loss {data['valid_loss']:.3f}  ppl {data['valid_ppl']:.1f}{bleu}{best}")
+        elif kind == "checkpoint" and not self.quiet:
+            self._line(f"checkpoint @ {step}: {data['path']}")
+
+    def _line(self, text: str) -> None:
+        (self.progress.console if self.progress else self.console).print(text, highlight=False, markup=False, soft_wrap=True)
+
+    def _start(self, step: int, data: dict[str, Any]) -> None:
+        if self.quiet:
+            return
+        how = "resumed at step {}".format(step) if data.get("resumed") else "training"
+        world = f" × {data['world']} processes" if data.get("world", 1) > 1 else ""
+        self._line(
+            f"{how}: {data['params']:,} parameters on {data['device']}{world}; "
+            f"{data['train_pairs']} training pairs, {data['valid_pairs']} validation"
+        )
+        skipped = {k: data.get(f"skipped_{k}", 0) for k in ("malformed", "filtered", "duplicate")}
+        if any(skipped.values()):
+            self._line("skipped: " + ", ".join(f"{n} {k}" for k, n in skipped.items() if n))
+        for problem in data.get("problems") or []:
+            self._line(f"  {problem}")
+
+    def _step(self, step: int, data: dict[str, Any]) -> None:
+        if self.quiet:
+            return
+        fields = dict(loss=f"{data['loss']:.3f}", lr=f"{data['lr']:.2e}", speed=f"{data['tokens_per_s']:,.0f}", eta=duration(data["eta"]))
+        if self.live:
+            if self.progress is None:
+                self._bar(data.get("max_steps") or None, step - 1)
+            self.progress.update(self.task, completed=step, **fields)
+        elif data.get("log"):
+            total = data.get("max_steps") or "?"
+            self._line(f"step {step}/{total}  loss {fields['loss']}  lr {fields['lr']}  {fields['speed']} tok/s  ETA {fields['eta']}")

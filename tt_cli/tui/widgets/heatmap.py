@@ -1,0 +1,156 @@
+"""The attention heatmap: queries down, keys across, one coloured cell per weight; a movable cursor.
+
+The widget only draws what it is given (a `HeatmapData`); the app decides which family, layer and
+head. Arrow keys or a mouse click select a cell; the selection is posted as `Heatmap.CellSelected`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rich.console import Group
+from rich.text import Text
+from textual import events
+from textual.binding import Binding
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from tt_cli.render import shade
+
+LABEL_WIDTH = 10
+
+
+def label(piece: str, width: int) -> str:
+    """A piece as a reader sees it: SentencePiece's word-start mark '▁' shown as '·'."""
+    text = piece.replace("\u2581", "·") or "∅"
+    return text if len(text) <= width else text[: max(width - 1, 1)] + "…"
+
+
+@dataclass
+class HeatmapData:
+    title: str
+    rows: list[str]  # one label per query
+    cols: list[str]  # one label per key
+    matrix: list[list[float]]  # (rows, cols) weights in [0, 1]
+    hidden: list[list[bool]] = field(default_factory=list)  # True where a mask forbade attending
+    current_row: int | None = None  # the row of the step being looked at
+
+
+class Heatmap(Widget, can_focus=True):
+    DEFAULT_CSS = """
+    Heatmap { height: 1fr; padding: 0 1; }
+    """
+    BINDINGS = [
+        Binding("up", "move(-1, 0)", "cell ↑", show=False),
+        Binding("down", "move(1, 0)", "cell ↓", show=False),
+        Binding("left", "move(0, -1)", "cell ←", show=False),
+        Binding("right", "move(0, 1)", "cell →", show=False),
+    ]
+
+    class CellSelected(Message):
+        def __init__(self, row: int, col: int) -> None:
+            super().__init__()
+            self.row, self.col = row, col
+
+    cursor: reactive[tuple[int, int]] = reactive((0, 0))
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.data = HeatmapData("", [], [], [])
+
+    def show(self, data: HeatmapData, *, follow: bool = True) -> None:
+        """Draw new data; with `follow`, the cursor moves to the current row (keeping its column)
+        when the picture changed (a step, another family/layer/head), never on a mere redraw."""
+        changed = len(data.rows) != len(self.data.rows) or data.title != self.data.title
+        self.data = data
+        row, col = self.cursor
+        if follow and changed and data.current_row is not None:
+            row = data.current_row
+        self.set_cursor(row, col)
+        self.refresh()
+
+    def set_cursor(self, row: int, col: int) -> None:
+        n_rows, n_cols = len(self.data.rows), len(self.data.cols)
+        row = min(max(row, 0), max(n_rows - 1, 0))
+        col = min(max(col, 0), max(n_cols - 1, 0))
+        self.cursor = (row, col)
+        if n_rows and n_cols:
+            self.post_message(self.CellSelected(row, col))
+
+    def action_move(self, d_row: int, d_col: int) -> None:
+        self.set_cursor(self.cursor[0] + d_row, self.cursor[1] + d_col)
+
+    def watch_cursor(self) -> None:
+        self.refresh()
+
+    def _cell_width(self) -> int:
+        n_cols = max(len(self.data.cols), 1)
+        room = max(self.content_size.width - LABEL_WIDTH - 1, 3)
+        return max(3, min(7, room // n_cols))
+
+    def _window(self) -> tuple[range, range]:
+        """The rows and columns that fit, scrolled so that the cursor (and its row) stay in view."""
+
+        def around(cursor: int, total: int, fits: int) -> range:
+            fits = max(fits, 1)
+            first = min(max(cursor - fits // 2, 0), max(total - fits, 0))
+            return range(first, min(first + fits, total))
+
+        width = self._cell_width()
+        fit_cols = (self.content_size.width - LABEL_WIDTH - 1) // width
+        fit_rows = self.content_size.height - 3  # title, key labels, and a line for the "more" note
+        return (
+            around(self.cursor[0], len(self.data.rows), fit_rows),
+            around(self.cursor[1], len(self.data.cols), fit_cols),
+        )
+
+    def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is None or not self.data.rows:
+            return
+        rows, cols = self._window()
+        row = rows.start + offset.y - 2  # the title line and the key labels come first
+        col = cols.start + (offset.x - LABEL_WIDTH - 1) // self._cell_width()
+        if offset.x > LABEL_WIDTH and row in rows and col in cols:
+            self.focus()
+            self.set_cursor(row, col)
+
+    def render(self) -> Group:
+        data = self.data
+        lines = [Text(data.title, style="bold")]
+        if not data.rows or not data.cols:
+            lines.append(Text("nothing decoded yet: press n to take a step", style="dim italic"))
+            return Group(*lines)
+        width = self._cell_width()
+        rows, cols = self._window()
+        header = Text(" " * (LABEL_WIDTH + 1))
+        for j in cols:
+            style = "bold reverse" if j == self.cursor[1] else "bold"
+            header.append(label(data.cols[j], width - 1).ljust(width), style=style)
+        lines.append(header)
+        for i in rows:
+            marker = "▶" if i == data.current_row else " "
+            row_style = "bold reverse" if i == self.cursor[0] else ("bold" if i == data.current_row else "")
+            line = Text()  # Text(style=…) would style the whole line: append each part with its own
+            line.append(f"{label(data.rows[i], LABEL_WIDTH - 1):>{LABEL_WIDTH - 1}}", style=row_style)
+            line.append(marker, style="bold yellow")
+            line.append(" ")
+            for j in cols:
+                w = data.matrix[i][j]
+                hidden = bool(data.hidden and data.hidden[i][j])
+                if (i, j) == self.cursor:
+                    # ".53" rather than "0.53": the value fits a 3-wide cell.
+                    value = f"{w:.2f}".lstrip("0") if w < 0.995 else "1.0"
+                    line.append(value.center(width), style="bold black on yellow")
+                elif hidden:
+                    line.append("·".center(width), style="grey35")
+                else:
+                    line.append(" " * width, style=f"on {shade(w)}")
+            lines.append(line)
+        if len(rows) < len(data.rows) or len(cols) < len(data.cols):
+            lines.append(Text(
+                f"rows {rows.start}–{rows.stop - 1}/{len(data.rows)} · keys {cols.start}–{cols.stop - 1}/"
+                f"{len(data.cols)} · arrows scroll", style="dim",
+            ))
+        return Group(*lines)
