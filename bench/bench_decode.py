@@ -110,7 +110,7 @@ def main() -> None:
                  "cached beam 4": "cached greedy"}
     print(f"threads {args.threads}, load average {os.getloadavg()[0]:.2f}, output {n_out} pieces, "
           f"{args.sentences} sentences (batch 1: {args.batch1_sentences}), best of {args.repeat}")
-    print(f"| decoding | batch | sent/s | ms/sent | speed vs | CPU ms/sent | CPU speed vs |")
+    print("| decoding | batch | sent/s | ms/sent | speed vs | CPU ms/sent | CPU speed vs |")
     print("|---|---:|---:|---:|---|---:|---:|")
     for size in (1, 64):
         count = args.batch1_sentences if size == 1 else args.sentences

@@ -10,7 +10,6 @@ name and shape and turns each way a file can be wrong into one clear CheckpointE
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from collections.abc import Iterator

@@ -19,3 +19,7 @@ class DataError(TTError):
 
 class TokenizerError(TTError):
     """A SentencePiece model that is missing or does not fit the model."""
+
+
+class DownloadError(DataError):
+    """A corpus that could not be fetched, verified or written; the message names the URL or file."""

@@ -21,9 +21,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from typer.testing import CliRunner
 
-from core import download
+from core import corpora
+from core.corpora import MULTI30K, TATOEBA
 from core.data import read_corpus
-from core.download import MULTI30K, TATOEBA, DownloadError, download_file, fetch
+from core.download import DownloadError, download_file, fetch
 from tt_cli.main import app
 
 BLOB = random.Random(0).randbytes(150_000)  # a few chunks' worth
@@ -349,6 +350,6 @@ def test_cli_errors_are_one_line(server, tmp_path, args, message):
 def test_default_cache_follows_tt_cache_then_xdg(monkeypatch, tmp_path):
     monkeypatch.delenv("TT_CACHE", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert download.default_cache_dir() == tmp_path / "tt" / "data"
+    assert corpora.default_cache_dir() == tmp_path / "tt" / "data"
     monkeypatch.setenv("TT_CACHE", str(tmp_path / "corpora"))
-    assert download.default_cache_dir() == tmp_path / "corpora"
+    assert corpora.default_cache_dir() == tmp_path / "corpora"

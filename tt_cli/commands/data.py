@@ -52,11 +52,11 @@ def get(
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
-    from core import download
+    from core import corpora, download
 
-    src = download.source(corpus)
-    base = download.base_url_for(src, url, mirror)
-    root = cache_dir or download.default_cache_dir()
+    src = corpora.source(corpus)
+    base = corpora.base_url_for(src, url, mirror)
+    root = cache_dir or corpora.default_cache_dir()
     err = Console(stderr=True)
     tasks: dict[str, int] = {}
     columns = (
@@ -95,11 +95,11 @@ def get(
 
 def list_corpora(cache_dir: CacheDir = None) -> None:
     """List the known corpora and whether each is in the cache."""
-    from core import download
+    from core import corpora, download
 
-    root = cache_dir or download.default_cache_dir()
+    root = cache_dir or corpora.default_cache_dir()
     typer.echo(f"cache: {root}")
-    for src in download.SOURCES.values():
+    for src in corpora.SOURCES.values():
         state = download.cache_status(src, root)
         if state.ready:
             status = "ready"
