@@ -111,6 +111,9 @@ def resolve_device(name: str) -> torch.device:
         raise ConfigError("--device cuda asked for, but no CUDA GPU is available")
     if device.type == "mps" and not torch.backends.mps.is_available():
         raise ConfigError("--device mps asked for, but MPS is not available")
+    if device.type == "cuda" and device.index is None:
+        # Under torchrun each rank owns the GPU of its local rank; DDP needs the index.
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
     return device
 
 
@@ -180,7 +183,7 @@ class Trainer:
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
         if self.world > 1 and not torch.distributed.is_initialized():
-            backend = "nccl" if torch.cuda.is_available() and cfg.device in ("auto", "cuda") else "gloo"
+            backend = "nccl" if torch.cuda.is_available() and cfg.device.startswith(("auto", "cuda")) else "gloo"
             if backend == "nccl":
                 torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
             torch.distributed.init_process_group(backend=backend)
