@@ -106,6 +106,9 @@ class MultiHeadAttention(nn.Module):
         `is_causal` lets the fused path apply the look-ahead mask itself (mask must be None).
         Returns (output (B, T_q, d_model), weights (B, h, T_q, T_k) or None).
         """
+        if is_causal and mask is not None:
+            # The two paths would disagree (fused drops one of them): fold causality into the mask instead.
+            raise ValueError("give either is_causal=True or a mask, not both")
         q = self.split_heads(self.w_q(x))  # (B, h, T_q, d_k)
         if cache is not None and static_kv:
             k, v = cache.k, cache.v

@@ -58,6 +58,88 @@ def tatoeba_split(tmp: Path, lo: int, hi: int, name: str) -> tuple[Path, Path, i
     return src, ref, len(pairs)
 
 
+def render_card(card: dict) -> str:
+    """The model card (weights/README.md), every figure taken from card.json."""
+    cfg, tc = card["model_config"], card["train_config"]
+    rows = "\n".join(
+        f"| {name} | {spec['sentences']} | {spec['bleu']:.1f} | {spec['chrf']:.1f} |"
+        for name, spec in card["test_sets"].items()
+    )
+    sigs = "\n".join(
+        f"- {name}: BLEU `{spec['bleu_signature']}`, chrF `{spec['chrf_signature']}`" for name, spec in card["test_sets"].items()
+    )
+    valid = "\n".join(f"| {name} | {s['bleu']:.1f} | {s['chrf']:.1f} |" for name, s in card["valid"].items())
+    samples = "\n".join(f"| {fr} | {en} |" for fr, en in card["samples"])
+    hours = card["train_seconds"] / 3600
+    data_flags = " ".join(f"--data {d}" for d in tc["data"])
+    return f"""# tt's shipped French→English model
+
+A `small` Transformer (d_model {cfg['d_model']}, h {cfg['h']}, {cfg['n_encoder_layers']}+{cfg['n_decoder_layers']} layers,
+d_ff {cfg['d_ff']}, post-norm as in the paper, sinusoidal positions, shared source/target/output embeddings,
+{card['parameters'] / 1e6:.1f}M parameters) with a joint SentencePiece vocabulary of {cfg['vocab_size']} pieces.
+Stored in fp16 ({card['size_bytes'] / 1e6:.1f} MB), loaded as fp32. `tt translate` uses it by default; nothing is downloaded.
+
+## Data
+
+- **Tatoeba** French–English pairs as packaged by manythings.org/anki (file of 2017-09-29). License: CC-BY 2.0 France.
+  Attribution: www.manythings.org/anki and tatoeba.org. (The data is not included in this repository.)
+- **Multi30k** task 1 training set (Elliott et al., 2016), French–English image captions.
+
+Held-out splits are chosen by a hash of the French sentence (`core.data.heldout_bucket`, buckets of 1000), so they
+depend only on the sentence and every copy of a held-out sentence left training: validation = buckets [0, 10),
+test = buckets [10, 25). The Tatoeba test set below is the Tatoeba part of the test buckets.
+
+## Training
+
+Hardware: {card['hardware']}. Training time: {hours:.1f} h wall-clock ({card['train_steps']} steps, ~{tc['max_tokens']}-piece batches,
+bf16 autocast), partly shared with other work on the same 2 cores. The run went through `core.train.Trainer` — the code
+behind `tt train` — and is equivalent to:
+
+```
+tt train {data_flags} --preset small --vocab-size {tc['vocab_size']} \\
+  --precision {tc['precision']} --max-tokens {tc['max_tokens']} --warmup {tc['warmup']} --lr-scale {tc['lr_scale']} \\
+  --label-smoothing {tc['label_smoothing']} --valid-per-mille {tc['valid_per_mille']} --test-per-mille {tc['test_per_mille']} \\
+  --valid-every {tc['valid_every']} --save-every {tc['save_every']} --keep-last {tc['keep_last']} --bleu-sample {tc['bleu_sample']} \\
+  --seed {tc['seed']} --max-time {card['train_seconds']} --out runs/shipped
+```
+
+It was stopped and resumed (`--resume`) a few times while the machine was shared; resuming is exact. Then
+`python scripts/ship_weights.py --run runs/shipped --last 5` compared the best checkpoint (by validation BLEU) with
+the average of the last 5 checkpoints (paper §6.1) on the validation set, kept the better one (**{card['selected']}**),
+and saved it in fp16:
+
+| candidate | valid BLEU | valid chrF |
+|---|---:|---:|
+{valid}
+
+## Results
+
+`tt eval` with the defaults (beam 4, α 0.6), sacreBLEU:
+
+| test set | sentences | BLEU | chrF |
+|---|---:|---:|---:|
+{rows}
+
+{sigs}
+
+`tests/test_weights.py` re-runs `tt eval` on both test sets and checks these figures.
+
+## Samples
+
+| French | tt translate |
+|---|---|
+{samples}
+
+## Known limits
+
+- Trained on short, everyday sentences (Tatoeba) and image captions (Multi30k): long, technical or formal text
+  translates worse, and sentences over {cfg['max_len']} pieces are truncated (with a warning).
+- 8k-piece vocabulary: rare names and words are split into many pieces and may be garbled.
+- Tatoeba's English often uses contractions ("I'm", "It's"); the model does too.
+- No casing or punctuation repair of the input; emoji and scripts other than Latin map to unknown pieces.
+"""
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--run", type=Path, default=ROOT / "runs/shipped")
@@ -111,6 +193,7 @@ def main() -> None:
         "parameters": loaded.model.num_parameters(),
     }
     (args.out / "card.json").write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    (args.out / "README.md").write_text(render_card(card), encoding="utf-8")
     print(json.dumps({k: card[k] for k in ("selected", "test_sets")}, indent=1), file=sys.stderr)
     shutil.rmtree(tmp, ignore_errors=True)
 

@@ -163,3 +163,11 @@ def test_attention_dropout_only_in_training():
     torch.manual_seed(0)
     c, _ = mha(x, need_weights=True)
     assert not torch.allclose(c, b, atol=1e-4)
+
+
+def test_causal_flag_and_mask_together_are_refused():
+    """The fused path would honour one and the manual path the other: refuse rather than disagree."""
+    mha = MultiHeadAttention(8, 2)
+    x = torch.randn(1, 3, 8)
+    with pytest.raises(ValueError, match="not both"):
+        mha(x, mask=subsequent_mask(3), is_causal=True)
