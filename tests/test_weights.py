@@ -1,0 +1,77 @@
+"""The shipped model in weights/: it loads, translates everyday sentences, and `tt eval` reproduces its card."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.conftest import ROOT, SHARED_DATA
+
+WEIGHTS = ROOT / "weights"
+CARD = json.loads((WEIGHTS / "card.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    from core.checkpoint import load_model
+
+    return load_model(None)
+
+
+def test_shipped_files_are_small_safetensors():
+    size = (WEIGHTS / "model.safetensors").stat().st_size
+    assert size < 60 * 1024 * 1024
+    assert (WEIGHTS / "spm.model").exists()
+    assert (WEIGHTS / "README.md").read_text().count("CC-BY") >= 1
+
+
+def test_default_model_is_the_shipped_one(shipped):
+    assert shipped.path.resolve() == WEIGHTS.resolve()
+    assert shipped.cfg.to_dict() == CARD["model_config"]
+
+
+@pytest.mark.parametrize(
+    ("french", "accepted"),
+    [
+        ("Je suis étudiant", {"I am a student.", "I'm a student."}),
+        ("Je suis étudiant.", {"I am a student.", "I'm a student."}),
+        ("Il fait froid.", {"It's cold.", "It is cold."}),
+        ("Merci beaucoup.", {"Thank you very much.", "Thanks a lot.", "Thank you so much."}),
+        ("Où est la gare ?", {"Where is the station?", "Where's the station?", "Where is the train station?"}),
+        ("J'aime le chocolat.", {"I like chocolate.", "I love chocolate."}),
+        ("Le chat dort.", {"The cat is sleeping.", "The cat's sleeping.", "The cat sleeps."}),
+    ],
+)
+def test_everyday_sentences(french, accepted):
+    from tt_cli.main import app
+
+    result = CliRunner().invoke(app, ["translate", french])
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.strip() in accepted
+
+
+@pytest.mark.data
+@pytest.mark.parametrize("name", sorted(CARD["test_sets"]))
+def test_eval_reproduces_the_card(name, tmp_path):
+    """`tt eval` on each test set gives the BLEU and chrF the model card reports."""
+    from core.data import heldout_bucket, read_corpus
+    from tt_cli.main import app
+
+    spec = CARD["test_sets"][name]
+    if spec["source"] == "tatoeba-heldout":
+        lo, hi = spec["buckets"]
+        pairs = [p for p in read_corpus(SHARED_DATA / spec["file"]) if lo <= heldout_bucket(p.src) < hi]
+        src, ref = tmp_path / "test.fr", tmp_path / "test.en"
+        src.write_text("".join(p.src + "\n" for p in pairs), encoding="utf-8")
+        ref.write_text("".join(p.tgt + "\n" for p in pairs), encoding="utf-8")
+    else:
+        src, ref = SHARED_DATA / (spec["file"] + ".fr"), SHARED_DATA / (spec["file"] + ".en")
+    assert sum(1 for _ in open(src, encoding="utf-8")) == spec["sentences"]
+    result = CliRunner().invoke(app, ["eval", "--src", str(src), "--ref", str(ref), "--json"])
+    assert result.exit_code == 0, result.stderr
+    scores = json.loads(result.stdout.strip().splitlines()[-1])
+    # Same model, same decoding: equal up to float summation order on another CPU.
+    assert scores["bleu"] == pytest.approx(spec["bleu"], abs=0.3)
+    assert scores["chrf"] == pytest.approx(spec["chrf"], abs=0.3)
