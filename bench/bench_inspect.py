@@ -6,10 +6,12 @@ Stepper.step adds the manual attention path (need_weights), the top-k and the co
 The UI rows are measured inside a headless Textual app at 120×40: a refresh redraws every panel
 from the StepTrace objects; a key press `n` is the whole round trip (model thread + redraw).
 
-    nice -n 19 python bench/bench_inspect.py --repeat 30 --threads 1
+    python bench/bench_inspect.py --repeat 30 --threads 1
 
-Random-init `small` (d_model 256, h 4, 3+3 layers, vocabulary 8000); the tokenizer is
-runs/shipped/spm.model when present (else --spm). The budget is 100 ms per step, UI included.
+Random-init `small` (d_model 256, h 4, 3+3 layers, vocabulary of the tokenizer); the tokenizer is
+--spm, by default the shipped weights/spm.model (8000 pieces); when that is absent, a tiny
+SentencePiece model trained on the test fixture (a much smaller vocabulary, said in the output).
+The budget is 100 ms per step, UI included.
 """
 
 from __future__ import annotations
@@ -119,18 +121,37 @@ def bench_ui(loaded: LoadedModel, repeat: int, position: int) -> dict[str, tuple
     return results
 
 
+def load_tokenizer(spm: Path | None) -> tuple[Tokenizer, str]:
+    """--spm if given; else the shipped weights/spm.model; else a tiny model trained on the test fixture."""
+    if spm is not None:
+        if not spm.is_file():
+            sys.exit(f"bench_inspect: --spm {spm}: no such file")
+        return Tokenizer.load(spm), str(spm)
+    shipped = ROOT / "weights" / "spm.model"
+    if shipped.is_file():
+        return Tokenizer.load(shipped), "weights/spm.model (shipped)"
+    fixture = ROOT / "tests" / "fixtures" / "tiny.tsv"
+    if not fixture.is_file():
+        sys.exit(f"bench_inspect: neither {shipped} nor {fixture} exists; pass --spm PATH to a SentencePiece model")
+    text = fixture.read_text(encoding="utf-8").replace("\t", "\n")
+    tokenizer = Tokenizer.train(text.splitlines(), vocab_size=120)
+    return tokenizer, f"tiny SentencePiece trained on {fixture.relative_to(ROOT)} (weights/spm.model absent)"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=30)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--position", type=int, default=20, help="output pieces already decoded")
-    parser.add_argument("--spm", type=Path, default=ROOT / "runs" / "shipped" / "spm.model")
+    parser.add_argument("--spm", type=Path, default=None,
+                        help="SentencePiece model (default: weights/spm.model, else a tiny one from the test fixture)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    tokenizer = Tokenizer.load(args.spm)
+    tokenizer, origin = load_tokenizer(args.spm)
+    print(f"tokenizer: {origin}, {tokenizer.vocab_size} pieces")
     cfg = preset("small", vocab_size=tokenizer.vocab_size)
-    loaded = LoadedModel(Transformer(cfg).eval(), tokenizer, args.spm.parent, {})
+    loaded = LoadedModel(Transformer(cfg).eval(), tokenizer, ROOT / "weights", {})
     rows = {**bench_core(loaded, args.repeat, args.position), **bench_ui(loaded, args.repeat, args.position)}
     ref = rows["bare"][0]
     names = {

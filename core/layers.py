@@ -53,11 +53,6 @@ class PositionalEncoding(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.max_len = max_len
 
-    def reset_table(self) -> None:
-        """Recompute the sinusoidal table (after the module was built on the meta device)."""
-        if self.kind != "learned":
-            self.table = sinusoidal_table(self.max_len, self.table.size(1)).to(self.table.device)
-
     def positions(self, length: int, offset: int = 0) -> torch.Tensor:
         table = self.learned if self.kind == "learned" else self.table
         return table[offset : offset + length]  # (T, d_model)
