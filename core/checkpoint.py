@@ -199,7 +199,8 @@ def load_model(directory: str | Path | None = None, *, device: str | torch.devic
         )
     # A plain build (its random init costs ~0.05 s). Building on the meta device would skip the init
     # but imports torch._dynamo, ~0.8 s: far more than it saves.
-    model = Transformer(cfg)
+    with torch.random.fork_rng(devices=[]):  # the throwaway init must not move the caller's RNG
+        model = Transformer(cfg)
     # copy_ converts fp16 on disk to the model's fp32 in the same pass; no intermediate copy.
     load_state(model, tensors, weights)
     return LoadedModel(model.to(device).eval(), tokenizer, directory, metadata)

@@ -13,8 +13,8 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable
-from contextlib import ExitStack, nullcontext
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -126,16 +126,22 @@ def autocast_context(device: torch.device, precision: str):
         raise ConfigError("fp16 needs a CUDA GPU; on CPU use --precision bf16")
     dtype = torch.bfloat16 if precision == "bf16" else torch.float16
     if device.type == "cpu":
-        # On CPU the fused flash-attention kernel's bf16 backward is slow for sentence-length
-        # sequences; the math backend (matmul + softmax) makes a bf16 training step ~1.3x faster
-        # here (bench/README.md). The result is the same attention.
-        from torch.nn.attention import SDPBackend, sdpa_kernel
-
-        stack = ExitStack()
-        stack.enter_context(sdpa_kernel([SDPBackend.MATH]))
-        stack.enter_context(torch.autocast(device_type="cpu", dtype=dtype))
-        return stack
+        return _cpu_autocast(dtype)
     return torch.autocast(device_type=device.type, dtype=dtype)
+
+
+@contextmanager
+def _cpu_autocast(dtype: torch.dtype) -> Iterator[None]:
+    """Autocast on the CPU, with SDPA's math backend for attention.
+
+    The fused flash-attention kernel's bf16 backward is slow on the CPU for sentence-length
+    sequences; the math backend (matmul + softmax) makes a bf16 training step ~1.3x faster here
+    (bench/README.md). The result is the same attention.
+    """
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    with sdpa_kernel([SDPBackend.MATH]), torch.autocast(device_type="cpu", dtype=dtype):
+        yield
 
 
 def label_smoothed_loss(logits: torch.Tensor, target: torch.Tensor, pad_id: int, epsilon: float) -> tuple[torch.Tensor, int]:

@@ -13,7 +13,7 @@ import torch
 
 from core.checkpoint import load_model
 from core.errors import CheckpointError, ConfigError
-from core.train import TrainConfig, Trainer, label_smoothed_loss, noam_lr
+from core.train import TrainConfig, Trainer, autocast_context, label_smoothed_loss, noam_lr
 from core.trainstate import average_checkpoints, list_checkpoints
 from tests.conftest import TINY_TSV
 
@@ -178,3 +178,13 @@ def test_fp16_on_cpu_is_refused(tmp_path):
 def test_bf16_autocast_trains(tmp_path):
     result = Trainer(tiny_cfg(tmp_path, max_steps=3, precision="bf16", device="cpu")).run()
     assert math.isfinite(result["loss"])
+
+
+def test_autocast_context_changes_nothing_until_entered_and_restores_after():
+    """Trainer.setup calls it only to validate the precision: that call must not switch bf16 on for good."""
+    ctx = autocast_context(torch.device("cpu"), "bf16")
+    assert not torch.is_autocast_enabled("cpu")
+    with ctx:
+        assert torch.is_autocast_enabled("cpu")
+        assert torch.get_autocast_dtype("cpu") == torch.bfloat16
+    assert not torch.is_autocast_enabled("cpu")
