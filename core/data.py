@@ -5,12 +5,13 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
+from core.checkpoint import atomic_write_bytes
 from core.errors import DataError
 
 
@@ -165,6 +166,17 @@ def split_heldout(
         b = heldout_bucket(p.src)
         (valid if b < valid_per_mille else test if b < valid_per_mille + test_per_mille else train).append(p)
     return train, valid, test
+
+
+def heldout_range(pairs: Iterable[Pair], lo: int, hi: int) -> list[Pair]:
+    """The pairs whose `heldout_bucket` is in [lo, hi): a held-out split rebuilt from the data alone."""
+    return [p for p in pairs if lo <= heldout_bucket(p.src) < hi]
+
+
+def write_aligned(pairs: Sequence[Pair], src_path: str | Path, tgt_path: str | Path) -> None:
+    """Write pairs as two line-aligned UTF-8 files (what `read_aligned` and `tt eval` read), atomically."""
+    atomic_write_bytes(src_path, "".join(p.src + "\n" for p in pairs).encode("utf-8"))
+    atomic_write_bytes(tgt_path, "".join(p.tgt + "\n" for p in pairs).encode("utf-8"))
 
 
 def token_batches(

@@ -12,7 +12,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.checkpoint import atomic_write_bytes
-from core.data import Example, Pair, ReadStats, length_ok, read_corpus, split_heldout
+from core.data import (
+    Example,
+    Pair,
+    ReadStats,
+    length_ok,
+    read_corpus,
+    split_heldout,
+    write_aligned,
+)
 from core.errors import DataError
 from core.tokenizer import Tokenizer
 
@@ -57,10 +65,7 @@ def prepare_data(cfg: TrainConfig, run_dir: Path, is_main: bool = True, reuse_to
         if not valid_pairs:  # a tiny corpus: hold out a few pairs all the same
             pairs, valid_pairs = pairs[: -max(1, len(pairs) // 10)], pairs[-max(1, len(pairs) // 10) :]
         if test_pairs and is_main:
-            run_dir.mkdir(parents=True, exist_ok=True)
-            for lang, side in ((cfg.src_lang, "src"), (cfg.tgt_lang, "tgt")):
-                text = "".join(getattr(p, side) + "\n" for p in test_pairs)
-                atomic_write_bytes(run_dir / f"test.{lang}", text.encode("utf-8"))
+            write_aligned(test_pairs, run_dir / f"test.{cfg.src_lang}", run_dir / f"test.{cfg.tgt_lang}")
 
     spm_path = run_dir / "spm.model"
     if cfg.spm_model:

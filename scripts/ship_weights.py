@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from core.checkpoint import load_model, save_model  # noqa: E402
-from core.data import heldout_bucket, read_corpus  # noqa: E402
+from core.data import heldout_range, read_corpus, write_aligned  # noqa: E402
 from core.train import average_checkpoints  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
@@ -51,10 +51,9 @@ def eval_json(model: Path, src: Path, ref: Path) -> dict:
 
 
 def tatoeba_split(tmp: Path, lo: int, hi: int, name: str) -> tuple[Path, Path, int]:
-    pairs = [p for p in read_corpus(SHARED / "tatoeba-fra-eng/fra-eng.tsv") if lo <= heldout_bucket(p.src) < hi]
+    pairs = heldout_range(read_corpus(SHARED / "tatoeba-fra-eng/fra-eng.tsv"), lo, hi)
     src, ref = tmp / f"{name}.fr", tmp / f"{name}.en"
-    src.write_text("".join(p.src + "\n" for p in pairs), encoding="utf-8")
-    ref.write_text("".join(p.tgt + "\n" for p in pairs), encoding="utf-8")
+    write_aligned(pairs, src, ref)
     return src, ref, len(pairs)
 
 

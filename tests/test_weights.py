@@ -56,16 +56,14 @@ def test_everyday_sentences(french, accepted):
 @pytest.mark.parametrize("name", sorted(CARD["test_sets"]))
 def test_eval_reproduces_the_card(name, tmp_path):
     """`tt eval` on each test set gives the BLEU and chrF the model card reports."""
-    from core.data import heldout_bucket, read_corpus
+    from core.data import heldout_range, read_corpus, write_aligned
     from tt_cli.main import app
 
     spec = CARD["test_sets"][name]
     if spec["source"] == "tatoeba-heldout":
         lo, hi = spec["buckets"]
-        pairs = [p for p in read_corpus(SHARED_DATA / spec["file"]) if lo <= heldout_bucket(p.src) < hi]
         src, ref = tmp_path / "test.fr", tmp_path / "test.en"
-        src.write_text("".join(p.src + "\n" for p in pairs), encoding="utf-8")
-        ref.write_text("".join(p.tgt + "\n" for p in pairs), encoding="utf-8")
+        write_aligned(heldout_range(read_corpus(SHARED_DATA / spec["file"]), lo, hi), src, ref)
     else:
         src, ref = SHARED_DATA / (spec["file"] + ".fr"), SHARED_DATA / (spec["file"] + ".en")
     assert sum(1 for _ in open(src, encoding="utf-8")) == spec["sentences"]
