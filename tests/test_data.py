@@ -10,13 +10,16 @@ from core.data import (
     ReadStats,
     collate,
     Example,
+    Pair,
     heldout_bucket,
+    heldout_range,
     read_aligned,
     read_corpus,
     read_tsv,
     resolve,
     split_heldout,
     token_batches,
+    write_aligned,
 )
 from core.errors import DataError
 from core.prepare import prepare_data
@@ -153,3 +156,12 @@ def test_reads_the_shared_corpora():
     assert first.src and first.tgt
     m30k = read_corpus(SHARED_DATA / "multi30k" / "val")
     assert sum(1 for _ in m30k) > 500
+
+
+def test_heldout_range_and_write_aligned_rebuild_the_trainers_test_split(tmp_path):
+    pairs = [Pair(f"phrase {i}", f"sentence {i}", f"x:{i}") for i in range(3000)]
+    _, _, test = split_heldout(pairs, 10, 15)
+    assert heldout_range(pairs, 10, 25) == test and test
+    write_aligned(test, tmp_path / "t.fr", tmp_path / "t.en")
+    back = list(read_aligned(tmp_path / "t.fr", tmp_path / "t.en"))
+    assert [(p.src, p.tgt) for p in back] == [(p.src, p.tgt) for p in test]
