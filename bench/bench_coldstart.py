@@ -31,9 +31,9 @@ def random_model_dir(directory: Path) -> Path:
     import torch
 
     from core.checkpoint import save_model
-    from core.config import preset
-    from core.model import Transformer
-    from core.tokenizer import Tokenizer
+    from core.data.tokenizer import Tokenizer
+    from core.model.config import preset
+    from core.model.transformer import Transformer
 
     torch.manual_seed(0)
     lines = (ROOT / "tests" / "fixtures" / "tiny.tsv").read_text(encoding="utf-8").splitlines()

@@ -25,9 +25,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.config import preset  # noqa: E402
-from core.decoding import beam_search, greedy, pad_batch, sample  # noqa: E402
-from core.model import Transformer  # noqa: E402
+from core.decode.search import beam_search, greedy, pad_batch, sample  # noqa: E402
+from core.model.config import preset  # noqa: E402
+from core.model.transformer import Transformer  # noqa: E402
 
 
 @torch.inference_mode()

@@ -29,10 +29,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from core.checkpoint import LoadedModel  # noqa: E402
-from core.config import preset  # noqa: E402
-from core.model import Transformer  # noqa: E402
-from core.stepper import Stepper  # noqa: E402
-from core.tokenizer import Tokenizer  # noqa: E402
+from core.data.tokenizer import Tokenizer  # noqa: E402
+from core.decode.stepper import Stepper  # noqa: E402
+from core.model.config import preset  # noqa: E402
+from core.model.transformer import Transformer  # noqa: E402
 
 SENTENCE = "Le chat s'est assis sur le tapis pendant que les enfants regardaient la pluie tomber sur la ville."
 

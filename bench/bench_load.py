@@ -5,7 +5,7 @@ interpreter, `import torch`, tt's own imports, then reading and checking the mod
 runs in a fresh `python` process, best of --repeat, and the process reports its own phases:
 
     import torch   the floor: every tt command that computes pays it (the reference row)
-    core imports   core.checkpoint + core.model + sentencepiece/safetensors
+    core imports   core.checkpoint + core.model.transformer + sentencepiece/safetensors
     load_model     read model.safetensors, validate, build the Transformer, copy the weights
                    (wall time, and CPU time: on a shared, busy machine the CPU time is the steadier)
 
@@ -41,7 +41,7 @@ torch.set_num_threads({threads})
 t1 = time.perf_counter()
 if {load!r}:
     from core.checkpoint import load_model
-    import core.model, sentencepiece, safetensors
+    import core.model.transformer, sentencepiece, safetensors
     t2, c2 = time.perf_counter(), time.process_time()
     loaded = load_model({load!r})
     t3, c3 = time.perf_counter(), time.process_time()
@@ -74,9 +74,9 @@ def source_model():
     import torch
 
     from core.checkpoint import load_model
-    from core.config import preset
-    from core.model import Transformer
-    from core.tokenizer import Tokenizer
+    from core.data.tokenizer import Tokenizer
+    from core.model.config import preset
+    from core.model.transformer import Transformer
 
     if (ROOT / "weights" / "model.safetensors").exists():
         loaded = load_model(ROOT / "weights")

@@ -26,8 +26,10 @@ import torch.nn.functional as F
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from core.data import collate  # noqa: E402
-from core.train import TrainConfig, Trainer, autocast_context  # noqa: E402
+from core.data.readers import collate  # noqa: E402
+from core.device import autocast_context
+from core.train.config import TrainConfig
+from core.train.trainer import Trainer  # noqa: E402
 
 TATOEBA = ROOT.parent / "shared" / "data" / "tatoeba-fra-eng" / "fra-eng.tsv"
 

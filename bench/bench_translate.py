@@ -50,7 +50,7 @@ def main() -> None:
     import torch
 
     from core.checkpoint import load_model
-    from core.translate import TranslateOptions, translate_lines
+    from core.decode.translate import TranslateOptions, translate_lines
 
     torch.set_num_threads(args.threads)
     lines, corpus = source_lines(args.lines)

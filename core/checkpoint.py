@@ -11,49 +11,20 @@ name and shape and turns each way a file can be wrong into one clear CheckpointE
 from __future__ import annotations
 
 import os
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-from core.config import ModelConfig
+from core.data.tokenizer import Tokenizer
 from core.errors import CheckpointError, ConfigError, TokenizerError
-from core.tokenizer import Tokenizer
+from core.files import atomic_path, atomic_write_bytes
+from core.model.config import ModelConfig
 
 FORMAT = "tt.model"
 FORMAT_VERSION = 1
 WEIGHTS_FILE = "model.safetensors"
 TOKENIZER_FILE = "spm.model"
-
-
-@contextmanager
-def atomic_path(path: str | Path) -> Iterator[Path]:
-    """Yield a temporary path beside `path`; on success it replaces `path` in one rename.
-
-    A crash or Ctrl-C part-way leaves the old file (or none), never a truncated one.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        yield Path(tmp)
-        # mkstemp creates the file private (0600); give it the permissions a plain open() would.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    with atomic_path(path) as tmp:
-        tmp.write_bytes(data)
 
 
 def model_tensors(model: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -165,7 +136,7 @@ def default_model_dir() -> Path:
 
 @dataclass
 class LoadedModel:
-    model: torch.nn.Module  # core.model.Transformer, in eval mode
+    model: torch.nn.Module  # core.model.transformer.Transformer, in eval mode
     tokenizer: Tokenizer
     path: Path
     metadata: dict[str, str]
@@ -177,7 +148,7 @@ class LoadedModel:
 
 def load_model(directory: str | Path | None = None, *, device: str | torch.device = "cpu") -> LoadedModel:
     """Load a model directory (fp16 or fp32 on disk; fp32 in memory); None = the default model."""
-    from core.model import Transformer
+    from core.model.transformer import Transformer
 
     directory = Path(directory) if directory is not None else default_model_dir()
     if not directory.exists():

@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from core.checkpoint import load_model, save_model  # noqa: E402
-from core.data import heldout_range, read_corpus, write_aligned  # noqa: E402
-from core.train import average_checkpoints  # noqa: E402
+from core.data.readers import heldout_range, read_corpus, write_aligned  # noqa: E402
+from core.train.trainer import average_checkpoints  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
 SAMPLES = [
@@ -84,14 +84,14 @@ Stored in fp16 ({card['size_bytes'] / 1e6:.1f} MB), loaded as fp32. `tt translat
   Attribution: www.manythings.org/anki and tatoeba.org. (The data is not included in this repository.)
 - **Multi30k** task 1 training set (Elliott et al., 2016), French–English image captions.
 
-Held-out splits are chosen by a hash of the French sentence (`core.data.heldout_bucket`, buckets of 1000), so they
+Held-out splits are chosen by a hash of the French sentence (`core.data.readers.heldout_bucket`, buckets of 1000), so they
 depend only on the sentence and every copy of a held-out sentence left training: validation = buckets [0, 10),
 test = buckets [10, 25). The Tatoeba test set below is the Tatoeba part of the test buckets.
 
 ## Training
 
 Hardware: {card['hardware']}. Training time: {hours:.1f} h wall-clock ({card['train_steps']} steps, ~{tc['max_tokens']}-piece batches,
-bf16 autocast), partly shared with other work on the same 2 cores. The run went through `core.train.Trainer` — the code
+bf16 autocast), partly shared with other work on the same 2 cores. The run went through `core.train.trainer.Trainer` — the code
 behind `tt train` — and is equivalent to:
 
 ```

@@ -33,7 +33,8 @@ def tiny_model_dir(tmp_path_factory) -> Path:
     Deterministic: fixed seed, one thread. It learns the fixture well enough that greedy decoding
     of a training sentence gives sensible English, which is all the CLI and TUI tests need.
     """
-    from core.train import TrainConfig, Trainer
+    from core.train.config import TrainConfig
+    from core.train.trainer import Trainer
 
     out = tmp_path_factory.mktemp("tiny_run")
     cfg = TrainConfig(

@@ -1,4 +1,4 @@
-"""core.attention: the manual and fused paths keep one contract (fp32, within 1e-5)."""
+"""core.model.attention: the manual and fused paths keep one contract (fp32, within 1e-5)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,12 @@ import math
 import pytest
 import torch
 
-from core.attention import KVCache, MultiHeadAttention, scaled_dot_product_attention
-from core.masks import combine, padding_mask, subsequent_mask
+from core.model.attention import (
+    KVCache,
+    MultiHeadAttention,
+    scaled_dot_product_attention,
+)
+from core.model.masks import combine, padding_mask, subsequent_mask
 
 TOL = dict(atol=1e-5, rtol=1e-5)
 

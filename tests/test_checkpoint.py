@@ -17,10 +17,10 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 
 from core.checkpoint import FORMAT_VERSION, load_model, save_model
-from core.config import preset
+from core.data.tokenizer import Tokenizer
 from core.errors import CheckpointError, TTError
-from core.model import Transformer
-from core.tokenizer import Tokenizer
+from core.model.config import preset
+from core.model.transformer import Transformer
 
 TINY_TSV = Path(__file__).resolve().parent / "fixtures" / "tiny.tsv"
 

@@ -1,4 +1,4 @@
-"""core.config: the presets of issue #2 and validation errors a person can act on."""
+"""core.model.config: the presets of issue #2 and validation errors a person can act on."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
-from core.config import PRESETS, ModelConfig, preset
 from core.errors import ConfigError, TTError
+from core.model.config import PRESETS, ModelConfig, preset
 
 
 @pytest.mark.parametrize(

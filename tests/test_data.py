@@ -6,11 +6,12 @@ import gzip
 
 import pytest
 
-from core.data import (
-    ReadStats,
-    collate,
+from core.data.prepare import prepare_data
+from core.data.readers import (
     Example,
     Pair,
+    ReadStats,
+    collate,
     heldout_bucket,
     heldout_range,
     read_aligned,
@@ -22,8 +23,7 @@ from core.data import (
     write_aligned,
 )
 from core.errors import DataError
-from core.prepare import prepare_data
-from core.train import TrainConfig
+from core.train.config import TrainConfig
 from tests.conftest import SHARED_DATA, TINY_TSV
 
 

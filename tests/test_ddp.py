@@ -26,7 +26,8 @@ def _worker(rank: int, world: int, port: int, out: str, results: str) -> None:
     from safetensors.torch import save_file
 
     from core.checkpoint import model_tensors
-    from core.train import TrainConfig, Trainer
+    from core.train.config import TrainConfig
+    from core.train.trainer import Trainer
 
     cfg = TrainConfig(
         data=[str(TINY_TSV)], out=out, preset="tiny", vocab_size=120, warmup=20, max_tokens=128, max_steps=8,
@@ -41,9 +42,8 @@ def _worker(rank: int, world: int, port: int, out: str, results: str) -> None:
 
 @pytest.mark.slow
 def test_two_gloo_ranks_stay_in_lockstep(tmp_path):
-    from safetensors.torch import load_file
-
     import torch.multiprocessing as mp
+    from safetensors.torch import load_file
 
     out, results = tmp_path / "run", tmp_path / "results"
     results.mkdir()

@@ -8,11 +8,18 @@ from pathlib import Path
 import pytest
 import torch
 
-from core.attention import KVCache
-from core.beamtrace import beam_steps
-from core.config import preset
-from core.decoding import beam_search, filter_logits, greedy, length_penalty, pad_batch, sample
-from core.model import Transformer
+from core.analysis.beam import beam_steps
+from core.decode.search import (
+    beam_search,
+    filter_logits,
+    greedy,
+    length_penalty,
+    pad_batch,
+    sample,
+)
+from core.model.attention import KVCache
+from core.model.config import preset
+from core.model.transformer import Transformer
 
 FIXTURE_FR = [
     line.split("\t")[0] for line in (Path(__file__).parent / "fixtures" / "tiny.tsv").read_text("utf-8").splitlines()

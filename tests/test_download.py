@@ -21,10 +21,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from typer.testing import CliRunner
 
-from core import corpora
-from core.corpora import MULTI30K, TATOEBA
-from core.data import read_corpus
-from core.download import DownloadError, download_file, fetch
+from core.data import corpora
+from core.data.corpora import MULTI30K, TATOEBA
+from core.data.download import DownloadError, download_file, fetch
+from core.data.readers import read_corpus
 from tt_cli.main import app
 
 BLOB = random.Random(0).randbytes(150_000)  # a few chunks' worth

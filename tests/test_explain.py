@@ -7,9 +7,9 @@ import math
 import pytest
 import torch
 
+from core.analysis.explain import FAMILIES, attention_steps, explain
+from core.decode.stepper import Stepper
 from core.errors import TTError
-from core.explain import FAMILIES, attention_steps, explain
-from core.stepper import Stepper
 
 
 def test_the_cat_sat_worked_example_from_the_notes():

@@ -1,10 +1,10 @@
-"""core.masks: bool masks, True where a query may attend, broadcasting against (B, h, T_q, T_k)."""
+"""core.model.masks: bool masks, True where a query may attend, broadcasting against (B, h, T_q, T_k)."""
 
 from __future__ import annotations
 
 import torch
 
-from core.masks import combine, decoder_mask, padding_mask, subsequent_mask
+from core.model.masks import combine, decoder_mask, padding_mask, subsequent_mask
 
 
 def test_padding_mask_hides_pad_keys_only():

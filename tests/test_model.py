@@ -1,12 +1,12 @@
-"""core.model: the Transformer's contracts — caching, causality, padding, both norms, the variants."""
+"""core.model.transformer: the Transformer's contracts — caching, causality, padding, both norms, the variants."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from core.config import preset
-from core.model import Transformer
+from core.model.config import preset
+from core.model.transformer import Transformer
 
 TOL = dict(atol=1e-5, rtol=1e-5)
 VARIANTS = {

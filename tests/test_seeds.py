@@ -15,9 +15,9 @@ import math
 import pytest
 import torch
 
-from core.attention import MultiHeadAttention, scaled_dot_product_attention
-from core.layers import AddNorm, sinusoidal_table
-from core.masks import combine, decoder_mask, padding_mask, subsequent_mask
+from core.model.attention import MultiHeadAttention, scaled_dot_product_attention
+from core.model.layers import AddNorm, sinusoidal_table
+from core.model.masks import combine, decoder_mask, padding_mask, subsequent_mask
 
 # ------------------------------------------------------------------------------ positional encoding
 
@@ -39,7 +39,7 @@ def test_pe_rows_d_model_4_seed_000():
 
 def test_pe_input_is_embedding_plus_position_seed_000():
     """000: "The" [0.1 0.2 0.3 0.4] + PE(0) [0 1 0 1]; "CAT" [0.5 0.6 0.7 0.8] + PE(1)."""
-    from core.layers import PositionalEncoding
+    from core.model.layers import PositionalEncoding
 
     pe = PositionalEncoding(4, max_len=8, dropout=0.0)
     words = torch.tensor([[[0.1, 0.2, 0.3, 0.4], [0.5, 0.6, 0.7, 0.8]]])  # (1, 2, 4)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from core.decoding import greedy
+from core.analysis.trace import top_candidates
+from core.decode.search import greedy
+from core.decode.stepper import Stepper, source_ids
 from core.errors import TTError
-from core.stepper import Stepper, source_ids, top_candidates
 
 SENTENCE = "Je suis étudiant."
 

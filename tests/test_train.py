@@ -12,9 +12,11 @@ import pytest
 import torch
 
 from core.checkpoint import load_model
+from core.device import autocast_context
 from core.errors import CheckpointError, ConfigError
-from core.train import TrainConfig, Trainer, autocast_context, label_smoothed_loss, noam_lr
-from core.trainstate import average_checkpoints, list_checkpoints
+from core.train.config import TrainConfig
+from core.train.state import average_checkpoints, list_checkpoints
+from core.train.trainer import Trainer, label_smoothed_loss, noam_lr
 from tests.conftest import TINY_TSV
 
 

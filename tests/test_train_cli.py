@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from core.checkpoint import load_model
-from core.trainstate import list_checkpoints
+from core.train.state import list_checkpoints
 from tests.conftest import TINY_TSV
 from tt_cli.main import app
 
@@ -206,8 +206,8 @@ def test_signal_saves_a_checkpoint_before_exiting(tmp_path, sig, code, word):
 
 def _spm(tmp_path: Path) -> Path:
     """A tokenizer trained once here, so the signal tests skip SentencePiece training."""
-    from core.data import read_tsv
-    from core.tokenizer import Tokenizer
+    from core.data.readers import read_tsv
+    from core.data.tokenizer import Tokenizer
 
     path = tmp_path / "spm.model"
     Tokenizer.train((s for p in read_tsv(TINY_TSV) for s in (p.src, p.tgt)), 120).save(path)

@@ -1,4 +1,4 @@
-"""core.translate: streaming, order, bad input, the attention trace and word alignment (tiny real model)."""
+"""core.decode.translate: streaming, order, bad input, the attention trace and word alignment (tiny real model)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,8 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.decoding import greedy, pad_batch
-from core.errors import ConfigError, DataError
-from core.translate import (
+from core.decode.search import greedy, pad_batch
+from core.decode.translate import (
     TranslateOptions,
     align_words,
     clean_text,
@@ -21,6 +20,7 @@ from core.translate import (
     translate_lines,
     words,
 )
+from core.errors import ConfigError, DataError
 from tests.conftest import TINY_TSV
 
 GREEDY = TranslateOptions(greedy=True)

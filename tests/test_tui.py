@@ -9,7 +9,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from core.stepper import Stepper
+from core.decode.stepper import Stepper
 from tt_cli.main import app as cli
 from tt_cli.tui.app import make_app
 from tt_cli.tui.widgets.ask import AskScreen
@@ -204,7 +204,7 @@ def test_what_if_from_a_candidate_and_from_a_typed_piece(tiny_loaded, greedy_ste
 
 
 def test_beam_mode_shows_hypotheses_and_reranking(tiny_loaded):
-    from core.beamtrace import beam_steps
+    from core.analysis.beam import beam_steps
 
     async def script(app, pilot):
         await keys(pilot, "b")

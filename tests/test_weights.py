@@ -56,7 +56,7 @@ def test_everyday_sentences(french, accepted):
 @pytest.mark.parametrize("name", sorted(CARD["test_sets"]))
 def test_eval_reproduces_the_card(name, tmp_path):
     """`tt eval` on each test set gives the BLEU and chrF the model card reports."""
-    from core.data import heldout_range, read_corpus, write_aligned
+    from core.data.readers import heldout_range, read_corpus, write_aligned
     from tt_cli.main import app
 
     spec = CARD["test_sets"][name]

@@ -22,7 +22,7 @@ def duration(seconds: float | None) -> str:
 
 
 class TrainProgress:
-    """Callback for core.train.Trainer. Use as a context manager around `Trainer.run()`."""
+    """Callback for core.train.trainer.Trainer. Use as a context manager around `Trainer.run()`."""
 
     def __init__(self, console: Console, quiet: bool = False) -> None:
         self.console = console

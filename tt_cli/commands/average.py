@@ -18,7 +18,7 @@ def average(
     from rich.console import Console
 
     from core.errors import CheckpointError, ConfigError
-    from core.trainstate import average_checkpoints, list_checkpoints
+    from core.train.state import average_checkpoints, list_checkpoints
 
     if checkpoint:
         paths = list(checkpoint)

@@ -50,9 +50,16 @@ def get(
 ) -> None:
     """Download a corpus (resumable, sha256-verified) and print the `tt train` line that uses it."""
     from rich.console import Console
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
 
-    from core import corpora, download
+    from core.data import corpora, download
 
     src = corpora.source(corpus)
     base = corpora.base_url_for(src, url, mirror)
@@ -95,7 +102,7 @@ def get(
 
 def list_corpora(cache_dir: CacheDir = None) -> None:
     """List the known corpora and whether each is in the cache."""
-    from core import corpora, download
+    from core.data import corpora, download
 
     root = cache_dir or corpora.default_cache_dir()
     typer.echo(f"cache: {root}")

@@ -25,8 +25,8 @@ from tt_cli.commands.translate import (
 
 
 def _read_all(path: Path, errors: str) -> list[str]:
+    from core.decode.translate import read_lines
     from core.errors import DataError
-    from core.translate import read_lines
 
     if not path.is_file():
         raise DataError(f"{path}: no such file" if not path.exists() else f"{path}: not a file")
@@ -57,8 +57,8 @@ def evaluate(
 
     Exit codes: 0 ok · 1 bad input, model or option · 2 usage · 130 interrupted.
     """
+    from core.decode.translate import TranslateOptions
     from core.errors import DataError
-    from core.translate import TranslateOptions
 
     options = TranslateOptions(beam=beam, alpha=alpha, greedy=greedy, batch_size=batch_size).validate()
     # Read and check everything before the (slow) model load: a mismatch should fail at once.
@@ -71,12 +71,19 @@ def evaluate(
             raise DataError(f"{path} has {len(lines)} lines but {src} has {len(sources)}; they must be line-aligned")
 
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
 
-    from core.checkpoint import atomic_write_bytes, load_model
+    from core.checkpoint import load_model
+    from core.decode.translate import translate_lines
+    from core.device import resolve_device
     from core.evaluate import corpus_scores
-    from core.train import resolve_device
-    from core.translate import translate_lines
+    from core.files import atomic_write_bytes
 
     set_threads(threads, few=False)
     err = Console(stderr=True, highlight=False)

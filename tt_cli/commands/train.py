@@ -60,8 +60,8 @@ def _config_from_options(ctx: typer.Context, options: dict[str, Any]):
     from dataclasses import fields
 
     from core.errors import CheckpointError
-    from core.train import TrainConfig
-    from core.trainstate import list_checkpoints, read_trainer_info
+    from core.train.config import TrainConfig
+    from core.train.state import list_checkpoints, read_trainer_info
 
     def value(name: str) -> Any:
         v = options[name]
@@ -169,7 +169,7 @@ def train(
     options = dict(locals())  # first, so it holds exactly the parameters
     from rich.console import Console
 
-    from core.train import Trainer
+    from core.train.trainer import Trainer
     from tt_cli.progress import TrainProgress, duration
 
     cfg = _config_from_options(ctx, options)

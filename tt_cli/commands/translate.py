@@ -68,7 +68,7 @@ def to_json(t, attention: str, align: bool) -> dict:
     """The --json object of one Translation (see `tt translate --help`)."""
     import torch
 
-    from core.translate import align_words, cross_matrix
+    from core.decode.translate import align_words, cross_matrix
 
     obj: dict = {
         "index": t.index,
@@ -108,7 +108,7 @@ def to_json(t, attention: str, align: bool) -> dict:
             ]
         obj["attention"] = att
     if align:
-        from core.translate import word_text, words
+        from core.decode.translate import word_text, words
 
         pairs = align_words(src_pieces, out_pieces, cross_matrix(steps)) if steps else []
         src_words, out_words = words(src_pieces), words(out_pieces)
@@ -190,7 +190,7 @@ def translate(
     if input_file is not None and not input_file.is_file():
         raise fail(f"{input_file}: no such file" if not input_file.exists() else f"{input_file}: not a file")
 
-    from core.translate import TranslateOptions
+    from core.decode.translate import TranslateOptions
 
     options = TranslateOptions(
         beam=beam, alpha=alpha, n_best=n_best, greedy=greedy, sample=sample, temperature=temperature,
@@ -198,9 +198,10 @@ def translate(
         trace=show_attention or align or attention != AttentionChoice.none,
     ).validate()
 
-    from core.checkpoint import atomic_path, load_model
-    from core.train import resolve_device
-    from core.translate import read_lines, translate_lines
+    from core.checkpoint import load_model
+    from core.decode.translate import read_lines, translate_lines
+    from core.device import resolve_device
+    from core.files import atomic_path
 
     set_threads(threads, few=not from_stdin and input_file is None)
     loaded = load_model(model, device=resolve_device(device))
@@ -258,7 +259,7 @@ def set_threads(threads: int, few: bool) -> None:
 
 
 def _show(console, t, layer: int, head: int | None) -> None:
-    from core.translate import cross_matrix
+    from core.decode.translate import cross_matrix
     from tt_cli.render import heatmap, legend
 
     matrix = cross_matrix(t.steps, layer, head).tolist()  # (T_out, S)

@@ -1,6 +1,6 @@
 """`tt inspect`: step through the greedy decoding of one sentence and read everything it used.
 
-A thin App: it owns the `Stepper` (core.stepper) and which view is asked for (family, layer, head,
+A thin App: it owns the `Stepper` (core.decode.stepper) and which view is asked for (family, layer, head,
 mode); the widgets in tt_cli/tui/widgets only draw what they are handed. Model work runs on ONE
 worker thread, in the order the keys were pressed, and reports back with `call_from_thread`.
 """
@@ -20,15 +20,16 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import ContentSwitcher, Footer, OptionList, Static
 from textual.worker import get_current_worker
 
-from core.checkpoint import LoadedModel, atomic_write_bytes
+from core.analysis.explain import FAMILIES, Explanation, explain
+from core.checkpoint import LoadedModel
+from core.decode.stepper import Stepper
 from core.errors import TTError
-from core.explain import FAMILIES, Explanation, explain
-from core.stepper import Stepper
+from core.files import atomic_write_bytes
+from tt_cli.tui.picture import picture
 from tt_cli.tui.widgets.ask import AskScreen
 from tt_cli.tui.widgets.beam import BeamView
 from tt_cli.tui.widgets.distribution import Distribution
 from tt_cli.tui.widgets.explain import ExplainView
-from tt_cli.tui.picture import picture
 from tt_cli.tui.widgets.heatmap import Heatmap, label
 from tt_cli.tui.widgets.help import HelpScreen
 from tt_cli.tui.widgets.sentence import SentenceView
@@ -321,7 +322,7 @@ class InspectApp(App[None]):
     def _beam_job(self, s: Stepper) -> Callable[[], Any]:
         import torch
 
-        from core.beamtrace import beam_steps
+        from core.analysis.beam import beam_steps
 
         src = torch.tensor([s.source.tokens], device=s.encoded.memory.device)  # (1, S)
         return lambda: beam_steps(s.model, src, self.beam_size, self.alpha, s.extra_len)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from core.stepper import Stepper, attention_grid, attention_matrix
+from core.analysis.trace import attention_grid, attention_matrix
+from core.decode.stepper import Stepper
 from tt_cli.tui.widgets.explain import FAMILY_NAMES
 from tt_cli.tui.widgets.heatmap import HeatmapData, label
 

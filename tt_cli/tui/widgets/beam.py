@@ -1,5 +1,5 @@
 """Beam mode: at each step the shortlist of extended hypotheses, which survive, which are pruned,
-which finish; at the last step the length-penalty re-ranking of the finished ones (core.beamtrace)."""
+which finish; at the last step the length-penalty re-ranking of the finished ones (core.analysis.beam)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
-from core.beamtrace import BeamStep
-from core.tokenizer import Tokenizer
+from core.analysis.beam import BeamStep
+from core.data.tokenizer import Tokenizer
 from tt_cli.tui.widgets.heatmap import label
 
 FATE_STYLE = {"kept": "bold green", "finished": "bold yellow", "pruned": "dim strike"}

@@ -12,7 +12,7 @@ from rich.text import Text
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
-from core.trace import Candidate, StepTrace
+from core.analysis.trace import Candidate, StepTrace
 from tt_cli.tui.widgets.heatmap import label
 
 BAR = 16

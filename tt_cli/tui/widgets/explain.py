@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
-from core.explain import Explanation
+from core.analysis.explain import Explanation
 from tt_cli.tui.widgets.distribution import bar
 from tt_cli.tui.widgets.heatmap import label
 

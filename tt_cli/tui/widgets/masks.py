@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
-from core.masks import combine, padding_mask, subsequent_mask
+from core.model.masks import combine, padding_mask, subsequent_mask
 from tt_cli.tui.widgets.heatmap import label
 
 

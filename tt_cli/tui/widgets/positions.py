@@ -7,7 +7,7 @@ from rich.console import Group
 from rich.text import Text
 from textual.widgets import Static
 
-from core.model import Transformer
+from core.model.transformer import Transformer
 
 # Blue for negative, red for positive: a sine wave reads as alternating bands.
 _NEG = ["grey11", "navy_blue", "blue3", "dodger_blue2"]

@@ -6,7 +6,7 @@ from rich.console import Group
 from rich.text import Text
 from textual.widgets import Static
 
-from core.stepper import Stepper
+from core.decode.stepper import Stepper
 from tt_cli.tui.widgets.heatmap import label
 
 

@@ -8,7 +8,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, TabbedContent, TabPane
 
-from core.stepper import Stepper
+from core.decode.stepper import Stepper
 from tt_cli.tui.widgets.masks import MasksView
 from tt_cli.tui.widgets.positions import PositionsView
 

@@ -17,8 +17,8 @@ from typing import Literal
 import torch
 
 from core.errors import TTError
-from core.masks import padding_mask, subsequent_mask
-from core.model import Transformer
+from core.model.masks import padding_mask, subsequent_mask
+from core.model.transformer import Transformer
 
 Family = Literal["encoder_self", "decoder_self", "cross"]
 FAMILIES: tuple[Family, ...] = ("cross", "decoder_self", "encoder_self")
@@ -53,7 +53,7 @@ def attention_steps(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: tor
     scaled = scores / math.sqrt(d_k)
     allowed = torch.ones_like(scores, dtype=torch.bool) if mask is None else mask.to(torch.bool)
     masked = scaled.masked_fill(~allowed, float("-inf"))
-    # Everything masked would give NaN; the model gives such a query zero attention (core.attention).
+    # Everything masked would give NaN; the model gives such a query zero attention (core.model.attention).
     weights = torch.nan_to_num(masked.softmax(-1), nan=0.0)
     return Explanation(q, k, v, scores, d_k, scaled, allowed, masked, weights, weights @ v)
 

@@ -17,9 +17,9 @@ from typing import BinaryIO
 
 import torch
 
+from core.analysis.trace import Candidate, SourceTrace, StepTrace
 from core.checkpoint import LoadedModel
 from core.errors import ConfigError, DataError
-from core.trace import Candidate, SourceTrace, StepTrace
 
 # Characters that would split one output line into several for a reader using str.splitlines().
 _LINE_BREAKS = dict.fromkeys(map(ord, "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"), " ")
@@ -151,7 +151,7 @@ def one_line(text: str) -> str:
 # --------------------------------------------------------------------------------------- decoding
 def _decode_batch(loaded: LoadedModel, sources: list[list[int]], options: TranslateOptions, batch_no: int):
     """Hypothesis lists (best first) for each source, in the order given."""
-    from core import decoding
+    from core.decode import search as decoding
 
     model, cfg = loaded.model, loaded.cfg
     device = next(model.parameters()).device

@@ -22,9 +22,10 @@ from typing import Any
 
 import torch
 
-from core.checkpoint import atomic_write_bytes, load_model, read_weights, save_model
+from core.checkpoint import load_model, read_weights, save_model
+from core.data.tokenizer import Tokenizer
 from core.errors import CheckpointError
-from core.tokenizer import Tokenizer
+from core.files import atomic_write_bytes
 
 TRAINER_STATE = "trainer.safetensors"
 TRAINER_JSON = "trainer.json"

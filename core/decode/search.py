@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
-from core.model import DecoderState, Encoded, Transformer
+from core.model.transformer import DecoderState, Encoded, Transformer
 
 
 @dataclass

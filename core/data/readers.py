@@ -11,8 +11,8 @@ from pathlib import Path
 
 import torch
 
-from core.checkpoint import atomic_write_bytes
 from core.errors import DataError
+from core.files import atomic_write_bytes
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,8 @@ import io
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from core.config import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from core.errors import TokenizerError
+from core.model.config import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
 
 class Tokenizer:

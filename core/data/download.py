@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core import __version__
-from core.corpora import Source, error_reason
+from core.data.corpora import Source, error_reason
 from core.errors import DownloadError
 
 MANIFEST = "manifest.json"
@@ -220,7 +220,7 @@ def read_manifest(directory: Path) -> dict:
 
 
 def _write_manifest(directory: Path, manifest: dict) -> None:
-    from core.checkpoint import atomic_write_bytes
+    from core.files import atomic_write_bytes
 
     try:
         atomic_write_bytes(directory / MANIFEST, (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode())

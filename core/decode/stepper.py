@@ -9,42 +9,18 @@ logits, and the decoder's masked self-attention and cross-attention for that ste
 
 from __future__ import annotations
 
-import math
-
 import torch
 
+from core.analysis.trace import Candidate, SourceTrace, StepTrace, top_candidates
 from core.checkpoint import LoadedModel
+from core.data.tokenizer import Tokenizer
 from core.errors import TTError
-from core.model import DecoderState, Encoded
-from core.trace import Candidate, SourceTrace, StepTrace
-from core.tokenizer import Tokenizer
+from core.model.transformer import DecoderState, Encoded
 
 
 def source_ids(tokenizer: Tokenizer, text: str, max_len: int) -> list[int]:
     """The encoder's input, as in training: the pieces of `text` (cut to fit), then EOS."""
     return tokenizer.encode(text)[: max_len - 1] + [tokenizer.sp.eos_id()]
-
-
-def top_candidates(
-    logits: torch.Tensor, tokenizer: Tokenizer, k: int, temperature: float = 1.0
-) -> list[Candidate]:
-    """The k most probable pieces under softmax(logits / temperature), most probable first.
-
-    `logprob` stays the model's own (temperature 1), so a re-shaped view never changes a score.
-    """
-    if temperature <= 0:
-        raise TTError(f"temperature must be positive, got {temperature}")
-    logits = logits.float()
-    logprobs = logits.log_softmax(-1)  # (vocab,)
-    probs = (logits / temperature).softmax(-1)  # (vocab,)
-    k = max(1, min(k, logits.numel()))
-    top_p, top_i = probs.topk(k)
-    ids = top_i.tolist()
-    pieces = tokenizer.pieces(ids)
-    return [
-        Candidate(token=i, piece=piece, prob=p, logprob=float(logprobs[i]))
-        for i, piece, p in zip(ids, pieces, top_p.tolist())
-    ]
 
 
 class Stepper:
@@ -203,45 +179,3 @@ class Stepper:
                 cache.k = cache.k[:, :, :length]  # (1, h, length, d_k)
                 cache.v = cache.v[:, :, :length]
         state.length = length
-
-
-def entropy(step: StepTrace) -> float:
-    """Entropy (nats) of the step's full next-token distribution: how unsure the model was."""
-    if step.logits is None:
-        return math.nan
-    logp = step.logits.float().log_softmax(-1)
-    return float(-(logp.exp() * logp).sum())
-
-
-def attention_matrix(
-    source: SourceTrace, steps: list[StepTrace], family: str, layer: int, head: int | None
-) -> torch.Tensor:
-    """One head's (or, head=None, the mean of the heads') attention as a (queries, keys) matrix.
-
-    cross: (T, S), row t = what step t's query read in the source; decoder_self: (T, T), row t
-    covers the t+1 positions step t could see, the masked future left at 0; encoder_self: (S, S).
-    """
-
-    def pick(w: torch.Tensor) -> torch.Tensor:
-        return w.mean(0) if head is None else w[head]  # (h, ...) -> (...)
-
-    if family == "encoder_self":
-        return pick(source.encoder_self[layer])  # (S, S)
-    if not steps:
-        n_keys = len(source.tokens) if family == "cross" else 0
-        return torch.zeros(0, n_keys)
-    if family == "cross":
-        return torch.stack([pick(s.cross[layer]) for s in steps])  # (T, S)
-    out = torch.zeros(len(steps), len(steps))  # (T, T)
-    for t, s in enumerate(steps):
-        out[t, : t + 1] = pick(s.decoder_self[layer])
-    return out
-
-
-def attention_grid(source: SourceTrace, steps: list[StepTrace], family: str, query: int) -> torch.Tensor:
-    """Every layer × head at a glance for one query: (n_layers · h, keys), layer-major."""
-    if family == "encoder_self":
-        rows = [w[:, query] for w in source.encoder_self]  # per layer (h, S)
-    else:
-        rows = getattr(steps[query], "cross" if family == "cross" else "decoder_self")  # per layer (h, keys)
-    return torch.cat(rows)  # (n_layers · h, keys)

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from core.masks import subsequent_mask
+from core.model.masks import subsequent_mask
 
 
 def scaled_dot_product_attention(

@@ -11,8 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.checkpoint import atomic_write_bytes
-from core.data import (
+from core.data.readers import (
     Example,
     Pair,
     ReadStats,
@@ -21,11 +20,12 @@ from core.data import (
     split_heldout,
     write_aligned,
 )
+from core.data.tokenizer import Tokenizer
 from core.errors import DataError
-from core.tokenizer import Tokenizer
+from core.files import atomic_write_bytes
 
 if TYPE_CHECKING:
-    from core.train import TrainConfig
+    from core.train.config import TrainConfig
 
 
 @dataclass

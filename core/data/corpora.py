@@ -72,7 +72,7 @@ def _delete_bad(path: Path, what: str) -> DownloadError:
 
 def prepare_tatoeba(directory: Path) -> dict[str, int]:
     """fra.txt in the zip is English<TAB>French<TAB>attribution; write fra-eng.tsv French first."""
-    from core.checkpoint import atomic_path
+    from core.files import atomic_path
 
     archive, tsv = directory / "fra-eng.zip", directory / "fra-eng.tsv"
     pairs = lineno = 0
@@ -103,7 +103,7 @@ def prepare_tatoeba(directory: Path) -> dict[str, int]:
 
 def prepare_multi30k(directory: Path) -> dict[str, int]:
     """Unpack each split beside its .gz (`tt eval` reads plain files) and check its sides align."""
-    from core.checkpoint import atomic_path
+    from core.files import atomic_path
 
     pairs = {}
     for split in ("train", "val", "test_2016_flickr"):

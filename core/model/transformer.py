@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from core.attention import KVCache, MultiHeadAttention
-from core.config import ModelConfig
-from core.layers import AddNorm, Embeddings, FeedForward, PositionalEncoding
-from core.masks import padding_mask, subsequent_mask
+from core.model.attention import KVCache, MultiHeadAttention
+from core.model.config import ModelConfig
+from core.model.layers import AddNorm, Embeddings, FeedForward, PositionalEncoding
+from core.model.masks import padding_mask, subsequent_mask
 
 
 @dataclass

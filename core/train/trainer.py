@@ -13,9 +13,9 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
+from contextlib import nullcontext
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +23,13 @@ import torch
 import torch.nn.functional as F
 
 from core.checkpoint import save_model
-from core.config import ModelConfig, preset
-from core.data import collate, token_batches
+from core.data.prepare import Prepared, prepare_data  # noqa: F401 - re-exported
+from core.data.readers import collate, token_batches
+from core.device import autocast_context, resolve_device
 from core.errors import CheckpointError, ConfigError, DataError
-from core.model import Transformer
-from core.prepare import Prepared, prepare_data  # noqa: F401 - re-exported
-from core.trainstate import (  # noqa: F401 - TRAINER_* and average_checkpoints are re-exported
+from core.model.transformer import Transformer
+from core.train.config import TrainConfig
+from core.train.state import (  # noqa: F401 - TRAINER_* and average_checkpoints are re-exported
     TRAINER_JSON,
     TRAINER_STATE,
     average_checkpoints,
@@ -38,49 +39,6 @@ from core.trainstate import (  # noqa: F401 - TRAINER_* and average_checkpoints 
     truncate_metrics,
     write_checkpoint,
 )
-
-
-@dataclass
-class TrainConfig:
-    data: list[str]  # TSV files or prefixes P (P.fr + P.en)
-    out: str  # the run directory
-    valid: list[str] = field(default_factory=list)  # explicit validation data; else split off
-    preset: str = "small"
-    model_overrides: dict[str, Any] = field(default_factory=dict)  # any ModelConfig field
-    src_lang: str = "fr"
-    tgt_lang: str = "en"
-    vocab_size: int = 8000
-    spm_model: str | None = None  # reuse an existing SentencePiece model instead of training one
-    strict: bool = True  # a malformed line is an error; False skips and counts it
-    max_len: int = 128  # drop pairs with more pieces than this on either side
-    max_ratio: float = 3.0  # drop pairs whose length ratio exceeds this
-    dedup: bool = False
-    valid_per_mille: int = 10  # held out for validation (by sentence hash) when --valid is not given
-    test_per_mille: int = 0  # held out as a test set, written to the run directory as test.<lang>
-    max_tokens: int = 4096  # batch budget: source + target pieces, padding included
-    lr_scale: float = 1.0  # multiplies the paper's d_model^-0.5 · min(step^-0.5, step · warmup^-1.5)
-    warmup: int = 4000
-    label_smoothing: float = 0.1
-    clip_norm: float = 0.0  # 0 = no clipping
-    accumulate: int = 1  # batches per optimizer step
-    device: str = "auto"
-    precision: str = "fp32"  # fp32 | bf16 | fp16
-    compile: bool = False
-    max_steps: int = 0  # 0 = no limit
-    epochs: float = 0.0  # 0 = no limit
-    max_time: float = 0.0  # seconds; 0 = no limit
-    valid_every: int = 1000  # steps
-    save_every: int = 1000  # steps
-    keep_last: int = 5
-    log_every: int = 50  # steps between lines in metrics.jsonl (1 = every step)
-    bleu_sample: int = 200  # validation sentences translated greedily for BLEU/chrF
-    seed: int = 1
-    threads: int = 0  # torch intra-op threads on CPU; 0 = torch's default
-
-    def model_config(self, vocab_size: int) -> ModelConfig:
-        overrides = {k: v for k, v in self.model_overrides.items() if v is not None}
-        overrides.setdefault("max_len", max(self.max_len + 2, preset(self.preset).max_len))
-        return preset(self.preset, vocab_size=vocab_size, **overrides)
 
 
 @dataclass
@@ -94,54 +52,6 @@ def noam_lr(step: int, d_model: int, warmup: int, scale: float = 1.0) -> float:
     """lrate = d_model^-0.5 · min(step^-0.5, step · warmup^-1.5)  (§5.3)."""
     step = max(step, 1)
     return scale * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
-
-
-def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        if torch.cuda.is_available():
-            return torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
-        if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
-            return torch.device("mps")
-        return torch.device("cpu")
-    try:
-        device = torch.device(name)
-    except RuntimeError:
-        raise ConfigError(f"unknown device {name!r}; use auto, cpu, cuda, cuda:N or mps") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ConfigError("--device cuda asked for, but no CUDA GPU is available")
-    if device.type == "mps" and not torch.backends.mps.is_available():
-        raise ConfigError("--device mps asked for, but MPS is not available")
-    if device.type == "cuda" and device.index is None:
-        # Under torchrun each rank owns the GPU of its local rank; DDP needs the index.
-        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
-    return device
-
-
-def autocast_context(device: torch.device, precision: str):
-    if precision == "fp32":
-        return nullcontext()
-    if precision not in ("bf16", "fp16"):
-        raise ConfigError(f"unknown precision {precision!r}; use fp32, bf16 or fp16")
-    if precision == "fp16" and device.type != "cuda":
-        raise ConfigError("fp16 needs a CUDA GPU; on CPU use --precision bf16")
-    dtype = torch.bfloat16 if precision == "bf16" else torch.float16
-    if device.type == "cpu":
-        return _cpu_autocast(dtype)
-    return torch.autocast(device_type=device.type, dtype=dtype)
-
-
-@contextmanager
-def _cpu_autocast(dtype: torch.dtype) -> Iterator[None]:
-    """Autocast on the CPU, with SDPA's math backend for attention.
-
-    The fused flash-attention kernel's bf16 backward is slow on the CPU for sentence-length
-    sequences; the math backend (matmul + softmax) makes a bf16 training step ~1.3x faster here
-    (bench/README.md). The result is the same attention.
-    """
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-
-    with sdpa_kernel([SDPBackend.MATH]), torch.autocast(device_type="cpu", dtype=dtype):
-        yield
 
 
 def label_smoothed_loss(logits: torch.Tensor, target: torch.Tensor, pad_id: int, epsilon: float) -> tuple[torch.Tensor, int]:
@@ -275,7 +185,7 @@ class Trainer:
     # -- validation ----------------------------------------------------------------------------
     @torch.no_grad()
     def validate(self) -> dict[str, float]:
-        from core.decoding import greedy, pad_batch
+        from core.decode.search import greedy, pad_batch
         from core.evaluate import corpus_scores
 
         model, cfg, pad = self.model, self.cfg, self.model_cfg.pad_id

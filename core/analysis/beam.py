@@ -11,8 +11,8 @@ from typing import Literal
 
 import torch
 
-from core.decoding import FINISHED, KEPT, StepCandidates, beam_search
-from core.model import Transformer
+from core.decode.search import FINISHED, KEPT, StepCandidates, beam_search
+from core.model.transformer import Transformer
 
 Fate = Literal["kept", "pruned", "finished"]
 _FATES: dict[int, Fate] = {KEPT: "kept", FINISHED: "finished"}

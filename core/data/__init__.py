@@ -1,0 +1,1 @@
+"""Text in: the SentencePiece tokenizer, corpus readers, held-out splits, downloads, training examples."""

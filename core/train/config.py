@@ -1,0 +1,51 @@
+"""What a training run is asked to do: `tt train`'s options as one dataclass (saved as train_config.json)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.model.config import ModelConfig, preset
+
+
+@dataclass
+class TrainConfig:
+    data: list[str]  # TSV files or prefixes P (P.fr + P.en)
+    out: str  # the run directory
+    valid: list[str] = field(default_factory=list)  # explicit validation data; else split off
+    preset: str = "small"
+    model_overrides: dict[str, Any] = field(default_factory=dict)  # any ModelConfig field
+    src_lang: str = "fr"
+    tgt_lang: str = "en"
+    vocab_size: int = 8000
+    spm_model: str | None = None  # reuse an existing SentencePiece model instead of training one
+    strict: bool = True  # a malformed line is an error; False skips and counts it
+    max_len: int = 128  # drop pairs with more pieces than this on either side
+    max_ratio: float = 3.0  # drop pairs whose length ratio exceeds this
+    dedup: bool = False
+    valid_per_mille: int = 10  # held out for validation (by sentence hash) when --valid is not given
+    test_per_mille: int = 0  # held out as a test set, written to the run directory as test.<lang>
+    max_tokens: int = 4096  # batch budget: source + target pieces, padding included
+    lr_scale: float = 1.0  # multiplies the paper's d_model^-0.5 · min(step^-0.5, step · warmup^-1.5)
+    warmup: int = 4000
+    label_smoothing: float = 0.1
+    clip_norm: float = 0.0  # 0 = no clipping
+    accumulate: int = 1  # batches per optimizer step
+    device: str = "auto"
+    precision: str = "fp32"  # fp32 | bf16 | fp16
+    compile: bool = False
+    max_steps: int = 0  # 0 = no limit
+    epochs: float = 0.0  # 0 = no limit
+    max_time: float = 0.0  # seconds; 0 = no limit
+    valid_every: int = 1000  # steps
+    save_every: int = 1000  # steps
+    keep_last: int = 5
+    log_every: int = 50  # steps between lines in metrics.jsonl (1 = every step)
+    bleu_sample: int = 200  # validation sentences translated greedily for BLEU/chrF
+    seed: int = 1
+    threads: int = 0  # torch intra-op threads on CPU; 0 = torch's default
+
+    def model_config(self, vocab_size: int) -> ModelConfig:
+        overrides = {k: v for k, v in self.model_overrides.items() if v is not None}
+        overrides.setdefault("max_len", max(self.max_len + 2, preset(self.preset).max_len))
+        return preset(self.preset, vocab_size=vocab_size, **overrides)
