@@ -12,12 +12,13 @@ from typer.testing import CliRunner
 from core.decode.stepper import Stepper
 from tt_cli.main import app as cli
 from tt_cli.tui.app import make_app
-from tt_cli.tui.widgets.ask import AskScreen
+from tt_cli.tui.screens.ask import AskScreen
+from tt_cli.tui.screens.help import HelpScreen
+from tt_cli.tui.screens.views import ViewsScreen
+from tt_cli.tui.session import EXTRA_LEN
 from tt_cli.tui.widgets.beam import BeamView
 from tt_cli.tui.widgets.distribution import Distribution
 from tt_cli.tui.widgets.heatmap import Heatmap
-from tt_cli.tui.widgets.help import HelpScreen
-from tt_cli.tui.widgets.views import ViewsScreen
 
 SENTENCE = "Je suis étudiant."
 SIZE = (120, 40)
@@ -33,11 +34,14 @@ def text_of(widget) -> str:
 
 
 async def settle(pilot) -> None:
-    """Wait until the model thread has run every queued job and the screen has caught up."""
-    app = pilot.app
+    """Wait until the model thread has run every queued job and the screen has caught up.
+
+    Idle twice in a row: a redraw posts the heatmap's CellSelected, whose handler may queue more."""
+    app, idle = pilot.app, 0
     for _ in range(1000):
         await pilot.pause(0.01)
-        if app.pending == 0:
+        idle = idle + 1 if app.pending == 0 else 0
+        if idle == 2:
             await pilot.pause()
             return
     raise AssertionError("the model thread did not finish")
@@ -70,18 +74,18 @@ def greedy_steps(tiny_loaded):
 
 def test_step_back_run_restart(tiny_loaded, greedy_steps):
     async def script(app, pilot):
-        assert len(app.active.steps) == 1  # the app takes the first step on its own
+        assert len(app.decoding.steps) == 1  # the app takes the first step on its own
         await keys(pilot, "n", "n")
-        assert [s.token for s in app.active.steps] == [s.token for s in greedy_steps.steps[:3]]
+        assert [s.token for s in app.decoding.steps] == [s.token for s in greedy_steps.steps[:3]]
         heatmap = app.query_one(Heatmap)
         assert len(heatmap.data.rows) == 3 and heatmap.data.current_row == 2
         await keys(pilot, "p")
-        assert len(app.active.steps) == 2 and len(heatmap.data.rows) == 2
+        assert len(app.decoding.steps) == 2 and len(heatmap.data.rows) == 2
         await keys(pilot, "r")
-        assert app.active.finished and app.active.output_text == greedy_steps.output_text
+        assert app.decoding.active.finished and app.decoding.active.text == greedy_steps.output_text
         assert greedy_steps.output_text in text_of(app.query_one("SentenceView"))
         await keys(pilot, "0")
-        assert app.active.steps == [] and heatmap.data.rows == []
+        assert app.decoding.steps == () and heatmap.data.rows == []
 
     drive(tiny_loaded, script)
 
@@ -97,18 +101,18 @@ def test_families_layers_heads_and_grid(tiny_loaded, greedy_steps):
         assert heatmap.data.rows[-1] == last.piece
         assert heatmap.data.matrix[-1] == pytest.approx(last.cross[0].mean(0).tolist(), abs=1e-6)
         await keys(pilot, "l", "h", "h")
-        assert (app.layer, app.head) == (1, 1) and "layer 1" in heatmap.data.title and "head 1" in heatmap.data.title
+        assert (app.view.layer, app.view.head) == (1, 1) and "layer 1" in heatmap.data.title and "head 1" in heatmap.data.title
         assert heatmap.data.matrix[-1] == pytest.approx(last.cross[1][1].tolist(), abs=1e-6)
         await keys(pilot, "H", "H")
-        assert app.head is None
+        assert app.view.head is None
         await keys(pilot, "f")  # masked decoder self-attention: the future is hidden
-        assert app.family == "decoder_self" and "masked" in heatmap.data.title
+        assert app.view.family == "decoder_self" and "masked" in heatmap.data.title
         assert heatmap.data.cols[0] == "<s>" and heatmap.data.hidden[0][1] and not heatmap.data.hidden[1][1]
         assert heatmap.data.matrix[0][1:] == [0.0] * (len(heatmap.data.cols) - 1)
         await keys(pilot, "f")
-        assert app.family == "encoder_self" and heatmap.data.rows == greedy_steps.source.pieces
+        assert app.view.family == "encoder_self" and heatmap.data.rows == greedy_steps.source.pieces
         await keys(pilot, "f", "g")  # back to cross; the grid of every layer × head
-        assert app.family == "cross" and len(heatmap.data.rows) == cfg.n_decoder_layers * cfg.h
+        assert app.view.family == "cross" and len(heatmap.data.rows) == cfg.n_decoder_layers * cfg.h
         assert heatmap.data.rows[cfg.h + 2] == "L1 h2"
         assert heatmap.data.matrix[cfg.h + 2] == pytest.approx(last.cross[1][2].tolist(), abs=1e-6)
 
@@ -126,7 +130,7 @@ def test_selecting_a_cell_shows_its_weight_and_tokens(tiny_loaded):
         weight = heatmap.data.matrix[1][2]
         assert f"{weight:.4f}" in cell and "step 1" in cell and "position 2" in cell
         await keys(pilot, "left")  # with the heatmap focused, arrows move the cell, not the decoding
-        assert heatmap.cursor == (1, 1) and len(app.active.steps) == 3
+        assert heatmap.cursor == (1, 1) and len(app.decoding.steps) == 3
         # A click on a cell selects it: row 0 is drawn 2 lines under the top, columns after the labels.
         region = heatmap.content_region
         await pilot.click(Heatmap, offset=(region.x - heatmap.region.x + 11 + 3 * 4 + 1, region.y - heatmap.region.y + 2))
@@ -141,7 +145,7 @@ def test_a_long_sentence_scrolls_instead_of_spilling(tiny_loaded):
 
     async def script(app, pilot):
         heatmap = app.query_one(Heatmap)
-        n_keys = len(app.active.source.tokens)
+        n_keys = len(app.decoding.source.tokens)
         await keys(pilot, "f", "f")  # encoder self-attention: source × source
         width = heatmap.content_size.width
         shown = text_of(heatmap).splitlines()
@@ -160,12 +164,12 @@ def test_temperature_and_top_k_reshape_the_distribution(tiny_loaded):
     async def script(app, pilot):
         dist = app.query_one(Distribution)
         assert dist.option_count == 10
-        step = app.active.steps[-1]
-        before = app.active.candidates(step, top_k=app.top_k, temperature=app.temperature)[0].prob
+        step = app.decoding.steps[-1]
+        before = app.view.candidates(step, tiny_loaded.tokenizer)[0].prob
         await keys(pilot, "t", "t", "K", "K")
-        assert app.temperature == pytest.approx(1.5625) and app.top_k == 8
+        assert app.view.temperature == pytest.approx(1.5625) and app.view.top_k == 8
         assert dist.option_count == 8 and "temperature 1.56" in str(dist.border_title)
-        after = app.active.candidates(step, top_k=app.top_k, temperature=app.temperature)[0].prob
+        after = app.view.candidates(step, tiny_loaded.tokenizer)[0].prob
         assert after < before  # a higher temperature flattens the distribution
         assert f"{after:6.1%}".strip() in str(dist.get_option_at_index(0).prompt)
 
@@ -175,30 +179,30 @@ def test_temperature_and_top_k_reshape_the_distribution(tiny_loaded):
 def test_what_if_from_a_candidate_and_from_a_typed_piece(tiny_loaded, greedy_steps):
     async def script(app, pilot):
         await keys(pilot, "n")  # step 1
-        runner_up = app.active.steps[1].candidates[1].token
+        runner_up = app.decoding.steps[1].candidates[1].token
         dist = app.query_one(Distribution)
         dist.focus()
         dist.highlighted = 1
         await keys(pilot, "enter")
-        assert app.branch is not None and app.active is app.branch
-        assert app.branch.steps[1].token == runner_up and app.branch.steps[1].forced
-        assert app.original.output_text == greedy_steps.output_text  # run to the end, untouched
+        assert app.decoding.branch is not None and app.decoding.active is app.decoding.branch
+        assert app.decoding.branch.steps[1].token == runner_up and app.decoding.branch.steps[1].forced
+        assert app.decoding.original.text == greedy_steps.output_text  # run to the end, untouched
         assert "what-if" in text_of(app.query_one("SentenceView"))
         await keys(pilot, "r")
-        assert app.branch.finished and app.branch.tokens[:2] == [greedy_steps.tokens[0], runner_up]
+        assert app.decoding.branch.finished and [s.token for s in app.decoding.branch.steps[:2]] == [greedy_steps.tokens[0], runner_up]
         await keys(pilot, "x")
-        assert app.branch is None and app.active is app.original
+        assert app.decoding.branch is None and app.decoding.active is app.decoding.original
         # Typing a piece: "▁student" may not exist in a 120-piece vocabulary, so take a real one.
-        piece = tiny_loaded.tokenizer.pieces([app.active.steps[-1].candidates[2].token])[0]
+        piece = tiny_loaded.tokenizer.pieces([app.decoding.steps[-1].candidates[2].token])[0]
         await keys(pilot, "w")
         assert isinstance(app.screen, AskScreen)
         await pilot.press(*piece.replace("\u2581", ""))
         await keys(pilot, "enter")
-        assert app.branch is not None and app.branch.steps[-1].token == tiny_loaded.tokenizer.piece_id(piece)
+        assert app.decoding.branch is not None and app.decoding.branch.steps[-1].token == tiny_loaded.tokenizer.piece_id(piece)
         await keys(pilot, "x", "w")
         await pilot.press(*"zzqx")
         await keys(pilot, "enter")
-        assert app.branch is None  # not a piece: a notification, no branch
+        assert app.decoding.branch is None  # not a piece: a notification, no branch
 
     drive(tiny_loaded, script)
 
@@ -208,22 +212,22 @@ def test_beam_mode_shows_hypotheses_and_reranking(tiny_loaded):
 
     async def script(app, pilot):
         await keys(pilot, "b")
-        assert app.mode == "beam" and app.beam is not None
-        src = torch.tensor([app.original.source.tokens])
-        want = beam_steps(tiny_loaded.model, src, 3, 0.6, app.original.extra_len)
+        assert app.view.mode == "beam" and app.beam is not None
+        src = torch.tensor([app.decoding.source.tokens])
+        want = beam_steps(tiny_loaded.model, src, 3, 0.6, EXTRA_LEN)
         assert [c.tokens for c in app.beam[0].candidates] == [c.tokens for c in want[0].candidates]
         view = app.query_one(BeamView)
         assert "step 0/" in str(view.border_subtitle) and "beam 3" in str(view.border_title)
         text = text_of(view)
         assert "kept" in text and "pruned" in text
         await keys(pilot, "n")
-        assert app.beam_index == 1 and len(app.active.steps) == 1  # n walks the beam, not the greedy steps
+        assert app.view.beam_index == 1 and len(app.decoding.steps) == 1  # n walks the beam, not the greedy steps
         await keys(pilot, "r")
-        assert app.beam_index == len(app.beam) - 1
+        assert app.view.beam_index == len(app.beam) - 1
         best = tiny_loaded.tokenizer.decode(app.beam[-1].ranking[0].tokens)
         assert "re-ranking" in text_of(view) and best in text_of(view)
         await keys(pilot, "b")
-        assert app.mode == "dist"
+        assert app.view.mode == "dist"
 
     drive(tiny_loaded, script, beam_size=3)
 
@@ -231,18 +235,18 @@ def test_beam_mode_shows_hypotheses_and_reranking(tiny_loaded):
 def test_explain_mode_reproduces_the_selected_weight(tiny_loaded):
     async def script(app, pilot):
         await keys(pilot, "n", "n", "h", "h", "e")  # head 1, cross-attention, layer 0, step 2
-        ex = app.explanation
-        assert app.mode == "explain" and (ex.family, ex.layer, ex.head, ex.query_index) == ("cross", 0, 1, 2)
-        torch.testing.assert_close(ex.weights, app.active.steps[2].cross[0][1], atol=1e-5, rtol=1e-4)
+        ex = app.explained[0]
+        assert app.view.mode == "explain" and (ex.family, ex.layer, ex.head, ex.query_index) == ("cross", 0, 1, 2)
+        torch.testing.assert_close(ex.weights, app.decoding.steps[2].cross[0][1], atol=1e-5, rtol=1e-4)
         assert "√d_k" in text_of(app.query_one("ExplainView"))
         heatmap = app.query_one(Heatmap)
         heatmap.focus()
         await keys(pilot, "up")  # a new cell: the explanation follows it
-        assert app.explanation.query_index == 1
+        assert app.explained[0].query_index == 1
         await keys(pilot, "f", "f", "l")  # encoder self-attention, layer 1
-        assert app.explanation.family == "encoder_self" and app.explanation.layer == 1
+        assert app.explained[0].family == "encoder_self" and app.explained[0].layer == 1
         row = heatmap.cursor[0]
-        torch.testing.assert_close(app.explanation.weights, app.active.source.encoder_self[1][1, row], atol=1e-5, rtol=1e-4)
+        torch.testing.assert_close(app.explained[0].weights, app.decoding.source.encoder_self[1][1, row], atol=1e-5, rtol=1e-4)
 
     drive(tiny_loaded, script)
 
@@ -263,11 +267,11 @@ def test_masks_positions_help_and_svg(tiny_loaded, tmp_path):
 
 def test_no_sentence_asks_for_one(tiny_loaded):
     async def script(app, pilot):
-        assert isinstance(app.screen, AskScreen) and app.original is None
+        assert isinstance(app.screen, AskScreen) and app.decoding is None
         await pilot.press(*"Il est médecin.")
         await keys(pilot, "enter")
-        assert app.original is not None and app.original.source.text == "Il est médecin."
-        assert len(app.active.steps) == 1
+        assert app.decoding is not None and app.decoding.source.text == "Il est médecin."
+        assert len(app.decoding.steps) == 1
 
     drive(tiny_loaded, script, text=None)
 

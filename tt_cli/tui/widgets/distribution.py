@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 from rich.text import Text
+from textual.binding import Binding
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
@@ -28,6 +29,10 @@ class Distribution(OptionList):
     DEFAULT_CSS = """
     Distribution { height: 1fr; }
     """
+    BINDINGS = [
+        Binding("enter", "select", "what-if", show=False,
+                tooltip="what-if: continue decoding from the highlighted candidate"),
+    ]
 
     def show(self, step: StepTrace | None, candidates: list[Candidate], *, temperature: float, top_k: int) -> None:
         self.border_title = f"next piece · top-{top_k} · temperature {temperature:.2f}"

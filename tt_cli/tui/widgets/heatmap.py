@@ -19,6 +19,8 @@ from textual.widget import Widget
 from tt_cli.render import shade
 
 LABEL_WIDTH = 10
+# One tooltip for the four arrows: the help screen lists them on one row.
+_MOVE = "with the heatmap focused (tab, or a click on a cell): move the selected cell"
 
 
 def label(piece: str, width: int) -> str:
@@ -42,10 +44,10 @@ class Heatmap(Widget, can_focus=True):
     Heatmap { height: 1fr; padding: 0 1; }
     """
     BINDINGS = [
-        Binding("up", "move(-1, 0)", "cell ↑", show=False),
-        Binding("down", "move(1, 0)", "cell ↓", show=False),
-        Binding("left", "move(0, -1)", "cell ←", show=False),
-        Binding("right", "move(0, 1)", "cell →", show=False),
+        Binding("up", "move(-1, 0)", "cell ↑", show=False, tooltip=_MOVE),
+        Binding("down", "move(1, 0)", "cell ↓", show=False, tooltip=_MOVE),
+        Binding("left", "move(0, -1)", "cell ←", show=False, tooltip=_MOVE),
+        Binding("right", "move(0, 1)", "cell →", show=False, tooltip=_MOVE),
     ]
 
     class CellSelected(Message):

@@ -3,11 +3,12 @@ dimension; sinusoidal waves whose wavelength grows along d_model (or the learned
 
 from __future__ import annotations
 
+import torch
 from rich.console import Group
 from rich.text import Text
 from textual.widgets import Static
 
-from core.model.transformer import Transformer
+from tt_cli.tui.widgets.heatmap import label
 
 # Blue for negative, red for positive: a sine wave reads as alternating bands.
 _NEG = ["grey11", "navy_blue", "blue3", "dodger_blue2"]
@@ -24,17 +25,16 @@ class PositionsView(Static):
     PositionsView { height: auto; }
     """
 
-    def show(self, model: Transformer, pieces: list[str], max_dims: int = 96) -> None:
+    def show(self, table: torch.Tensor, kind: str, pieces: list[str], max_dims: int = 96) -> None:
+        """table (S, d_model): the encoding of each source position; kind: sinusoidal or learned."""
         n = len(pieces)
-        table = model.src_pos.positions(n).detach().cpu()  # (S, d_model)
         dims = min(table.size(1), max_dims)
-        kind = model.src_pos.kind
         lines = [
             Text(f"{kind} positional encoding · positions 0..{n - 1} (rows) × dimensions 0..{dims - 1} (columns)", style="bold"),
             Text("PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(…): blue < 0 < red", style="dim"),
         ]
         for pos in range(n):
-            line = Text(f"{pos:>3} {pieces[pos].replace(chr(0x2581), '·')[:8]:<8} ")
+            line = Text(f"{pos:>3} {label(pieces[pos], 8):<8} ")
             for value in table[pos, :dims].tolist():
                 line.append(" ", style=f"on {diverging(value)}")
             lines.append(line)

@@ -6,7 +6,7 @@ from rich.console import Group
 from rich.text import Text
 from textual.widgets import Static
 
-from core.decode.stepper import Stepper
+from tt_cli.tui.session import Decoding
 from tt_cli.tui.widgets.heatmap import label
 
 
@@ -25,21 +25,21 @@ class SentenceView(Static):
     SentenceView { height: auto; padding: 0 1; }
     """
 
-    def show(self, original: Stepper | None, branch: Stepper | None = None, *, active_is_branch: bool = False) -> None:
-        if original is None:
+    def show(self, d: Decoding | None) -> None:
+        if d is None:
             self.update(Text("type a French sentence to inspect", style="dim italic"))
             return
-        lines = [pieces_line("source", original.source.pieces)]
-        for name, stepper, active in (("output", original, not active_is_branch), ("what-if", branch, active_is_branch)):
-            if stepper is None:
+        lines = [pieces_line("source", d.source.pieces)]
+        for name, line in (("output", d.original), ("what-if", d.branch)):
+            if line is None:
                 continue
-            steps = stepper.steps
+            active = line is d.active
+            steps = line.steps
             current = len(steps) - 1 if active and steps else None
-            line = pieces_line(name, [s.piece for s in steps], current=current, forced={s.index for s in steps if s.forced})
-            lines.append(line)
-            status = "done" if stepper.finished else f"step {len(steps)}/{stepper.limit}"
+            lines.append(pieces_line(name, [s.piece for s in steps], current=current, forced={s.index for s in steps if s.forced}))
+            status = "done" if line.finished else f"step {len(steps)}/{d.limit}"
             summary = Text(" " * 9)
-            summary.append(f"“{stepper.output_text}”", style="italic green" if active else "italic")
-            summary.append(f"  {status} · log p {stepper.score:.2f}", style="dim")
+            summary.append(f"“{line.text}”", style="italic green" if active else "italic")
+            summary.append(f"  {status} · log p {line.score:.2f}", style="dim")
             lines.append(summary)
         self.update(Group(*lines))

@@ -1,14 +1,14 @@
-"""The masks and positional-encoding views, in tabs on their own screen."""
+"""The masks and positional-encoding views, in tabs on their own screen. It is handed data only."""
 
 from __future__ import annotations
 
+import torch
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, TabbedContent, TabPane
 
-from core.decode.stepper import Stepper
 from tt_cli.tui.widgets.masks import MasksView
 from tt_cli.tui.widgets.positions import PositionsView
 
@@ -17,9 +17,15 @@ class ViewsScreen(Screen[None]):
     AUTO_FOCUS = "*"  # not the app's "#dist", which this screen does not have
     BINDINGS = [Binding("escape,m,q", "app.pop_screen", "back")]
 
-    def __init__(self, stepper: Stepper) -> None:
+    def __init__(
+        self, *, target_ids: list[int], target_pieces: list[str], pad_id: int,
+        positions: torch.Tensor, positional: str, source_pieces: list[str],
+    ) -> None:
+        """target_*: the decoder inputs the masks are drawn for; positions (S, d_model): the
+        encodings added to the source embeddings, of kind `positional` (sinusoidal or learned)."""
         super().__init__()
-        self.stepper = stepper
+        self.target_ids, self.target_pieces, self.pad_id = target_ids, target_pieces, pad_id
+        self.positions, self.positional, self.source_pieces = positions, positional, source_pieces
 
     def compose(self) -> ComposeResult:
         with TabbedContent():
@@ -30,8 +36,5 @@ class ViewsScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        s = self.stepper
-        # Decoder inputs so far (BOS, y_0, …) plus the next one, capped so the grids fit a terminal.
-        ids = (s.target_inputs + ([s.steps[-1].token] if s.steps else []))[:24]
-        self.query_one(MasksView).show(s.tokenizer.pieces(ids), ids, s.cfg.pad_id)
-        self.query_one(PositionsView).show(s.model, s.source.pieces)
+        self.query_one(MasksView).show(self.target_pieces, self.target_ids, self.pad_id)
+        self.query_one(PositionsView).show(self.positions, self.positional, self.source_pieces)

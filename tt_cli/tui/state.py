@@ -1,0 +1,139 @@
+"""What `tt inspect` is asked to show, as a plain value: no Textual, no model.
+
+`ViewState` is frozen: every key action is a pure method that returns the next state, so the App
+only assigns it to a reactive attribute and the redraw comes from the watcher. The limits (layers,
+heads, vocabulary) come with the state, so each method can keep it valid on its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from core.analysis.explain import FAMILIES
+from core.analysis.trace import Candidate, StepTrace, top_candidates
+from core.data.tokenizer import Tokenizer
+from core.model.config import ModelConfig
+
+Mode = Literal["dist", "beam", "explain"]  # what the right-hand panel shows
+MIN_TEMPERATURE, MAX_TEMPERATURE = 0.05, 20.0
+MAX_TOP_K = 50
+
+
+@dataclass(frozen=True)
+class Dims:
+    """The model's sizes that bound a view."""
+
+    n_encoder_layers: int = 1
+    n_decoder_layers: int = 1
+    h: int = 1
+    vocab_size: int = MAX_TOP_K
+
+    @classmethod
+    def of(cls, cfg: ModelConfig) -> Dims:
+        return cls(cfg.n_encoder_layers, cfg.n_decoder_layers, cfg.h, cfg.vocab_size)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One attention weight: the family, layer and head (None = the mean), its query and key."""
+
+    family: str
+    layer: int
+    head: int | None
+    query: int  # a source position (encoder_self) or a decoding step
+    key: int
+
+    @property
+    def note(self) -> str:
+        """What explain mode must say besides the numbers: which query vector, which head."""
+        note = "" if self.head is not None else "(the mean of heads has no single q·k: head 0)"
+        if self.family != "encoder_self":
+            note = f"the decoder input that produced step {self.query}'s piece {note}".rstrip()
+        return note
+
+
+@dataclass(frozen=True)
+class ViewState:
+    family: str = "cross"  # one of core.analysis.explain.FAMILIES
+    layer: int = 0
+    head: int | None = None  # None = the mean of the heads
+    grid: bool = False  # every layer × head for one query instead of one head's matrix
+    mode: Mode = "dist"
+    temperature: float = 1.0  # re-shapes the shown distribution only; decoding stays greedy
+    top_k: int = 10  # candidates shown
+    beam_index: int = 0  # the beam step shown in beam mode
+    cell: tuple[int, int] = (0, 0)  # the heatmap's selected (row, column)
+    enc_query: int = 0  # the source position the encoder grid shows
+    dims: Dims = Dims()
+
+    @classmethod
+    def for_model(cls, cfg: ModelConfig, *, top_k: int = 10) -> ViewState:
+        dims = Dims.of(cfg)
+        return cls(top_k=min(max(top_k, 1), min(MAX_TOP_K, dims.vocab_size)), dims=dims)
+
+    @property
+    def n_layers(self) -> int:
+        return self.dims.n_encoder_layers if self.family == "encoder_self" else self.dims.n_decoder_layers
+
+    # ------------------------------------------------------------------------------ key actions
+    def next_family(self) -> ViewState:
+        family = FAMILIES[(FAMILIES.index(self.family) + 1) % len(FAMILIES)]
+        moved = replace(self, family=family)
+        return replace(moved, layer=min(self.layer, moved.n_layers - 1))
+
+    def layer_by(self, delta: int) -> ViewState:
+        return replace(self, layer=(self.layer + delta) % self.n_layers)
+
+    def head_by(self, delta: int) -> ViewState:
+        order = [None, *range(self.dims.h)]  # the mean first, then each head
+        return replace(self, head=order[(order.index(self.head) + delta) % len(order)])
+
+    def toggle_grid(self) -> ViewState:
+        return replace(self, grid=not self.grid)
+
+    def temperature_by(self, factor: float) -> ViewState:
+        return replace(self, temperature=min(max(self.temperature * factor, MIN_TEMPERATURE), MAX_TEMPERATURE))
+
+    def top_k_by(self, delta: int) -> ViewState:
+        return replace(self, top_k=min(max(self.top_k + delta, 1), min(MAX_TOP_K, self.dims.vocab_size)))
+
+    def toggle_mode(self, mode: Mode) -> ViewState:
+        """A second press of the same mode's key goes back to the distribution."""
+        return replace(self, mode="dist" if self.mode == mode else mode)
+
+    def beam_at(self, index: int, n_steps: int) -> ViewState:
+        """Show beam step `index` (negative counts from the end), kept within 0..n_steps-1."""
+        if index < 0:
+            index += n_steps
+        return replace(self, beam_index=min(max(index, 0), max(n_steps - 1, 0)))
+
+    def select(self, row: int, col: int) -> ViewState:
+        """The heatmap's cursor moved. In encoder self-attention a row is a source position, and it
+        stays the query that the encoder grid (g) shows."""
+        moved = replace(self, cell=(row, col))
+        if self.family == "encoder_self" and not self.grid:
+            moved = replace(moved, enc_query=row)
+        return moved
+
+    # ------------------------------------------------------------------------------ reading
+    def selected(self, n_steps: int, n_source: int) -> Cell | None:
+        """The selected cell as an attention weight, or None when there is none to read."""
+        row, col = self.cell
+        if self.grid:
+            if self.family == "encoder_self":
+                query = min(self.enc_query, n_source - 1)
+            elif n_steps:
+                query = n_steps - 1
+            else:
+                return None
+            return Cell(self.family, row // self.dims.h, row % self.dims.h, query, col)
+        if self.family != "encoder_self" and row >= n_steps:
+            return None  # a cursor from before a step back; the redraw brings a fresh one
+        return Cell(self.family, self.layer, self.head, row, col)
+
+    def candidates(self, step: StepTrace, tokenizer: Tokenizer) -> list[Candidate]:
+        """The step's top-k under this view's temperature (the step itself keeps the model's)."""
+        if step.logits is None:
+            return step.candidates[: self.top_k]
+        return top_candidates(step.logits, tokenizer, self.top_k, self.temperature)
