@@ -26,7 +26,7 @@ class HelpScreen(ModalScreen[None]):
     AUTO_FOCUS = "*"  # not the app's "#dist", which this screen does not have
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
-    HelpScreen > VerticalScroll { width: 84; height: auto; max-height: 90%; border: round $accent; padding: 1 2; background: $surface; }
+    HelpScreen > VerticalScroll { width: 96; height: auto; max-height: 90%; border: round $accent; padding: 0 2; background: $surface; }
     """
     BINDINGS = [Binding("escape,q,question_mark", "app.pop_screen", "close")]
 
@@ -57,6 +57,7 @@ class HelpScreen(ModalScreen[None]):
         table.add_column()
         for title, bindings in self.sections:
             if title:
+                table.add_row("", "")
                 table.add_row("", Text(title, style="bold"))
             for keys, what in self.rows(bindings):
                 table.add_row(keys, what)

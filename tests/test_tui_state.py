@@ -1,0 +1,101 @@
+"""`tt inspect`'s view state without Textual: each key action is a pure ViewState method."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from core.analysis.trace import StepTrace, top_candidates
+from core.data.tokenizer import Tokenizer
+from core.model.config import preset
+from tests.conftest import FIXTURES
+from tt_cli.tui.state import MAX_TEMPERATURE, MIN_TEMPERATURE, Cell, Dims, ViewState
+
+CFG = preset("tiny", vocab_size=30, n_encoder_layers=3, n_decoder_layers=2, h=4)
+
+
+def view(**fields) -> ViewState:
+    from dataclasses import replace
+
+    return replace(ViewState.for_model(CFG), **fields)
+
+
+def test_for_model_takes_the_limits_and_bounds_top_k():
+    v = ViewState.for_model(CFG, top_k=99)
+    assert v.dims == Dims(3, 2, 4, 30) and v.top_k == 30  # never more candidates than pieces
+    assert (v.family, v.layer, v.head, v.mode) == ("cross", 0, None, "dist")
+
+
+def test_actions_return_a_new_state_and_leave_the_old_one():
+    v = view()
+    w = v.layer_by(1)
+    assert (v.layer, w.layer) == (0, 1) and w != v
+    assert v.layer_by(1).layer_by(-1) == v  # equal states: a reactive sees no change, nothing redraws
+
+
+def test_families_cycle_and_keep_the_layer_within_the_family():
+    v = view(layer=1)
+    assert [v.family, (v := v.next_family()).family, (v := v.next_family()).family] == ["cross", "decoder_self", "encoder_self"]
+    v = v.layer_by(1)  # encoder layer 2 of 0..2
+    assert v.layer == 2 and v.n_layers == 3
+    v = v.next_family()  # back to cross: 2 decoder layers, so layer 2 does not exist
+    assert v.family == "cross" and v.layer == 1
+
+
+def test_layers_wrap_and_heads_cycle_through_the_mean():
+    v = view()
+    assert v.layer_by(-1).layer == 1 and v.layer_by(2).layer == 0
+    heads = [v.head]
+    for _ in range(5):
+        v = v.head_by(1)
+        heads.append(v.head)
+    assert heads == [None, 0, 1, 2, 3, None]
+    assert view().head_by(-1).head == 3
+
+
+def test_temperature_and_top_k_are_clamped():
+    v = view()
+    assert v.temperature_by(1.25).temperature == pytest.approx(1.25)
+    for _ in range(100):
+        v = v.temperature_by(0.5)
+    assert v.temperature == MIN_TEMPERATURE  # top_candidates refuses 0
+    assert view(temperature=19.0).temperature_by(2).temperature == MAX_TEMPERATURE
+    assert view(top_k=1).top_k_by(-1).top_k == 1 and view(top_k=30).top_k_by(1).top_k == 30
+
+
+def test_a_mode_key_toggles_and_the_beam_index_stays_in_range():
+    v = view().toggle_mode("beam")
+    assert v.mode == "beam" and v.toggle_mode("beam").mode == "dist" and v.toggle_mode("explain").mode == "explain"
+    assert v.beam_at(-1, 7).beam_index == 6 and v.beam_at(9, 7).beam_index == 6 and v.beam_at(-9, 7).beam_index == 0
+
+
+def test_selected_cell_of_a_matrix_and_of_a_grid():
+    v = view(head=2).select(3, 5)
+    assert v.selected(n_steps=4, n_source=8) == Cell("cross", 0, 2, 3, 5)
+    assert v.selected(n_steps=3, n_source=8) is None  # the row of a step since undone
+    grid = view(grid=True).select(6, 1)  # layer-major rows: row 6 = layer 1, head 2
+    assert grid.selected(n_steps=4, n_source=8) == Cell("cross", 1, 2, 3, 1)  # the query is the last step
+    assert grid.selected(n_steps=0, n_source=8) is None
+    enc = view(family="encoder_self").select(4, 2)
+    assert enc.enc_query == 4  # the encoder grid then shows source position 4
+    assert enc.toggle_grid().select(9, 0).selected(n_steps=0, n_source=8) == Cell("encoder_self", 2, 1, 4, 0)
+
+
+def test_cell_note_says_which_query_and_head():
+    assert Cell("encoder_self", 0, 1, 2, 0).note == ""
+    assert "head 0" in Cell("encoder_self", 0, None, 2, 0).note
+    assert Cell("cross", 0, 1, 2, 0).note == "the decoder input that produced step 2's piece"
+
+
+def test_candidates_follow_the_view_not_the_step():
+    tokenizer = Tokenizer.load(FIXTURES / "tiny_model" / "spm.model")
+    logits = torch.linspace(3.0, -3.0, tokenizer.vocab_size)  # piece 0 most probable, then 1, 2, …
+    step = StepTrace(index=0, token=0, piece="<pad>", logprob=float(logits.log_softmax(-1)[0]),
+                     candidates=top_candidates(logits, tokenizer, 10), logits=logits)
+    hot = view(top_k=3, temperature=2.0).candidates(step, tokenizer)
+    assert [c.token for c in hot] == [0, 1, 2] and [c.piece for c in hot] == tokenizer.pieces([0, 1, 2])
+    assert hot[0].prob == pytest.approx(float((logits / 2).softmax(-1)[0]))
+    assert hot[0].logprob == pytest.approx(step.logprob)  # the model's own log p, whatever the view
+    assert hot[0].prob < view(top_k=3).candidates(step, tokenizer)[0].prob  # hotter is flatter
+    no_logits = StepTrace(index=0, token=0, piece="<pad>", logprob=0.0, candidates=step.candidates)
+    assert view(top_k=2).candidates(no_logits, tokenizer) == step.candidates[:2]
