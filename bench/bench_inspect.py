@@ -4,7 +4,7 @@ Reference, measured in the same run: a bare cached greedy step (`model.decode` o
 the key/value cache, fused attention, no weights kept): what `tt translate --greedy` pays per piece.
 Stepper.step adds the manual attention path (need_weights), the top-k and the copies to the CPU.
 The UI rows are measured inside a headless Textual app at 120×40: a refresh redraws every panel
-from the StepTrace objects; a key press `n` is the whole round trip (model thread + redraw).
+from a new Decoding snapshot (its watchers); a key press `n` is the whole round trip (model thread + redraw).
 
     python bench/bench_inspect.py --repeat 30 --threads 1
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import statistics
 import sys
 import time
@@ -92,21 +93,27 @@ def bench_ui(loaded: LoadedModel, repeat: int, position: int) -> dict[str, tuple
                 await pilot.pause()
 
             await settle()
-            for _ in range(position - 1):
-                app.submit(lambda: app.active.step(force=app.cfg.unk_id + 10))
+            session = app.session  # the model side; touched here only while the model thread is idle
+
+            def prefix():  # a fixed prefix: EOS cannot end it early
+                for _ in range(position - 1):
+                    session.active.step(force=loaded.cfg.unk_id + 10)
+                return session.snapshot()
+
+            app.submit(prefix, app._decoded)
             await settle()
 
             async def idle() -> None:  # the harness's own cost: wait for a frame with nothing to redraw
                 await pilot.pause()
 
             async def refresh() -> None:
-                app.refresh_views()
+                app.decoding = dataclasses.replace(app.decoding)  # a new snapshot: the watchers redraw every panel
                 await pilot.pause()  # let the compositor draw the frame
 
             async def press_n() -> None:
                 await pilot.press("n")
                 await settle()
-                app.active.back()
+                session.active.back()
 
             for name, fn in (("idle", idle), ("refresh", refresh), ("press n", press_n)):
                 walls, cpus = [], []

@@ -161,16 +161,21 @@ class InspectApp(App[None]):
             f"{cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers · {where} · ? for help"
         )
         self.query_one(SentenceView).show(d)
-        self._draw_attention()
+        self._draw_heatmap()
+        self._draw_cell()
         self._draw_distribution()
 
-    def watch_view(self, view: ViewState) -> None:
-        self.query_one(ContentSwitcher).current = view.mode
-        self._draw_attention()
-        self._draw_distribution()
-        if view.mode == "beam":
+    def watch_view(self, old: ViewState, new: ViewState) -> None:
+        """Redraw only what the change touches: a cursor move must not rebuild every panel."""
+        self.query_one(ContentSwitcher).current = new.mode
+        if new.picture != old.picture:
+            self._draw_heatmap()
+        self._draw_cell()
+        if (new.temperature, new.top_k) != (old.temperature, old.top_k):
+            self._draw_distribution()
+        if new.mode == "beam":
             self._draw_beam()
-        if view.mode == "explain":
+        if new.mode == "explain":
             self._draw_explanation()
 
     def watch_beam(self) -> None:
@@ -187,14 +192,14 @@ class InspectApp(App[None]):
         ex, note = self.explained or (None, "")
         self.query_one(ExplainView).show(ex, note, self.view.cell[1])
 
-    def _draw_attention(self) -> None:
-        """The heatmap and the line under it that reads out the selected cell."""
-        d = self.decoding
-        if d is None:
-            return
-        heatmap = self.query_one(Heatmap)
-        heatmap.show(picture(self.view, d))
-        cell, data, (row, col) = self.view.selected(len(d.steps), len(d.source.tokens)), heatmap.data, self.view.cell
+    def _draw_heatmap(self) -> None:
+        if self.decoding is not None:
+            self.query_one(Heatmap).show(picture(self.view, self.decoding))
+
+    def _draw_cell(self) -> None:
+        """The line under the heatmap that reads out the selected cell."""
+        d, data, (row, col) = self.decoding, self.query_one(Heatmap).data, self.view.cell
+        cell = self.view.selected(len(d.steps), len(d.source.tokens)) if d is not None else None
         if cell is not None and row < len(data.matrix) and col < len(data.cols):
             self.query_one("#cell", Static).update(cell_text(cell, data, d, row))
 
@@ -270,6 +275,8 @@ class InspectApp(App[None]):
 
     def action_mode(self, mode: str) -> None:
         self.view = self.view.toggle_mode(mode)
+        if self.view.mode == "explain":
+            self._explain()
         if self.view.mode == "beam" and not self._beam_asked and self.decoding is not None:
             self._beam_asked = True
             self.submit(lambda: self.session.beam(self.beam_size, self.alpha), lambda steps: setattr(self, "beam", steps))

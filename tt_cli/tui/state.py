@@ -73,6 +73,11 @@ class ViewState:
         return cls(top_k=min(max(top_k, 1), min(MAX_TOP_K, dims.vocab_size)), dims=dims)
 
     @property
+    def picture(self) -> tuple:
+        """What the heatmap's picture depends on (the cursor excepted)."""
+        return self.family, self.layer, self.head, self.grid, self.enc_query
+
+    @property
     def n_layers(self) -> int:
         return self.dims.n_encoder_layers if self.family == "encoder_self" else self.dims.n_decoder_layers
 
