@@ -35,7 +35,11 @@ def test_actions_return_a_new_state_and_leave_the_old_one():
 
 def test_families_cycle_and_keep_the_layer_within_the_family():
     v = view(layer=1)
-    assert [v.family, (v := v.next_family()).family, (v := v.next_family()).family] == ["cross", "decoder_self", "encoder_self"]
+    families = [v.family]
+    for _ in range(2):
+        v = v.next_family()
+        families.append(v.family)
+    assert families == ["cross", "decoder_self", "encoder_self"]
     v = v.layer_by(1)  # encoder layer 2 of 0..2
     assert v.layer == 2 and v.n_layers == 3
     v = v.next_family()  # back to cross: 2 decoder layers, so layer 2 does not exist
@@ -99,3 +103,24 @@ def test_candidates_follow_the_view_not_the_step():
     assert hot[0].prob < view(top_k=3).candidates(step, tokenizer)[0].prob  # hotter is flatter
     no_logits = StepTrace(index=0, token=0, piece="<pad>", logprob=0.0, candidates=step.candidates)
     assert view(top_k=2).candidates(no_logits, tokenizer) == step.candidates[:2]
+
+
+def test_widgets_and_screens_get_data_never_the_model():
+    """No widget or screen imports what would let it reach into the live model."""
+    import ast
+    from pathlib import Path
+
+    import tt_cli.tui
+
+    forbidden = {"core.checkpoint", "core.decode.stepper", "core.model.transformer", "tt_cli.tui.session"}
+    allowed_from_session = {"Decoding"}  # the snapshot dataclass; Session itself stays with the App
+    tui = Path(tt_cli.tui.__file__).parent
+    files = sorted([*(tui / "widgets").glob("*.py"), *(tui / "screens").glob("*.py")])
+    assert len(files) >= 10
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module in forbidden:
+                names = {a.name for a in node.names}
+                assert node.module == "tt_cli.tui.session" and names <= allowed_from_session, f"{path.name}: {names}"
+            if isinstance(node, ast.Import):
+                assert not {a.name for a in node.names} & forbidden, path.name

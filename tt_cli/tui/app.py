@@ -53,16 +53,16 @@ class InspectApp(App[None]):
         Binding("p,left", "back", "back", tooltip="step back"),
         Binding("r", "run", "run", tooltip="run to the end (EOS or the length limit)"),
         Binding("0,home", "restart", "restart", show=False, tooltip="restart from the first step"),
-        Binding("f", "family", "family", tooltip="attention family: cross → masked decoder self → encoder self"),
-        Binding("l", "layer(1)", "layer", tooltip="next layer"),
-        Binding("L", "layer(-1)", "layer−", show=False, tooltip="previous layer"),
-        Binding("h", "head(1)", "head", tooltip="next head (… and the mean of the heads)"),
-        Binding("H", "head(-1)", "head−", show=False, tooltip="previous head"),
-        Binding("g", "grid", "grid", tooltip="grid: every layer × head for the selected query"),
-        Binding("t", "temperature(1.25)", "temp+", show=False, tooltip="temperature up (re-shapes the distribution only)"),
-        Binding("T", "temperature(0.8)", "temp−", show=False, tooltip="temperature down"),
-        Binding("k", "top_k(1)", "k+", show=False, tooltip="show one more candidate"),
-        Binding("K", "top_k(-1)", "k−", show=False, tooltip="show one fewer candidate"),
+        Binding("f", "view('next_family')", "family", tooltip="attention family: cross → masked decoder self → encoder self"),
+        Binding("l", "view('layer_by', 1)", "layer", tooltip="next layer"),
+        Binding("L", "view('layer_by', -1)", "layer−", show=False, tooltip="previous layer"),
+        Binding("h", "view('head_by', 1)", "head", tooltip="next head (… and the mean of the heads)"),
+        Binding("H", "view('head_by', -1)", "head−", show=False, tooltip="previous head"),
+        Binding("g", "view('toggle_grid')", "grid", tooltip="grid: every layer × head for the selected query"),
+        Binding("t", "view('temperature_by', 1.25)", "temp+", show=False, tooltip="temperature up (re-shapes the distribution only)"),
+        Binding("T", "view('temperature_by', 0.8)", "temp−", show=False, tooltip="temperature down"),
+        Binding("k", "view('top_k_by', 1)", "k+", show=False, tooltip="show one more candidate"),
+        Binding("K", "view('top_k_by', -1)", "k−", show=False, tooltip="show one fewer candidate"),
         Binding("w", "what_if", "what-if", tooltip="what-if: type a piece to force at this step"),
         Binding("x", "drop_branch", "drop", show=False, tooltip="drop the what-if branch"),
         Binding("b", "mode('beam')", "beam", tooltip="beam mode: hypotheses, survivors, pruned, re-ranking"),
@@ -111,15 +111,13 @@ class InspectApp(App[None]):
     def on_mount(self) -> None:
         self.model_thread()
         if self.text:
-            self.submit(lambda: self.session.start(self.text), self._decoded)
+            self.start(self.text)
         else:
-            self.push_screen(AskScreen("Sentence to translate and inspect (French):", "Je suis étudiant."), self._asked)
+            self.push_screen(AskScreen("Sentence to translate and inspect (French):", "Je suis étudiant."),
+                             lambda text: self.exit() if text is None else self.start(text))
 
-    def _asked(self, text: str | None) -> None:
-        if text is None:
-            self.exit()
-        else:
-            self.submit(lambda: self.session.start(text), self._decoded)
+    def start(self, text: str) -> None:
+        self.submit(lambda: self.session.start(text), self._decoded)
 
     # ------------------------------------------------------------------------------ the model thread
     @work(thread=True, group="model")
@@ -224,54 +222,28 @@ class InspectApp(App[None]):
         self.submit(lambda: self.session.explain(d, cell), lambda ex: setattr(self, "explained", (ex, cell.note)))
 
     # ------------------------------------------------------------------------------ actions: keys -> state
-    def _in_beam(self) -> bool:
-        return self.view.mode == "beam" and bool(self.beam)
-
-    def _decode(self, move: Callable[[Session], Decoding]) -> None:
-        if self.decoding is not None:
-            self.submit(lambda: move(self.session), self._decoded)
+    def _move(self, beam_step: Callable[[int], int], decode: Callable[[Session], Decoding]) -> None:
+        """n/p/r/0 walk the beam steps in beam mode (once there are some), else the decoding."""
+        if self.view.mode == "beam" and self.beam:
+            self.view = self.view.beam_at(beam_step(self.view.beam_index), len(self.beam))
+        elif self.decoding is not None:
+            self.submit(lambda: decode(self.session), self._decoded)
 
     def action_next(self) -> None:
-        if self._in_beam():
-            self.view = self.view.beam_at(self.view.beam_index + 1, len(self.beam))
-        else:
-            self._decode(Session.step)
+        self._move(lambda i: i + 1, Session.step)
 
     def action_back(self) -> None:
-        if self._in_beam():
-            self.view = self.view.beam_at(self.view.beam_index - 1, len(self.beam))
-        else:
-            self._decode(Session.back)
+        self._move(lambda i: i - 1 if i > 0 else 0, Session.back)
 
     def action_run(self) -> None:
-        if self._in_beam():
-            self.view = self.view.beam_at(-1, len(self.beam))
-        else:
-            self._decode(Session.run)
+        self._move(lambda i: -1, Session.run)
 
     def action_restart(self) -> None:
-        if self._in_beam():
-            self.view = self.view.beam_at(0, len(self.beam))
-        else:
-            self._decode(Session.restart)
+        self._move(lambda i: 0, Session.restart)
 
-    def action_family(self) -> None:
-        self.view = self.view.next_family()
-
-    def action_layer(self, delta: int) -> None:
-        self.view = self.view.layer_by(delta)
-
-    def action_head(self, delta: int) -> None:
-        self.view = self.view.head_by(delta)
-
-    def action_grid(self) -> None:
-        self.view = self.view.toggle_grid()
-
-    def action_temperature(self, factor: float) -> None:
-        self.view = self.view.temperature_by(factor)
-
-    def action_top_k(self, delta: int) -> None:
-        self.view = self.view.top_k_by(delta)
+    def action_view(self, change: str, *args: Any) -> None:
+        """A key that only changes what is shown: `change` names the pure ViewState method."""
+        self.view = getattr(self.view, change)(*args)
 
     def action_mode(self, mode: str) -> None:
         self.view = self.view.toggle_mode(mode)
@@ -313,7 +285,8 @@ class InspectApp(App[None]):
         self.push_screen(AskScreen(question), forced)
 
     def action_drop_branch(self) -> None:
-        self._decode(Session.drop_branch)
+        if self.decoding is not None:
+            self.submit(self.session.drop_branch, self._decoded)
 
     def action_views(self) -> None:
         d = self.decoding
