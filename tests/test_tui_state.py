@@ -1,4 +1,4 @@
-"""`tt inspect`'s view state without Textual: each key action is a pure ViewState method."""
+"""`tt inspect` without Textual: each key action is a pure ViewState method; the Session returns snapshots."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from core.analysis.trace import StepTrace, top_candidates
 from core.data.tokenizer import Tokenizer
 from core.model.config import preset
 from tests.conftest import FIXTURES
+from tt_cli.tui.session import find_piece
 from tt_cli.tui.state import MAX_TEMPERATURE, MIN_TEMPERATURE, Cell, Dims, ViewState
 
 CFG = preset("tiny", vocab_size=30, n_encoder_layers=3, n_decoder_layers=2, h=4)
@@ -124,3 +125,47 @@ def test_widgets_and_screens_get_data_never_the_model():
                 assert node.module == "tt_cli.tui.session" and names <= allowed_from_session, f"{path.name}: {names}"
             if isinstance(node, ast.Import):
                 assert not {a.name for a in node.names} & forbidden, path.name
+
+
+# ------------------------------------------------------------------------------ the model side, without Textual
+@pytest.fixture(scope="module")
+def session():
+    from core.checkpoint import load_model
+    from tt_cli.tui.session import Session
+
+    return Session(load_model(FIXTURES / "tiny_model"))
+
+
+def test_a_decoding_snapshot_never_changes_after_it_is_made(session):
+    first = session.start("Je suis étudiant.")
+    second = session.step()
+    session.back()
+    third = session.run()
+    assert (len(first.steps), len(second.steps)) == (1, 2)  # the step back and the run left them alone
+    assert third.active.finished and third.active.text == "I am a student."
+    assert third.target_inputs[0] == session.loaded.cfg.bos_id
+    assert list(third.target_pieces) == session.loaded.tokenizer.pieces(third.target_inputs)
+    # The length limit of greedy decoding: source length + 50, within the model's positions.
+    assert third.limit == min(len(third.source.tokens) + 50, session.loaded.cfg.max_len - 1)
+
+
+def test_what_if_branches_at_the_step_asked_and_runs_the_original_out(session):
+    session.start("Je suis étudiant.")
+    d = session.step()
+    runner_up = d.steps[1].candidates[1].token
+    session.step()  # a step queued after the reader chose: the branch still forks at step 1
+    branched = session.what_if(1, runner_up)
+    assert branched.active is branched.branch and branched.original.finished
+    assert [s.token for s in branched.branch.steps] == [d.steps[0].token, runner_up]
+    assert branched.branch.steps[1].forced
+    assert session.drop_branch().branch is None
+
+
+def test_find_piece_and_mask_inputs(session):
+    tokenizer, unk = session.loaded.tokenizer, session.loaded.cfg.unk_id
+    word = next(p for p in tokenizer.pieces(range(4, tokenizer.vocab_size)) if p.startswith("\u2581") and len(p) > 2)
+    assert find_piece(tokenizer, word[1:], unk) == tokenizer.piece_id(word)  # typed without the word-start mark
+    assert find_piece(tokenizer, "zzqx", unk) is None
+    d = session.start("Je suis étudiant.")
+    ids, pieces = d.mask_inputs()
+    assert ids == [session.loaded.cfg.bos_id, d.steps[0].token] and pieces == tokenizer.pieces(ids)

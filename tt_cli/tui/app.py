@@ -265,7 +265,8 @@ class InspectApp(App[None]):
         if token == d.steps[-1].token:
             self.notify("that is the piece already chosen at this step")
             return
-        self.submit(lambda: self.session.what_if(token), self._decoded)
+        at = len(d.steps) - 1  # the step on screen, even if more are queued
+        self.submit(lambda: self.session.what_if(at, token), self._decoded)
 
     def action_what_if(self) -> None:
         d = self.decoding

@@ -119,10 +119,9 @@ class Session:
         self.active.restart()
         return self.snapshot()
 
-    def what_if(self, token: int) -> Decoding:
-        """Take `token` instead at the active line's last step, and decode on from there (a branch)."""
-        s = self.active
-        branch = s.branch(len(s.steps) - 1, token)
+    def what_if(self, at: int, token: int) -> Decoding:
+        """Take `token` instead at step `at` of the active line, and decode on from there (a branch)."""
+        branch = self.active.branch(at, token)
         self.original.run()  # the comparison needs the original's whole output
         self.branch = branch
         return self.snapshot()
