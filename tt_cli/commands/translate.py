@@ -166,6 +166,15 @@ def translate(
     layer: Annotated[int, typer.Option(help="Decoder layer for --show-attention (-1 = last).")] = -1,
     head: Annotated[Optional[int], typer.Option(help="Head for --show-attention (default: mean over heads).")] = None,
     errors: ErrorsOpt = ErrorsChoice.strict,
+    interactive: Annotated[
+        bool,
+        typer.Option(
+            "--interactive", "-I",
+            help="A prompt with line editing and history ($XDG_STATE_HOME/tt/history): each line is translated on "
+            "Enter; :beam N, :greedy, :sample T, :json on|off, :attention, :inspect, :help, :quit. Ctrl-C cancels "
+            "the line, Ctrl-D quits. Needs a terminal (exit 2 without one: pipe lines instead).",
+        ),
+    ] = False,
 ) -> None:
     """Translate French to English. Defaults: beam search, beam 4, length penalty α 0.6 (the paper's).
 
@@ -173,6 +182,14 @@ def translate(
 
     Exit codes: 0 ok · 1 bad input, model or option · 2 usage · 130 interrupted.
     """
+    if interactive:
+        from core.decode.translate import TranslateOptions
+        from tt_cli.repl import interactive as repl
+
+        options = TranslateOptions(beam=beam, alpha=alpha, greedy=greedy, sample=sample, temperature=temperature,
+                                   top_k=top_k, top_p=top_p, seed=seed)
+        return repl(model, device, options, json_out=json_out, threads=threads,
+                    other_input=bool(text) or input_file is not None or output is not None)
     # Usage checks first: they need neither torch nor the model, so a mistake is reported at once.
     if (attention != AttentionChoice.none or align) and not json_out:
         raise fail("--attention and --align need --json", EXIT_USAGE)

@@ -1,0 +1,265 @@
+"""`tt translate -I`: a prompt that translates each line as you press Enter.
+
+Line editing and history come from Python's `readline` (GNU readline or libedit, in the standard
+library: no new dependency). History persists in $XDG_STATE_HOME/tt/history, else
+~/.local/state/tt/history. Lines that start with ':' are commands; `parse_command` and `Settings`
+are plain functions and data, tested without a terminal.
+
+Ctrl-C cancels the line being typed (or the translation running) and gives a fresh prompt;
+Ctrl-D on an empty line, or :quit, leaves.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+PROMPT = "fr> "
+HISTORY_LENGTH = 1000
+EXIT_NO_TERMINAL = 2  # a usage mistake: the pipe form is the right tool without a terminal
+NO_TERMINAL = (
+    "tt translate -I is interactive and needs a terminal; in a script pipe lines instead: "
+    "cat fr.txt | tt translate > en.txt"
+)
+
+HELP = """\
+Type a French sentence and press Enter. Commands:
+  :beam N        beam search with beam N (default 4)
+  :greedy        greedy search (fastest)
+  :sample [T]    sample at temperature T (default 1.0)
+  :json on|off   print the --json object instead of the plain translation
+  :attention     cross-attention heatmap of the last sentence
+  :inspect       open tt inspect on the last sentence (q returns here)
+  :help          this list
+  :quit          leave (Ctrl-D too); Ctrl-C cancels the current line"""
+
+COMMANDS = ("beam", "greedy", "sample", "json", "attention", "inspect", "help", "quit")
+ALIASES = {"q": "quit", "exit": "quit", "h": "help", "?": "help"}
+
+
+class CommandError(ValueError):
+    """A :command that cannot be run as typed; the message says how to type it."""
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str  # one of COMMANDS
+    value: float | bool | None = None  # the beam size, the temperature, json on/off
+
+
+def parse_command(line: str) -> Command | None:
+    """The command on `line`, or None when the line is text to translate (it does not start with ':')."""
+    text = line.strip()
+    if not text.startswith(":"):
+        return None
+    parts = text[1:].split()
+    name, args = (parts[0].lower(), parts[1:]) if parts else ("", [])
+    name = ALIASES.get(name, name)
+    if name not in COMMANDS:
+        raise CommandError(f"unknown command :{name}; :help lists them")
+    if name == "beam":
+        if len(args) != 1 or not args[0].isdigit() or int(args[0]) < 1:
+            raise CommandError(":beam takes a beam size, a whole number ≥ 1 (e.g. :beam 8)")
+        return Command("beam", int(args[0]))
+    if name == "sample":
+        if len(args) > 1:
+            raise CommandError(":sample takes one temperature (e.g. :sample 0.7)")
+        try:
+            temperature = float(args[0]) if args else 1.0
+        except ValueError:
+            raise CommandError(f":sample {args[0]}: the temperature must be a number (e.g. :sample 0.7)") from None
+        if not temperature > 0 or temperature == float("inf"):
+            raise CommandError(f":sample {args[0]}: the temperature must be positive and finite")
+        return Command("sample", temperature)
+    if name == "json":
+        if len(args) != 1 or args[0].lower() not in ("on", "off"):
+            raise CommandError(":json takes on or off")
+        return Command("json", args[0].lower() == "on")
+    if args:
+        raise CommandError(f":{name} takes no argument")
+    return Command(name)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the next line is translated with; commands return a changed copy."""
+
+    options: object  # core.decode.translate.TranslateOptions (kept untyped: this module imports no core at load)
+    json: bool = False
+
+    def apply(self, command: Command) -> tuple[Settings, str]:
+        """The settings after a decoding command, and the line that says what changed."""
+        o = self.options
+        if command.name == "beam":
+            new = replace(o, beam=int(command.value), greedy=False, sample=False)
+        elif command.name == "greedy":
+            new = replace(o, greedy=True, sample=False)
+        elif command.name == "sample":
+            new = replace(o, sample=True, greedy=False, temperature=float(command.value))
+        elif command.name == "json":
+            return replace(self, json=bool(command.value)), f"json {'on' if command.value else 'off'}"
+        else:
+            raise ValueError(f":{command.name} does not change the settings")
+        return replace(self, options=new), describe(new)
+
+
+def describe(options) -> str:
+    if options.sample:
+        return f"sampling, temperature {options.temperature:g}"
+    if options.greedy or options.beam == 1:
+        return "greedy search"
+    return f"beam search, beam {options.beam}, α {options.alpha:g}"
+
+
+def history_path() -> Path:
+    """$XDG_STATE_HOME/tt/history, else ~/.local/state/tt/history (history is state, not cache)."""
+    base = os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state"
+    return Path(base).expanduser() / "tt" / "history"
+
+
+# ------------------------------------------------------------------------------------ the loop
+
+
+def say(message: str) -> None:
+    """Status and errors go to stderr; stdout carries only translations."""
+    print(message, file=sys.stderr, flush=True)
+
+
+class Repl:
+    def __init__(self, loaded, settings: Settings, history: Path) -> None:
+        import readline
+
+        self.readline, self.loaded, self.settings, self.history = readline, loaded, settings, history
+        self.last = None  # the last Translation: what :attention and :inspect show
+        self.history_ok = True
+        readline.set_history_length(HISTORY_LENGTH)
+        try:
+            readline.read_history_file(history)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            say(f"tt: warning: {history}: cannot read the history ({exc.strerror}); starting without it")
+
+    def save_history(self) -> None:
+        """Written after every line, so a killed session keeps what was typed."""
+        if not self.history_ok:
+            return
+        try:
+            self.history.parent.mkdir(parents=True, exist_ok=True)
+            self.readline.write_history_file(self.history)
+        except OSError as exc:
+            self.history_ok = False  # say it once, not after every line
+            say(f"tt: warning: {self.history}: cannot save the history ({exc.strerror})")
+
+    def run(self) -> None:
+        say(f"tt {describe(self.settings.options)} · {self.loaded.path} · :help for commands, Ctrl-D to quit")
+        while True:
+            try:
+                line = input(PROMPT)
+            except EOFError:  # Ctrl-D
+                print(file=sys.stderr)
+                break
+            except KeyboardInterrupt:  # Ctrl-C: drop the line, keep the session
+                print(file=sys.stderr)
+                continue
+            if line.strip():
+                self.save_history()
+            try:
+                if not self.handle(line):
+                    break
+            except KeyboardInterrupt:
+                say("cancelled")
+
+    def handle(self, line: str) -> bool:
+        """Run one line; False when the session should end."""
+        from core.errors import TTError
+
+        try:
+            command = parse_command(line)
+        except CommandError as exc:
+            say(f"tt: {exc}")
+            return True
+        try:
+            if command is None:
+                if line.strip():
+                    self.translate(line)
+            elif command.name == "quit":
+                return False
+            elif command.name == "help":
+                say(HELP)
+            elif command.name == "attention":
+                self.attention()
+            elif command.name == "inspect":
+                self.inspect()
+            else:
+                self.settings, message = self.settings.apply(command)
+                say(message)
+        except TTError as exc:
+            say(f"tt: error: {exc}")
+        return True
+
+    def translate(self, line: str) -> None:
+        from core.decode.translate import translate_lines
+        from tt_cli.commands.translate import _json_line, to_json
+
+        t = next(translate_lines(self.loaded, [line], self.settings.options))
+        for w in t.warnings:
+            say(f"tt: warning: {w}")
+        text = _json_line(to_json(t, "none", False)) if self.settings.json else t.text
+        print(text, flush=True)
+        self.last = t
+
+    def attention(self) -> None:
+        if self.last is None:
+            say("nothing translated yet: type a sentence first")
+            return
+        from rich.console import Console
+
+        from core.decode.translate import trace_translation
+        from tt_cli.commands.translate import _show
+
+        t = self.last
+        if t.steps is None:  # traced on demand: a teacher-forced pass costs about one decoding step per piece
+            eos = [self.loaded.cfg.eos_id] if len(t.token_logprobs) > len(t.tokens) else []
+            t.source_trace, t.steps = trace_translation(self.loaded, t.source_tokens, t.tokens + eos)
+        if not t.steps:
+            say("the last translation is empty: no attention to show")
+            return
+        _show(Console(highlight=False), t, -1, None)
+
+    def inspect(self) -> None:
+        if self.last is None:
+            say("nothing translated yet: type a sentence first")
+            return
+        from tt_cli.tui.app import make_app
+
+        o = self.settings.options
+        make_app(self.loaded, self.last.source, beam_size=o.beam, alpha=o.alpha).run()
+
+
+def interactive(
+    model: Path | None,
+    device: str,
+    options,
+    *,
+    json_out: bool = False,
+    threads: int = 0,
+    other_input: bool = False,
+) -> None:
+    """`tt translate -I`: check the terminal, load the model once, run the prompt."""
+    from tt_cli.errors import fail
+
+    if other_input:
+        raise fail("-I reads sentences from the prompt; drop the sentences, --input and --output", EXIT_NO_TERMINAL)
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise fail(NO_TERMINAL, EXIT_NO_TERMINAL)
+
+    from core.checkpoint import load_model
+    from core.device import resolve_device
+    from tt_cli.commands.translate import set_threads
+
+    set_threads(threads, few=True)  # one sentence at a time: one thread is fastest
+    loaded = load_model(model, device=resolve_device(device))
+    Repl(loaded, Settings(options.validate(), json_out), history_path()).run()
