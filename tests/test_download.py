@@ -325,7 +325,8 @@ def test_cli_list_shows_a_partial_download(tmp_path):
     (tmp_path / "multi30k" / "train.fr.gz.part").write_bytes(b"x" * 1234)
     result = CliRunner().invoke(app, ["data", "list", "--cache-dir", str(tmp_path)])
     assert result.exit_code == 0
-    assert "multi30k   partial (0/6 files, 1,234 bytes to resume)" in result.stdout
+    row = next(line for line in result.stdout.splitlines() if line.startswith("multi30k "))
+    assert " ".join(row.split()[1:10]) == "partial (0/6 files, 1,234 bytes to resume) 1.2 kB"
 
 
 @pytest.mark.parametrize(
@@ -335,7 +336,8 @@ def test_cli_list_shows_a_partial_download(tmp_path):
             ["data", "get", "tatoeba", "--url", "{base}/nowhere/"],
             "tt: error: {base}/nowhere/fra-eng.zip: the server answered HTTP 404 Not Found",
         ),
-        (["data", "get", "wmt14"], "tt: error: unknown corpus 'wmt14'; known: tatoeba, multi30k"),
+        (["data", "get", "wmt14"], "tt: error: unknown corpus 'wmt14'; known: tatoeba, multi30k, or opus:NAME (e.g. opus:Europarl); "
+         "test sets such as WMT's come through tt eval --testset"),
         (["data", "get", "tatoeba", "--url", "ftp://x/"], "tt: error: ftp://x/: not an http:// or https:// URL"),
     ],
 )

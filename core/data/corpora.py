@@ -1,7 +1,8 @@
 """The corpora `tt data get` knows: where each lives upstream and how it becomes training files.
 
 core/download.py fetches the files; each Source's `prepare` turns them into what `tt train` and
-`tt eval` read (Tatoeba's zip into a French-first TSV, Multi30k's .gz files into plain text).
+`tt eval` read (Tatoeba's zip into a French-first TSV, Multi30k's .gz files into plain text, an
+OPUS Moses zip into train.fr + train.en).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import zipfile
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
+from itertools import zip_longest
 from pathlib import Path
 
 from core.errors import DownloadError
@@ -48,6 +51,12 @@ class Source:
     train: str = ""  # `tt train --data`, relative to the corpus directory
     valid: str | None = None  # `tt train --valid`, when the corpus has an official dev set
     test: str | None = None  # prefix P of the test set (P.fr + P.en), for `tt eval`
+    testset: str | None = None  # else a sacreBLEU test set to score on (`tt eval --testset`)
+    directory: str = ""  # the cache sub-directory when the name is not a safe one ("opus:Europarl/v8")
+
+    @property
+    def dirname(self) -> str:
+        return self.directory or self.name
 
     def train_args(self, directory: Path) -> list[str]:
         """The `tt train` options that use this corpus, once it sits in `directory`."""
@@ -56,7 +65,9 @@ class Source:
 
     def eval_args(self, directory: Path) -> list[str]:
         """The `tt eval` options that score a model on this corpus's test set."""
-        return ["--src", f"{directory / self.test}.fr", "--ref", f"{directory / self.test}.en"] if self.test else []
+        if self.test:
+            return ["--src", f"{directory / self.test}.fr", "--ref", f"{directory / self.test}.en"]
+        return ["--testset", self.testset, "--langpair", "fr-en"] if self.testset else []
 
     def url(self, name: str, base_url: str | None = None) -> str:
         base = base_url or self.base_url
@@ -153,6 +164,88 @@ MULTI30K = Source(
 SOURCES = {s.name: s for s in (TATOEBA, MULTI30K)}
 
 
+# ------------------------------------------------------------------------------------ OPUS
+# OPUS (opus.nlpl.eu) publishes every corpus's language pairs as Moses zips at
+# https://object.pouta.csc.fi/OPUS-{corpus}/{version}/moses/{l1}-{l2}.txt.zip, the pair sorted
+# alphabetically (en-fr), holding {corpus}.{l1}-{l2}.{l1} and .{l2}: one sentence per line, aligned.
+OPUS_URL = "https://object.pouta.csc.fi/OPUS-{corpus}/{version}/moses/"
+OPUS_PAIR = "en-fr"
+# A few fr–en corpora with the version fetched by default and the rough size OPUS lists for the pair
+# (the exact count is printed once downloaded). Any other OPUS corpus works as opus:NAME/VERSION.
+OPUS_KNOWN = {
+    "Europarl": ("v8", "≈2.0M pairs, European Parliament proceedings"),
+    "News-Commentary": ("v16", "≈0.4M pairs, news commentary articles"),
+    "TED2020": ("v1", "≈0.4M pairs, TED talk transcripts"),
+    "GlobalVoices": ("v2018q4", "≈0.15M pairs, citizen-media news"),
+    "OpenSubtitles": ("v2018", "≈40M pairs, film subtitles (large)"),
+}
+
+
+def prepare_opus(directory: Path, corpus: str) -> dict[str, int]:
+    """Unpack {corpus}.en-fr.fr / .en from the Moses zip into train.fr / train.en, checking they align."""
+    from core.files import atomic_path
+
+    archive = directory / f"{OPUS_PAIR}.txt.zip"
+    stem = f"{corpus}.{OPUS_PAIR}"
+    try:
+        with zipfile.ZipFile(archive) as zf:
+            names = zf.namelist()
+            missing = [f"{stem}.{lang}" for lang in ("fr", "en") if f"{stem}.{lang}" not in names]
+            if missing:
+                raise DownloadError(f"{archive}: no {', '.join(missing)} inside (found: {', '.join(names) or 'nothing'})")
+            pairs = 0
+            with (
+                zf.open(f"{stem}.fr") as fr_in, zf.open(f"{stem}.en") as en_in,
+                atomic_path(directory / "train.fr") as fr_tmp, atomic_path(directory / "train.en") as en_tmp,
+                open(fr_tmp, "wb") as fr_out, open(en_tmp, "wb") as en_out,
+            ):
+                for fr, en in zip_longest(fr_in, en_in):
+                    if fr is None or en is None:
+                        longer, shorter = (stem + ".en", stem + ".fr") if fr is None else (stem + ".fr", stem + ".en")
+                        raise DownloadError(f"{archive}: {shorter} ends at line {pairs} but {longer} goes on; they do not align")
+                    fr_out.write(fr if fr.endswith(b"\n") else fr + b"\n")
+                    en_out.write(en if en.endswith(b"\n") else en + b"\n")
+                    pairs += 1
+            # OPUS asks users to cite the corpus and keep its licence: keep both beside the data.
+            for name in ("README", "LICENSE"):
+                if name in names:
+                    with atomic_path(directory / f"{name}.txt") as tmp:
+                        tmp.write_bytes(zf.read(name))
+    except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
+        raise _delete_bad(archive, f"not a valid zip archive ({exc})") from None
+    except OSError as exc:
+        raise DownloadError(f"{directory}: cannot write train.fr / train.en ({error_reason(exc)})") from None
+    return {"train": pairs}
+
+
+def opus_source(spec: str) -> Source:
+    """The Source for `opus:NAME` (the version in OPUS_KNOWN) or `opus:NAME/VERSION` (any OPUS corpus)."""
+    name, _, version = spec.partition("/")
+    known = {k.lower(): k for k in OPUS_KNOWN}
+    corpus = known.get(name.lower(), name)  # OPUS's names are case-sensitive in the URL
+    if not version:
+        if corpus not in OPUS_KNOWN:
+            raise DownloadError(
+                f"opus:{name}: not one tt knows the version of; give it as opus:{name}/VERSION "
+                f"(see opus.nlpl.eu), or use one of: {', '.join('opus:' + k for k in OPUS_KNOWN)}"
+            )
+        version = OPUS_KNOWN[corpus][0]
+    if not corpus or not all(c.isalnum() or c in "-_." for c in corpus + version) or ".." in corpus + version:
+        raise DownloadError(f"opus:{spec}: not an OPUS corpus name (letters, digits, - _ . and one /VERSION)")
+    about = OPUS_KNOWN.get(corpus, (None, "an OPUS corpus"))[1]
+    return Source(
+        name=f"opus:{corpus}/{version}",
+        description=f"OPUS {corpus} {version} French–English, {about}",
+        base_url=OPUS_URL.format(corpus=corpus, version=version),
+        files=(RemoteFile(f"{OPUS_PAIR}.txt.zip"),),
+        prepare=partial(prepare_opus, corpus=corpus),
+        outputs=("train.fr", "train.en"),
+        train="train",  # prefix: train.fr + train.en
+        testset="wmt14",  # newstest2014 fr–en, through sacreBLEU
+        directory=f"opus-{corpus}-{version}",
+    )
+
+
 def default_cache_dir() -> Path:
     """$TT_CACHE, else $XDG_CACHE_HOME/tt/data, else ~/.cache/tt/data."""
     if os.environ.get("TT_CACHE"):
@@ -162,15 +255,18 @@ def default_cache_dir() -> Path:
 
 
 def source(name: str) -> Source:
+    if name.lower().startswith("opus:"):
+        return opus_source(name[len("opus:"):])
     name = name.lower()
     if name not in SOURCES:
-        raise DownloadError(f"unknown corpus {name!r}; known: {', '.join(SOURCES)}")
+        hint = "; test sets such as WMT's come through tt eval --testset" if name.startswith(("wmt", "newstest")) else ""
+        raise DownloadError(f"unknown corpus {name!r}; known: {', '.join(SOURCES)}, or opus:NAME (e.g. opus:Europarl){hint}")
     return SOURCES[name]
 
 
 def base_url_for(src: Source, url: str | None = None, mirror: str | None = None) -> str:
-    """--url wins, then a mirror (TT_DATA_MIRROR) laid out as MIRROR/<corpus>/<file>, then upstream."""
-    base = url or (mirror.rstrip("/") + "/" + src.name + "/" if mirror else src.base_url)
+    """--url wins, then a mirror (TT_DATA_MIRROR) laid out as MIRROR/<corpus directory>/<file>, then upstream."""
+    base = url or (mirror.rstrip("/") + "/" + src.dirname + "/" if mirror else src.base_url)
     if not base.startswith(("http://", "https://")):
         raise DownloadError(f"{base}: not an http:// or https:// URL")
     return base

@@ -1,4 +1,4 @@
-"""Fetch the public corpora (Tatoeba fr–en, Multi30k) into a local cache, resumably and verified.
+"""Fetch the public corpora (Tatoeba fr–en, Multi30k, OPUS) into a local cache, resumably and verified.
 
 Each file is downloaded to NAME.part, resumed with an HTTP Range request after an interruption,
 checked against its sha256 and renamed to NAME only when whole, so the cache never holds a
@@ -238,7 +238,7 @@ def fetch(
     timeout: float = TIMEOUT,
 ) -> Fetched:
     """Download (or verify in the cache) every file of `src`, then prepare it for `tt train`."""
-    directory = Path(cache_dir).expanduser() / src.name
+    directory = Path(cache_dir).expanduser() / src.dirname
     base = base_url or src.base_url
     manifest = read_manifest(directory)
     manifest["corpus"] = src.name
@@ -283,11 +283,34 @@ class CacheStatus:
     present: int  # files of the source in the cache, whole
     partial: int  # bytes in .part files waiting to be resumed
     ready: bool  # every file present and prepared: `tt train` can use it
+    size: int = 0  # bytes on disk in the corpus directory (downloads and prepared files)
+    pairs: dict[str, int] = field(default_factory=dict)  # from the manifest, once prepared
 
 
 def cache_status(src: Source, cache_dir: str | Path) -> CacheStatus:
-    directory = Path(cache_dir).expanduser() / src.name
+    directory = Path(cache_dir).expanduser() / src.dirname
     present = sum((directory / f.name).is_file() for f in src.files)
     partial = sum(p.stat().st_size for f in src.files if (p := directory / f"{f.name}.part").is_file())
     ready = present == len(src.files) and all((directory / out).is_file() for out in src.outputs)
-    return CacheStatus(src, directory, present, partial, ready)
+    size = sum(p.stat().st_size for p in directory.iterdir() if p.is_file()) if directory.is_dir() else 0
+    pairs = {}
+    if ready:
+        try:
+            pairs = dict(read_manifest(directory).get("pairs") or {})
+        except DownloadError:
+            pairs = {}  # `tt data get` says what is wrong with it; a listing should still list
+    return CacheStatus(src, directory, present, partial, ready, size, pairs)
+
+
+def cached_sources(cache_dir: str | Path) -> list[Source]:
+    """OPUS corpora in the cache (their manifest names them), so a listing shows every version fetched."""
+    from core.data.corpora import source
+
+    root = Path(cache_dir).expanduser()
+    found = []
+    for directory in sorted(root.glob("opus-*")) if root.is_dir() else []:
+        try:
+            found.append(source(str(read_manifest(directory).get("corpus", ""))))
+        except DownloadError:
+            continue  # not a corpus tt wrote
+    return found

@@ -11,7 +11,8 @@ import typer
 from tt_cli.errors import guard
 
 app = typer.Typer(
-    help="Fetch public French–English corpora (Tatoeba, Multi30k) into a local cache.",
+    help="Fetch public French–English corpora (Tatoeba, Multi30k, any OPUS corpus such as opus:Europarl) into a "
+    "local cache: resumable, sha256-recorded, placed atomically. `tt data list` shows what is there.",
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -28,7 +29,13 @@ CacheDir = Annotated[
 
 
 def get(
-    corpus: Annotated[str, typer.Argument(help="tatoeba or multi30k (`tt data list` shows them).")],
+    corpus: Annotated[
+        str,
+        typer.Argument(
+            help="tatoeba, multi30k, opus:NAME or opus:NAME/VERSION — e.g. opus:Europarl, opus:News-Commentary, opus:TED2020, "
+            "opus:Books/v1 (OPUS's fr–en Moses zip). `tt data list` shows them."
+        ),
+    ],
     cache_dir: CacheDir = None,
     url: Annotated[
         str | None,
@@ -43,7 +50,8 @@ def get(
             "--mirror",
             envvar="TT_DATA_MIRROR",
             show_envvar=True,
-            help="A mirror holding every corpus as MIRROR/<corpus>/<file>. --url wins over it.",
+            help="A mirror holding every corpus as MIRROR/<corpus>/<file> (OPUS: MIRROR/opus-NAME-VERSION/en-fr.txt.zip). "
+            "--url wins over it.",
         ),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Download again even if the cache holds the files.")] = False,
@@ -96,17 +104,26 @@ def get(
     # stdout: the result — where the corpus is and the exact line that trains on it.
     typer.echo(f"{src.name}: {result.directory}")
     typer.echo(shlex.join(["tt", "train", *src.train_args(result.directory)]))
-    if src.test:
-        typer.echo(shlex.join(["tt", "eval", *src.eval_args(result.directory)]))
+    if eval_args := src.eval_args(result.directory):
+        typer.echo(shlex.join(["tt", "eval", *eval_args]))
+
+
+def _size(n: int) -> str:
+    return f"{n / 1e9:.1f} GB" if n >= 1e9 else f"{n / 1e6:.1f} MB" if n >= 1e6 else f"{n / 1e3:.1f} kB" if n else "-"
 
 
 def list_corpora(cache_dir: CacheDir = None) -> None:
-    """List the known corpora and whether each is in the cache."""
+    """List what `tt data get` can fetch and what is in the cache, with sizes on disk and sentence pairs.
+
+    OPUS sizes before download are OPUS's rough figures; any OPUS corpus can be fetched as opus:NAME/VERSION."""
     from core.data import corpora, download
 
     root = cache_dir or corpora.default_cache_dir()
-    typer.echo(f"cache: {root}")
-    for src in corpora.SOURCES.values():
+    sources = {s.name: s for s in corpora.SOURCES.values()}
+    sources.update((s.name, s) for s in map(corpora.opus_source, corpora.OPUS_KNOWN))
+    sources.update((s.name, s) for s in download.cached_sources(root))
+    rows = []
+    for src in sources.values():
         state = download.cache_status(src, root)
         if state.ready:
             status = "ready"
@@ -115,9 +132,16 @@ def list_corpora(cache_dir: CacheDir = None) -> None:
             status += f", {state.partial:,} bytes to resume)" if state.partial else ")"
         else:
             status = "not downloaded"
-        typer.echo(f"{src.name:<10} {status:<16} {src.description}")
+        about = src.description
+        if state.pairs:
+            about += " — here: " + ", ".join(f"{name} {n:,} pairs" for name, n in state.pairs.items())
+        rows.append((src, state, status, about))
+    width = max(len(src.name) for src, *_ in rows)
+    typer.echo(f"cache: {root}")
+    for src, state, status, about in rows:
+        typer.echo(f"{src.name:<{width}}  {status:<14}  {_size(state.size):>8}  {about}")
         if state.ready:
-            typer.echo(f"{'':<10} {shlex.join(['tt', 'train', *src.train_args(state.directory)])}")
+            typer.echo(f"{'':<{width}}  {shlex.join(['tt', 'train', *src.train_args(state.directory)])}")
 
 
 app.command("get", help=get.__doc__)(guard(get))
