@@ -22,6 +22,9 @@ from tt_cli.commands.translate import (
     ThreadsOpt,
     set_threads,
 )
+from tt_cli.errors import fail
+
+EXIT_USAGE = 2
 
 
 def _read_all(path: Path, errors: str) -> list[str]:
@@ -35,10 +38,11 @@ def _read_all(path: Path, errors: str) -> list[str]:
 
 
 def evaluate(
-    src: Annotated[Path, typer.Option("--src", help="Source sentences (French), one per line.")],
+    src: Annotated[Optional[Path], typer.Option("--src", help="Source sentences (French), one per line.")] = None,
     ref: Annotated[
-        list[Path], typer.Option("--ref", help="Reference translations, line-aligned with --src; repeat for several.")
-    ],
+        Optional[list[Path]],
+        typer.Option("--ref", help="Reference translations, line-aligned with --src; repeat for several."),
+    ] = None,
     model: ModelOpt = None,
     device: DeviceOpt = "auto",
     beam: BeamOpt = 4,
@@ -51,9 +55,19 @@ def evaluate(
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of the table.")] = False,
     errors: ErrorsOpt = ErrorsChoice.strict,
+    testset: Annotated[
+        Optional[str],
+        typer.Option(
+            "--testset", "-t",
+            help="Score on a standard test set instead of --src/--ref, through sacreBLEU's own data: e.g. wmt14 "
+            "(newstest2014), wmt15, wmt13. sacreBLEU fetches it once into $SACREBLEU (default ~/.sacrebleu).",
+        ),
+    ] = None,
+    langpair: Annotated[str, typer.Option("--langpair", "-l", help="The --testset's language pair.")] = "fr-en",
 ) -> None:
-    """Translate --src and score it against --ref with sacreBLEU: corpus BLEU and chrF with their
-    signatures, time taken and sentences per second. Defaults: beam 4, α 0.6.
+    """Translate --src (or a --testset) and score it against --ref with sacreBLEU: corpus BLEU and chrF
+    with their signatures, time taken and sentences per second. Defaults: beam 4, α 0.6; the model is
+    --model, else $TT_MODEL, else the shipped one.
 
     Exit codes: 0 ok · 1 bad input, model or option · 2 usage · 130 interrupted.
     """
@@ -61,14 +75,24 @@ def evaluate(
     from core.errors import DataError
 
     options = TranslateOptions(beam=beam, alpha=alpha, greedy=greedy, batch_size=batch_size).validate()
-    # Read and check everything before the (slow) model load: a mismatch should fail at once.
-    sources = _read_all(src, errors.value)
-    if not sources:
-        raise DataError(f"{src}: empty, nothing to evaluate")
-    references = [_read_all(r, errors.value) for r in ref]
-    for path, lines in zip(ref, references):
-        if len(lines) != len(sources):
-            raise DataError(f"{path} has {len(lines)} lines but {src} has {len(sources)}; they must be line-aligned")
+    if testset is not None:
+        if src is not None or ref:
+            raise fail("give --testset or --src/--ref, not both", EXIT_USAGE)
+        from core.data.testsets import load_testset
+
+        loaded_set = load_testset(testset, langpair)
+        sources, references, src = loaded_set.sources, loaded_set.references, loaded_set.source_file
+    elif src is None or not ref:
+        raise fail("give --src FILE and --ref FILE, or --testset NAME (e.g. --testset wmt14)", EXIT_USAGE)
+    else:
+        # Read and check everything before the (slow) model load: a mismatch should fail at once.
+        sources = _read_all(src, errors.value)
+        if not sources:
+            raise DataError(f"{src}: empty, nothing to evaluate")
+        references = [_read_all(r, errors.value) for r in ref]
+        for path, lines in zip(ref, references):
+            if len(lines) != len(sources):
+                raise DataError(f"{path} has {len(lines)} lines but {src} has {len(sources)}; they must be line-aligned")
 
     from rich.console import Console
     from rich.progress import (
@@ -118,12 +142,15 @@ def evaluate(
             "seconds": round(seconds, 3),
             "sentences_per_second": round(rate, 2),
             "model": str(loaded.path),
+            **({"testset": testset, "langpair": langpair} if testset else {}),
             "decoding": {"method": options.method, "beam": options.beam if options.method == "beam" else None,
                          "alpha": options.alpha if options.method == "beam" else None},
         }
         sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
         return
     decoding = "greedy" if options.method == "greedy" else f"beam {options.beam}, α {options.alpha}"
+    if testset:
+        decoding += f", {testset} {langpair}"
     sys.stdout.write(
         f"BLEU  {scores.bleu:6.2f}  {scores.bleu_signature}\n"
         f"chrF  {scores.chrf:6.2f}  {scores.chrf_signature}\n"
