@@ -1,6 +1,17 @@
 """tt core: the Transformer of "Attention Is All You Need" and everything that computes with it.
 
-Nothing here imports typer, rich or textual; tt_cli shows what core returns.
+Nothing here imports typer, rich or textual; tt_cli shows what core returns. For programs,
+`from core import Translator` (core/api.py) is the stable entry point; it is imported on first
+use, so `import core` stays light (no torch).
 """
 
 __version__ = "0.1.0"
+__all__ = ["Translator", "__version__"]
+
+
+def __getattr__(name: str):
+    if name == "Translator":
+        from core.api import Translator
+
+        return Translator
+    raise AttributeError(f"module 'core' has no attribute {name!r}")
