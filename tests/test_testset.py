@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, TINY_TSV
+from tests.test_download import server  # noqa: F401 - the 127.0.0.1 Range server fixture
 
 PAIRS = [line.split("\t") for line in TINY_TSV.read_text(encoding="utf-8").splitlines()][:12]
 
@@ -115,3 +116,53 @@ def test_an_empty_cache_offline_says_what_to_do(tiny_model_dir, tmp_path):
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith(f"tt: error: --testset wmt14: sacreBLEU could not fetch it into {tmp_path / 'empty'}")
     assert "Traceback" not in result.stderr
+
+
+# ------------------------------------------------------------------------ the README walkthrough
+
+
+def walkthrough() -> list[list[str]]:
+    """The `tt` commands of the README's "From pip install to Europarl and newstest2014" block."""
+    import re
+    import shlex
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### From `pip install` to Europarl and newstest2014", 1)[1]
+    block = re.search(r"```bash\n(.*?)```", section, re.S).group(1).replace("\\\n", " ")
+    commands = []
+    for line in block.splitlines():
+        for part in line.split("&&"):
+            words = shlex.split(part, comments=True)
+            if words[:1] == ["tt"]:
+                commands.append(words[1:])
+    return commands
+
+
+def test_the_readme_walkthrough_runs_offline(server, sacrebleu_dir, tmp_path):  # noqa: F811
+    """Each README command as written, with only what this machine needs added after it: the local
+    server for OPUS, the temporary cache, and a tiny model and a few steps instead of a day of training."""
+    from tests.test_opus import opus_zip, serve
+
+    cache = tmp_path / "cache"
+    base = serve(server, "Europarl", "v8", opus_zip(pairs=PAIRS * 20))
+    commands = walkthrough()
+    assert [c[:2] for c in commands] == [["data", "get"], ["train", "--data"], ["eval", "--model"], ["translate", "-I"]]
+    get, train, evaluate, _interactive = commands
+    done = tt(*get, "--url", base, "--cache-dir", str(cache), sacrebleu=sacrebleu_dir)
+    assert done.returncode == 0, done.stderr
+    assert f"tt train --data {cache / 'opus-Europarl-v8' / 'train'}" in done.stdout  # "prints the next line"
+    train = [str(cache) + a.removeprefix("~/.cache/tt/data") if a.startswith("~/.cache/tt/data") else a for a in train]
+    run = tmp_path / "work"
+    run.mkdir()
+    small = ["--preset", "tiny", "--vocab-size", "120", "--precision", "fp32", "--max-steps", "30", "--valid-every", "0",
+             "--save-every", "0", "--bleu-sample", "0"]  # later options win: the README's line, made small
+    trained = subprocess.run([sys.executable, "-m", "tt_cli.main", *train, *small], capture_output=True, text=True,
+                             env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=run, timeout=600)
+    assert trained.returncode == 0, trained.stderr
+    assert (run / "runs" / "europarl" / "model.safetensors").is_file()
+    scored = subprocess.run([sys.executable, "-m", "tt_cli.main", *evaluate], capture_output=True, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT), "SACREBLEU": str(sacrebleu_dir)}, cwd=run,
+                            timeout=600)
+    assert scored.returncode == 0, scored.stderr
+    assert scored.stdout.startswith("BLEU ") and f"{len(PAIRS)} sentences in" in scored.stdout
+    assert "wmt14 fr-en" in scored.stdout
