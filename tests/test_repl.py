@@ -220,7 +220,9 @@ def test_a_session_translates_runs_commands_cancels_and_quits(terminal, tmp_path
 
     tty.type("\x04")  # Ctrl-D on an empty line
     assert tty.wait() == 0
-    history = (tmp_path / "state" / "tt" / "history").read_text(encoding="utf-8").splitlines()
+    path = tmp_path / "state" / "tt" / "history"
+    assert path.stat().st_mode & 0o777 == 0o600  # private, as shells keep theirs
+    history = path.read_text(encoding="utf-8").splitlines()
     assert history == ["Je suis étudiant.", ":json on", "Il est médecin.", ":beam 0", ":json off", "Le chat dort."]
 
 

@@ -15,6 +15,10 @@ import os
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported for real only when the prompt starts: core.decode pulls in torch
+    from core.decode.translate import TranslateOptions
 
 PROMPT = "fr> "
 HISTORY_LENGTH = 1000
@@ -86,7 +90,7 @@ def parse_command(line: str) -> Command | None:
 class Settings:
     """What the next line is translated with; commands return a changed copy."""
 
-    options: object  # core.decode.translate.TranslateOptions (kept untyped: this module imports no core at load)
+    options: TranslateOptions
     json: bool = False
 
     def apply(self, command: Command) -> tuple[Settings, str]:
@@ -105,7 +109,7 @@ class Settings:
         return replace(self, options=new), describe(new)
 
 
-def describe(options) -> str:
+def describe(options: TranslateOptions) -> str:
     if options.sample:
         return f"sampling, temperature {options.temperature:g}"
     if options.greedy or options.beam == 1:
@@ -129,11 +133,16 @@ def say(message: str) -> None:
 
 class Repl:
     def __init__(self, loaded, settings: Settings, history: Path) -> None:
-        import readline
-
+        try:
+            import readline  # importing it is what gives input() line editing
+        except ImportError:  # a Python built without it (Windows): plain input, no history
+            readline = None
+            say("tt: warning: no readline module in this Python: no line editing or history")
         self.readline, self.loaded, self.settings, self.history = readline, loaded, settings, history
         self.last = None  # the last Translation: what :attention and :inspect show
-        self.history_ok = True
+        self.history_ok = readline is not None
+        if readline is None:
+            return
         readline.set_history_length(HISTORY_LENGTH)
         try:
             readline.read_history_file(history)
@@ -143,12 +152,14 @@ class Repl:
             say(f"tt: warning: {history}: cannot read the history ({exc.strerror}); starting without it")
 
     def save_history(self) -> None:
-        """Written after every line, so a killed session keeps what was typed."""
+        """Written after every line, so a killed session keeps what was typed; private (0600), as
+        shells keep theirs: what people translate can be personal."""
         if not self.history_ok:
             return
         try:
             self.history.parent.mkdir(parents=True, exist_ok=True)
             self.readline.write_history_file(self.history)
+            os.chmod(self.history, 0o600)
         except OSError as exc:
             self.history_ok = False  # say it once, not after every line
             say(f"tt: warning: {self.history}: cannot save the history ({exc.strerror})")
