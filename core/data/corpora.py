@@ -170,8 +170,9 @@ SOURCES = {s.name: s for s in (TATOEBA, MULTI30K)}
 # alphabetically (en-fr), holding {corpus}.{l1}-{l2}.{l1} and .{l2}: one sentence per line, aligned.
 OPUS_URL = "https://object.pouta.csc.fi/OPUS-{corpus}/{version}/moses/"
 OPUS_PAIR = "en-fr"
-# A few fr–en corpora with the version fetched by default and the rough size OPUS lists for the pair
-# (the exact count is printed once downloaded). Any other OPUS corpus works as opus:NAME/VERSION.
+# A few fr–en corpora with the version fetched by default and a rough size for the pair, as OPUS's
+# listing gave it when this was written (not re-checked: no network here; the exact count is printed
+# once downloaded). Any other OPUS corpus works as opus:NAME/VERSION.
 OPUS_KNOWN = {
     "Europarl": ("v8", "≈2.0M pairs, European Parliament proceedings"),
     "News-Commentary": ("v16", "≈0.4M pairs, news commentary articles"),

@@ -115,7 +115,8 @@ def _size(n: int) -> str:
 def list_corpora(cache_dir: CacheDir = None) -> None:
     """List what `tt data get` can fetch and what is in the cache, with sizes on disk and sentence pairs.
 
-    OPUS sizes before download are OPUS's rough figures; any OPUS corpus can be fetched as opus:NAME/VERSION."""
+    Sizes before download (≈) are rough; the exact pair count shows once fetched. Any OPUS corpus can be fetched as
+    opus:NAME/VERSION."""
     from core.data import corpora, download
 
     root = cache_dir or corpora.default_cache_dir()
