@@ -26,8 +26,8 @@ def readme_example() -> tuple[str, str]:
     """The first python block of the README's "Python API" section, and the text block after it."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     section = readme.split("\n## Python API\n", 1)[1].split("\n## ", 1)[0]
-    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
-    shown = re.search(r"```python\n.*?```.*?```text\n(.*?)```", section, re.S).group(1)
+    code = re.search(r"```python\n(.*?)```", section, re.DOTALL).group(1)
+    shown = re.search(r"```python\n.*?```.*?```text\n(.*?)```", section, re.DOTALL).group(1)
     return code, shown
 
 

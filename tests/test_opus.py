@@ -40,12 +40,12 @@ def opus_zip(corpus: str = "Europarl", pairs=PAIRS, extra_en: str = "") -> bytes
     return buffer.getvalue()
 
 
-def serve(server, corpus: str, version: str, body: bytes) -> str:
-    """Put `body` at OPUS's path on the local server; the base URL to fetch from."""
+def serve(state, corpus: str, version: str, body: bytes) -> str:
+    """Put `body` at OPUS's path on the local server (`state`: the server fixture); the base URL to fetch from."""
     src = opus_source(f"{corpus}/{version}")
     path = src.url("en-fr.txt.zip").removeprefix(UPSTREAM)
-    server.files[path] = body
-    return src.base_url.replace(UPSTREAM, server.base)
+    state.files[path] = body
+    return src.base_url.replace(UPSTREAM, state.base)
 
 
 def test_urls_follow_opus_documented_scheme():

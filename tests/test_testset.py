@@ -128,7 +128,7 @@ def walkthrough() -> list[list[str]]:
 
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     section = readme.split("### From `pip install` to Europarl and newstest2014", 1)[1]
-    block = re.search(r"```bash\n(.*?)```", section, re.S).group(1).replace("\\\n", " ")
+    block = re.search(r"```bash\n(.*?)```", section, re.DOTALL).group(1).replace("\\\n", " ")
     commands = []
     for line in block.splitlines():
         for part in line.split("&&"):
