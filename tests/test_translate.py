@@ -10,15 +10,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.decode.search import greedy, pad_batch
+from core.analysis.align import align_words, words
 from core.decode.translate import (
     TranslateOptions,
-    align_words,
     clean_text,
     cross_matrix,
     read_lines,
     trace_translation,
     translate_lines,
-    words,
 )
 from core.errors import ConfigError, DataError
 from tests.conftest import TINY_TSV

@@ -110,7 +110,40 @@ def test_json_attention_matrices_and_alignment(tt, tiny_loaded):
     assert [len(r) for r in att["decoder_self"][0][0]] == list(range(1, T + 1))  # masked: row t sees t+1
     words = [a["target_word"] for a in obj["alignment"]]
     assert words == ["He", "is", "a", "doctor."]
-    assert all(0 <= a["source"] < 3 for a in obj["alignment"])
+    # Without alignment.json the rule is the mean of the last layer's heads, argmax per word.
+    assert [(a["source"], a["target"]) for a in obj["alignment"]] == by_hand(att, layer=-1, head=None, shift=False)
+
+
+def by_hand(att: dict, layer: int, head, shift: bool) -> list[tuple[int, int]]:
+    """Word links recomputed from the JSON's own cross-attention matrices, in plain Python."""
+    from core.analysis.align import words
+
+    heads = att["cross"][layer]  # (h, T, S) as nested lists
+    rows = [[sum(h[t][s] for h in heads) / len(heads) if head is None else heads[head][t][s]
+             for s in range(len(heads[0][0]))] for t in range(len(heads[0]))]
+    src_words, out_words = words(att["source_pieces"]), words(att["output_pieces"])
+    links = []
+    for j, pieces in enumerate(out_words):
+        use = [p + shift for p in pieces]  # shift: the row whose input is the piece
+        mass = [sum(rows[t][s] for t in use for s in sw) / len(use) for sw in src_words]
+        links.append((mass.index(max(mass)), j))
+    return links
+
+
+def test_align_follows_the_rule_stored_with_the_model(tiny_model_dir, tmp_path):
+    import shutil
+
+    model = tmp_path / "model"
+    shutil.copytree(tiny_model_dir, model)
+    (model / "alignment.json").write_text(
+        json.dumps({"format": "tt.alignment", "version": 1, "rule": {"layer": 0, "head": 1, "shift": True}}), encoding="utf-8"
+    )
+    args = ["translate", "--model", str(model), "--greedy", "--json", "--attention", "cross", "--align"]
+    result = runner.invoke(app, [*args, "Je suis étudiant.", "Il est médecin."])
+    assert result.exit_code == 0, result.stderr
+    for line in result.stdout.splitlines():
+        obj = json.loads(line)
+        assert [(a["source"], a["target"]) for a in obj["alignment"]] == by_hand(obj["attention"], 0, 1, True)
 
 
 def test_n_best_plain_output_is_moses_format(tt):

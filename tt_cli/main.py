@@ -29,6 +29,7 @@ COMMANDS = [
     ("inspect", "inspect", "inspect"),
     ("train", "train", "train"),
     ("average", "average", "average"),
+    ("align", "align", "align"),
 ]
 SUBAPPS = [("data", "data", "app")]
 

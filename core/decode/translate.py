@@ -302,37 +302,3 @@ def cross_matrix(steps: list[StepTrace], layer: int = -1, head: int | None = Non
     rows = [s.cross[layer] for s in steps]  # each (h, S)
     stacked = torch.stack(rows, dim=1)  # (h, T, S)
     return stacked.mean(0) if head is None else stacked[head]
-
-
-# --------------------------------------------------------------------------------------- alignment
-def words(pieces: list[str]) -> list[list[int]]:
-    """Piece positions grouped into words: SentencePiece marks a word's first piece with ▁."""
-    words: list[list[int]] = []
-    for i, p in enumerate(pieces):
-        if p in ("</s>", "<s>", "<pad>"):
-            continue
-        if not words or p.startswith("\u2581"):
-            words.append([i])
-        else:
-            words[-1].append(i)
-    # A lone "▁" piece (space before punctuation that has its own piece) is not a word of its own.
-    return [w for w in words if any(pieces[i].strip("\u2581") for i in w)] or words
-
-
-def word_text(pieces: list[str], word: list[int]) -> str:
-    return "".join(pieces[i] for i in word).replace("\u2581", "")
-
-
-def align_words(source_pieces: list[str], target_pieces: list[str], cross: torch.Tensor) -> list[tuple[int, int]]:
-    """(source word, target word) index pairs: each target word goes to the source word with the
-    most attention mass, where `cross` (T_out, S) is already averaged over heads (tt uses the last
-    layer's). A target word's pieces are averaged; a source word's mass is the sum over its pieces.
-    """
-    src_words, tgt_words = words(source_pieces), words(target_pieces)
-    pairs = []
-    for j, tw in enumerate(tgt_words):
-        row = cross[tw].mean(0)  # (S,)
-        mass = [float(row[sw].sum()) for sw in src_words]
-        if mass:
-            pairs.append((max(range(len(mass)), key=mass.__getitem__), j))
-    return pairs

@@ -64,11 +64,11 @@ def _round(matrix, digits: int = 4) -> list:
     return [[round(float(x), digits) for x in row] for row in matrix]
 
 
-def to_json(t, attention: str, align: bool) -> dict:
-    """The --json object of one Translation (see `tt translate --help`)."""
+def to_json(t, attention: str, align) -> dict:
+    """The --json object of one Translation (see `tt translate --help`); align: False, True or an AlignRule."""
     import torch
 
-    from core.decode.translate import align_words, cross_matrix
+    from core.decode.translate import cross_matrix
 
     obj: dict = {
         "index": t.index,
@@ -108,9 +108,9 @@ def to_json(t, attention: str, align: bool) -> dict:
             ]
         obj["attention"] = att
     if align:
-        from core.decode.translate import word_text, words
+        from core.analysis.align import DEFAULT_RULE, align_steps, word_text, words
 
-        pairs = align_words(src_pieces, out_pieces, cross_matrix(steps)) if steps else []
+        pairs = align_steps(src_pieces, steps, DEFAULT_RULE if align is True else align)
         src_words, out_words = words(src_pieces), words(out_pieces)
         obj["alignment"] = [
             {"source": s, "target": j, "source_word": word_text(src_pieces, src_words[s]),
@@ -157,7 +157,8 @@ def translate(
         typer.Option(
             "--align",
             help="With --json: word alignments — each output word to the source word it gives the most "
-            "cross-attention mass, averaged over the heads of the last decoder layer.",
+            "cross-attention mass under the model's alignment rule (alignment.json beside the weights, "
+            "found by `tt align --find-heads`; else the mean of the last layer's heads).",
         ),
     ] = False,
     show_attention: Annotated[
@@ -228,6 +229,11 @@ def translate(
     if head is not None and not 0 <= head < n_heads:
         raise fail(f"--head {head}: this model has {n_heads} heads (0..{n_heads - 1})")
 
+    align_rule = None
+    if align:
+        from core.analysis.align import load_rule
+
+        align_rule = load_rule(loaded.path).check(n_layers, n_heads)
     with ExitStack() as stack:
         if input_file is not None:
             lines = read_lines(stack.enter_context(open(input_file, "rb")), str(input_file), errors.value)
@@ -252,7 +258,7 @@ def translate(
                 if warned <= MAX_WARNINGS:
                     print(f"tt: warning: {w}", file=sys.stderr)  # one line each, never wrapped
             if json_out:
-                out.write(_json_line(to_json(t, attention.value, align)) + "\n")
+                out.write(_json_line(to_json(t, attention.value, align_rule or False)) + "\n")
             elif t.alternatives:
                 out.writelines(f"{t.index} ||| {a.text} ||| {a.score:.4f}\n" for a in t.alternatives)
             else:

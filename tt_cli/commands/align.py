@@ -1,0 +1,170 @@
+"""`tt align`: word alignments of given sentence pairs from the model's cross-attention (Pharaoh `i-j`)."""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from tt_cli.commands.translate import BatchOpt, DeviceOpt, ModelOpt, ThreadsOpt, _json_line, set_threads
+from tt_cli.errors import fail
+
+EXIT_USAGE = 2
+
+
+class Method(str, Enum):
+    auto = "auto"
+    plain = "plain"
+    shift = "shift"
+    diagonal = "diagonal"
+
+
+class Symmetrization(str, Enum):
+    grow_diag_final = "grow-diag-final"
+    intersection = "intersection"
+    union = "union"
+
+
+class GoldOrder(str, Enum):
+    tgt_src = "tgt-src"
+    src_tgt = "src-tgt"
+
+
+def read_pairs(src: Path | None, tgt: Path | None) -> tuple[list[tuple[str, str]], tuple[str, str]]:
+    """Sentence pairs from two line-aligned files, or from TSV lines on stdin; and the names for errors."""
+    from core.decode.translate import read_lines
+    from core.errors import DataError
+
+    if src is not None and tgt is not None:
+        sides = []
+        for path in (src, tgt):
+            if not path.is_file():
+                raise DataError(f"{path}: no such file" if not path.exists() else f"{path}: not a file")
+            with open(path, "rb") as f:
+                sides.append(list(read_lines(f, str(path))))
+        if len(sides[0]) != len(sides[1]):
+            raise DataError(f"{tgt} has {len(sides[1])} lines but {src} has {len(sides[0])}; they must be line-aligned")
+        return list(zip(*sides)), (str(src), str(tgt))
+    pairs = []
+    for lineno, line in enumerate(read_lines(sys.stdin.buffer, "<stdin>"), start=1):
+        if not line.strip():
+            pairs.append(("", ""))
+            continue
+        fields = line.split("\t")
+        if len(fields) != 2:
+            raise DataError(f"<stdin>:{lineno}: expected 'source<TAB>target', got {len(fields)} tab-separated field(s)")
+        pairs.append((fields[0], fields[1]))
+    return pairs, ("<stdin>", "<stdin>")
+
+
+def align(
+    src: Annotated[Optional[Path], typer.Option("--src", help="Source (French) sentences, one per line.")] = None,
+    tgt: Annotated[Optional[Path], typer.Option("--tgt", help="Target (English) sentences, line-aligned with --src.")] = None,
+    model: ModelOpt = None,
+    method: Annotated[
+        Method,
+        typer.Option(help="auto = the rule stored with the model (alignment.json), else the mean of the last layer's "
+                     "heads; plain = the step predicting each target word; shift = the step reading it (Chen et al. 2020); "
+                     "diagonal = the baseline that ignores the model."),
+    ] = Method.auto,
+    layer: Annotated[Optional[int], typer.Option(help="Decoder layer whose cross-attention is read (-1 = last).")] = None,
+    head: Annotated[Optional[int], typer.Option(help="One head (default: the mean of the layer's heads).")] = None,
+    threshold: Annotated[
+        Optional[float], typer.Option(help="Link every word pair scoring at least this (0 = each target word's best source word).")
+    ] = None,
+    reverse_model: Annotated[
+        Optional[Path], typer.Option("--reverse-model", help="A target→source model (English→French); both directions are symmetrized.")
+    ] = None,
+    symmetrize: Annotated[Symmetrization, typer.Option(help="How to combine the two directions with --reverse-model.")] = Symmetrization.grow_diag_final,
+    gold: Annotated[
+        Optional[Path], typer.Option(help="Gold links (HLT-NAACL 2003 format: SENTENCE POS POS S|P, 1-based): print AER, precision and recall on stderr.")
+    ] = None,
+    gold_order: Annotated[
+        GoldOrder, typer.Option(help="Column order of --gold: tgt-src = target position first (the workshop's English–French files).")
+    ] = GoldOrder.tgt_src,
+    find_heads: Annotated[
+        bool, typer.Option("--find-heads", help="Rank every layer/head/rule by AER on --gold, print the ranking, store the best with the model.")
+    ] = False,
+    save: Annotated[bool, typer.Option(help="With --find-heads: write the best rule to MODEL/alignment.json.")] = True,
+    json_out: Annotated[bool, typer.Option("--json", help="One JSON object per pair: each link with its words and score.")] = False,
+    device: DeviceOpt = "auto",
+    batch_size: BatchOpt = 32,
+    threads: ThreadsOpt = 0,
+) -> None:
+    """Align words of given sentence pairs: one Pharaoh line per pair ("i-j", 0-based, i = source word,
+    j = target word; words are the whitespace-separated tokens). The target is teacher-forced, one pass per batch.
+
+    Input: --src FILE --tgt FILE, or 'source<TAB>target' lines on stdin. An empty pair gives an empty line.
+    With --gold, stdout keeps the links and the score goes to stderr as one line.
+
+    Exit codes: 0 ok · 1 bad input, model or option · 2 usage · 130 interrupted.
+    """
+    if (src is None) != (tgt is None):
+        raise fail("give both --src and --tgt, or TSV lines on stdin", EXIT_USAGE)
+    if src is None and sys.stdin.isatty():
+        raise fail("nothing to align: give --src FILE --tgt FILE, or pipe 'source<TAB>target' lines on stdin", EXIT_USAGE)
+    if find_heads and gold is None:
+        raise fail("--find-heads needs --gold", EXIT_USAGE)
+    if find_heads and (reverse_model or method != Method.auto or json_out):
+        raise fail("--find-heads ranks one model's rules; it takes no --reverse-model, --method or --json", EXIT_USAGE)
+    if method == Method.diagonal and reverse_model is not None:
+        raise fail("--method diagonal uses no model; --reverse-model does not apply", EXIT_USAGE)
+
+    from core.analysis import aer
+    from core.analysis.align import AlignRule, align as align_links, load_rule, pair_attention, rank_rules, save_rule
+    from core.checkpoint import load_model
+    from core.device import resolve_device
+
+    pairs, names = read_pairs(src, tgt)
+    lengths = [(len(s.split()), len(t.split())) for s, t in pairs]
+    gold_pairs = aer.read_gold(gold, lengths, target_first=gold_order == GoldOrder.tgt_src) if gold else None
+    set_threads(threads, few=False)
+
+    if method == Method.diagonal:
+        results = [[(i, j, 1.0) for i, j in sorted(aer.diagonal_links(n_s, n_t))] for n_s, n_t in lengths]
+        words = [(s.split(), t.split()) for s, t in pairs]
+    else:
+        loaded = load_model(model, device=resolve_device(device))
+        cfg = loaded.cfg
+        attentions = pair_attention(loaded, pairs, batch_size=batch_size, names=names)
+        if find_heads:
+            ranking = rank_rules(attentions, gold_pairs)
+            for rank, (rule, score) in enumerate(ranking, start=1):
+                print(f"{rank:3d}  {rule.describe():42s}  AER {100 * score.aer:5.1f}  precision {100 * score.precision:5.1f}  recall {100 * score.recall:5.1f}")
+            if save:
+                path = save_rule(loaded.path, ranking, {"gold": str(gold), "pairs": len(pairs), "aer": round(ranking[0][1].aer, 4)})
+                print(f"tt: stored the best rule ({ranking[0][0].describe()}) in {path}", file=sys.stderr)
+            return
+        stored = load_rule(loaded.path)
+        if method == Method.auto:
+            rule = AlignRule(
+                stored.layer if layer is None else layer, stored.head if head is None and layer is None else head,
+                stored.shift, stored.threshold if threshold is None else threshold,
+            )
+        else:
+            rule = AlignRule(-1 if layer is None else layer, head, method == Method.shift, threshold or 0.0)
+        rule = rule.check(cfg.n_decoder_layers, cfg.h)
+        reverse = reverse_rule = None
+        if reverse_model is not None:
+            back = load_model(reverse_model, device=resolve_device(device))
+            reverse_rule = load_rule(back.path).check(back.cfg.n_decoder_layers, back.cfg.h)
+            reverse = pair_attention(back, [(t, s) for s, t in pairs], batch_size=batch_size, names=names[::-1])
+        results = align_links(attentions, rule, reverse, reverse_rule or rule, symmetrize.value)
+        words = [(a.source_words, a.target_words) for a in attentions]
+
+    for k, links in enumerate(results):
+        if json_out:
+            sw, tw = words[k]
+            obj = {"index": k, "links": [
+                {"source": i, "target": j, "score": round(float(s), 4), "source_word": sw[i], "target_word": tw[j]}
+                for i, j, s in links
+            ]}
+            print(_json_line(obj))
+        else:
+            print(aer.pharaoh((i, j) for i, j, _ in links))
+    if gold_pairs is not None:
+        score = aer.score_links([{(i, j) for i, j, _ in links} for links in results], gold_pairs)
+        print(f"tt: {score.summary()}", file=sys.stderr)
