@@ -113,6 +113,8 @@ def test_extract_links_argmax_and_threshold():
     assert [(i, j) for i, j, _ in extract_links(scores)] == [(0, 0), (1, 1)]
     assert [(i, j) for i, j, _ in extract_links(scores, 0.4)] == [(0, 0), (1, 1), (2, 1)]
     assert extract_links(torch.zeros(0, 3)) == []
+    # Both ways: source 2's best target word is 1 (0.45 > 0.1); 2-1 neighbours 1-1 and covers source 2.
+    assert [(i, j) for i, j, _ in extract_links(scores, bidirectional=True)] == [(0, 0), (1, 1), (2, 1)]
 
 
 def test_rule_checks_its_range():
@@ -224,13 +226,13 @@ def test_head_finder_finds_a_planted_head(tiny_loaded, tmp_path):
     model = planted_model(tiny_loaded, head=2)
     ranking = rank_rules(pair_attention(model, pairs), golds)
     best, score = ranking[0]
-    assert best == AlignRule(0, 2, shift=False) and score.aer < 0.05
-    assert len(ranking) == 2 * 2 * 5  # layers × (plain, shift) × (mean + 4 heads)
+    assert (best.layer, best.head, best.shift) == (0, 2, False) and score.aer < 0.05
+    assert len(ranking) == 2 * 2 * 5 * 2  # layers × (plain, shift) × (mean + 4 heads) × (one way, both ways)
     assert ranking[-1][1].aer > 0.3  # the others do not align
     # Stored beside the weights, it becomes the model's rule; a directory without the file keeps the default.
     assert load_rule(tmp_path) == DEFAULT_RULE and head_ranking(tmp_path) == []
     save_rule(tmp_path, ranking, {"gold": "planted", "pairs": len(pairs)})
-    assert load_rule(tmp_path) == AlignRule(0, 2, False) and head_ranking(tmp_path)[0]["aer"] < 0.05
+    assert load_rule(tmp_path) == best and head_ranking(tmp_path)[0]["aer"] < 0.05
     assert read_alignment(tmp_path).found_on == {"gold": "planted", "pairs": 12}
 
 
@@ -257,3 +259,54 @@ def test_shipped_rule_scores_on_the_trial_set():
     stored = score_links([{(i, j) for i, j, _ in links} for links in align(atts, load_rule(loaded.path))], golds)
     assert default.aer == pytest.approx(0.527, abs=0.002)
     assert stored.aer <= default.aer
+
+
+# --------------------------------------------------------------------------------------- guided alignment
+def test_guided_alignment_pulls_a_head_onto_the_links(tmp_path):
+    """A tiny run with diagonal links: the alignment loss falls and the guided head then aligns its own
+    training pairs with a low AER (the same head of an unguided run does not)."""
+    from core.checkpoint import load_model
+    from core.data.readers import read_corpus
+    from core.train.config import TrainConfig
+    from core.train.trainer import Trainer
+    from tests.conftest import TINY_TSV
+
+    pairs = list(read_corpus(TINY_TSV))
+    links = [diagonal_links(len(p.src.split()), len(p.tgt.split())) for p in pairs]
+    (tmp_path / "links.txt").write_text("".join(pharaoh(ls) + "\n" for ls in links), encoding="utf-8")
+
+    def run(name: str, guided: bool):
+        events = []
+        cfg = TrainConfig(
+            data=[str(TINY_TSV)], out=str(tmp_path / name), preset="tiny", vocab_size=120, max_steps=200, warmup=100,
+            max_tokens=512, valid_every=0, save_every=0, bleu_sample=0, seed=1, log_every=1, model_overrides={"max_len": 64},
+            align_links=str(tmp_path / "links.txt") if guided else None, align_layer=-1, align_head=1, align_weight=1.0,
+        )
+        Trainer(cfg, [events.append]).run()
+        loaded = load_model(tmp_path / name)
+        atts = pair_attention(loaded, [(p.src, p.tgt) for p in pairs])
+        aligned = [{(i, j) for i, j, _ in links} for links in align(atts, AlignRule(layer=-1, head=1))]
+        return [e.data.get("align_loss") for e in events if e.kind == "step"], score_links(aligned, [gold(ls) for ls in links])
+
+    curve, guided = run("guided", True)
+    assert curve[0] is not None and sum(curve[-20:]) / 20 < 0.7 * sum(curve[:20]) / 20  # 2.6 -> 1.25 nats
+    assert guided.aer < 0.15
+    _, unguided = run("plain", False)
+    assert unguided.aer > guided.aer + 0.2
+
+
+def test_links_file_must_match_the_data(tmp_path):
+    from core.train.config import TrainConfig
+    from core.train.trainer import Trainer
+    from tests.conftest import TINY_TSV
+
+    (tmp_path / "links.txt").write_text("0-0\n", encoding="utf-8")
+    cfg = TrainConfig(data=[str(TINY_TSV)], out=str(tmp_path / "run"), preset="tiny", vocab_size=120, max_steps=1,
+                      valid_every=0, save_every=0, bleu_sample=0, align_links=str(tmp_path / "links.txt"))
+    with pytest.raises(DataError, match=r"links\.txt has 1 lines but the training data has 40 pairs"):
+        Trainer(cfg).run()
+    lines = ["0-0"] * 40
+    lines[3] = "0-9"
+    (tmp_path / "links.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"links\.txt:4: link 0-9 is outside the pair \(3 source, 4 target words\)"):
+        Trainer(cfg).run()

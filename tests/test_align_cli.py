@@ -86,14 +86,15 @@ def test_find_heads_stores_the_rule_that_align_and_translate_then_use(tt, files,
     result = tt("--find-heads", "--src", str(files / "a.fr"), "--tgt", str(files / "a.en"), "--gold", str(files / "a.wa"), model=model)
     assert result.exit_code == 0, result.stderr
     rows = result.stdout.splitlines()
-    assert len(rows) == 2 * 2 * 5 and rows[0].startswith("  1  layer ")
+    assert len(rows) == 2 * 2 * 5 * 2 and rows[0].startswith("  1  layer ")
     stored = json.loads((model / "alignment.json").read_text(encoding="utf-8"))
-    assert stored["format"] == "tt.alignment" and len(stored["ranking"]) == 20
+    assert stored["format"] == "tt.alignment" and len(stored["ranking"]) == 40
     assert "stored the best rule" in result.stderr
     # Now the default: `tt align` equals the stored rule given explicitly.
     rule = AlignRule(**stored["rule"])
     explicit = ["--method", "shift" if rule.shift else "plain", "--layer", str(rule.layer)]
     explicit += ["--head", str(rule.head)] if rule.head is not None else []
+    explicit += ["--both-ways"] if rule.bidirectional else []
     by_default = tt("--src", str(files / "a.fr"), "--tgt", str(files / "a.en"), model=model)
     given = tt("--src", str(files / "a.fr"), "--tgt", str(files / "a.en"), *explicit, model=model)
     assert by_default.exit_code == 0 and by_default.stdout == given.stdout

@@ -40,10 +40,11 @@ class AlignRule:
     head: int | None = None  # None = the mean of the layer's heads
     shift: bool = False  # read the step whose input is the target word (shift-att) instead of the one predicting it
     threshold: float = 0.0  # 0: each target word links to its best source word; > 0: every word pair scoring this much
+    bidirectional: bool = False  # argmax both ways (also each source word's best target word), grow-diag-final
 
     def describe(self) -> str:
         head = "mean of heads" if self.head is None else f"head {self.head}"
-        pick = f"score ≥ {self.threshold:g}" if self.threshold > 0 else "argmax"
+        pick = f"score ≥ {self.threshold:g}" if self.threshold > 0 else "argmax both ways" if self.bidirectional else "argmax"
         return f"layer {self.layer}, {head}, {'shift' if self.shift else 'plain'}, {pick}"
 
     def check(self, n_layers: int, h: int) -> AlignRule:
@@ -172,20 +173,22 @@ def rule_scores(att: PairAttention, rule: AlignRule) -> torch.Tensor:
     return m.mean(0) if rule.head is None else m[rule.head]
 
 
-def extract_links(scores: torch.Tensor, threshold: float = 0.0) -> list[Link]:
-    """Links from a (J, I) score matrix: each target word's argmax, or every cell ≥ threshold."""
-    links = []
+def extract_links(scores: torch.Tensor, threshold: float = 0.0, bidirectional: bool = False) -> list[Link]:
+    """Links from a (J, I) score matrix: each target word's argmax, or every cell ≥ threshold.
+
+    bidirectional: each target word's best source word and each source word's best target word,
+    combined by grow-diag-final — the same matrix read both ways, as two aligners would be."""
     if scores.numel() == 0:
-        return links
+        return []
     if threshold > 0:
-        for j, i in (scores >= threshold).nonzero().tolist():
-            links.append(Link(i, j, float(scores[j, i])))
-        return sorted(links)
+        return sorted(Link(i, j, float(scores[j, i])) for j, i in (scores >= threshold).nonzero().tolist())
     best, where = scores.max(dim=1)  # (J,)
-    for j, (s, i) in enumerate(zip(best.tolist(), where.tolist())):
-        if s > 0:  # a target word with no pieces has an all-zero row: no link
-            links.append(Link(i, j, s))
-    return sorted(links)
+    # A word with no pieces has an all-zero row or column: it gets no link.
+    links = {(i, j) for j, (s, i) in enumerate(zip(best.tolist(), where.tolist())) if s > 0}
+    if bidirectional:
+        best, where = scores.max(dim=0)  # (I,)
+        links = symmetrize(links, {(i, j) for i, (s, j) in enumerate(zip(best.tolist(), where.tolist())) if s > 0})
+    return sorted(Link(i, j, float(scores[j, i])) for i, j in links)
 
 
 def align(
@@ -201,10 +204,10 @@ def align(
     result = []
     for k, att in enumerate(attentions):
         scores = rule_scores(att, rule)  # (J, I)
-        links = extract_links(scores, rule.threshold)
+        links = extract_links(scores, rule.threshold, rule.bidirectional)
         if reverse is not None:
             back_scores = rule_scores(reverse[k], reverse_rule)  # (I, J): the reverse model's rows are source words
-            back = {(link.target, link.source) for link in extract_links(back_scores, reverse_rule.threshold)}
+            back = {(link.target, link.source) for link in extract_links(back_scores, reverse_rule.threshold, reverse_rule.bidirectional)}
             kept = symmetrize({(i, j) for i, j, _ in links}, back, symmetrization)
             links = [Link(i, j, float(scores[j, i] + back_scores[i, j]) / 2) for i, j in sorted(kept)]
         result.append(links)
@@ -212,12 +215,13 @@ def align(
 
 
 def candidate_rules(n_layers: int, h: int) -> list[AlignRule]:
-    """Every (layer, head) and each layer's mean of heads, plain and shift, argmax."""
+    """Every (layer, head) and each layer's mean of heads; plain and shift; argmax one way and both ways."""
     return [
-        AlignRule(layer, head, shift)
+        AlignRule(layer, head, shift, bidirectional=both)
         for layer in range(n_layers)
         for shift in (False, True)
         for head in (None, *range(h))
+        for both in (False, True)
     ]
 
 
@@ -231,7 +235,7 @@ def rank_rules(
     rules = rules or candidate_rules(n_layers, h)
     scored = []
     for rule in rules:
-        links = [{(i, j) for i, j, _ in extract_links(rule_scores(att, rule), rule.threshold)} for att in attentions]
+        links = [{(i, j) for i, j, _ in extract_links(rule_scores(att, rule), rule.threshold, rule.bidirectional)} for att in attentions]
         scored.append((rule, score_links(links, gold)))
     return sorted(scored, key=lambda rs: (rs[1].aer, -rs[1].recall))
 
@@ -256,6 +260,8 @@ def read_alignment(model_dir: str | Path) -> StoredAlignment | None:
         rule = AlignRule(**data["rule"])
         if not isinstance(rule.layer, int) or not (rule.head is None or isinstance(rule.head, int)):
             raise ValueError("layer and head must be integers")
+        if not isinstance(rule.shift, bool) or not isinstance(rule.bidirectional, bool):
+            raise ValueError("shift and bidirectional must be true or false")
     except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
         raise CheckpointError(f"{path}: not a valid alignment rule ({exc})") from None
     return StoredAlignment(rule, list(data.get("ranking", [])), dict(data.get("found_on", {})))
@@ -280,7 +286,8 @@ def save_rule(model_dir: str | Path, ranking: list[tuple[AlignRule, AlignmentSco
 
 # --------------------------------------------------------------------------------------- a translation
 def align_words(
-    source_pieces: list[str], target_pieces: list[str], cross: torch.Tensor, shift: bool = False, threshold: float = 0.0
+    source_pieces: list[str], target_pieces: list[str], cross: torch.Tensor, shift: bool = False,
+    threshold: float = 0.0, bidirectional: bool = False,
 ) -> list[tuple[int, int]]:
     """(source word, target word) pairs for pieces grouped by `words`: each target word goes to the
     source word with the most attention mass in `cross` (T_out, S), one layer's head or mean of
@@ -289,7 +296,7 @@ def align_words(
     if not src_words or not tgt_words:
         return []
     scores = _pool(tgt_words, cross.size(0), int(shift), mean=True) @ cross.float() @ _pool(src_words, cross.size(1)).T  # (J, I)
-    return [(i, j) for i, j, _ in sorted(extract_links(scores, threshold), key=lambda link: (link.target, link.source))]
+    return [(i, j) for i, j, _ in sorted(extract_links(scores, threshold, bidirectional), key=lambda link: (link.target, link.source))]
 
 
 def align_steps(source_pieces: list[str], steps, rule: AlignRule = DEFAULT_RULE) -> list[tuple[int, int]]:
@@ -300,7 +307,7 @@ def align_steps(source_pieces: list[str], steps, rule: AlignRule = DEFAULT_RULE)
         return []
     stacked = torch.stack([s.cross[rule.layer] for s in steps], 1)  # (h, T, S)
     cross = stacked.mean(0) if rule.head is None else stacked[rule.head]  # (T, S)
-    return align_words(source_pieces, [s.piece for s in steps], cross, rule.shift, rule.threshold)
+    return align_words(source_pieces, [s.piece for s in steps], cross, rule.shift, rule.threshold, rule.bidirectional)
 
 
 def head_ranking(model_dir: str | Path | None) -> list[dict]:

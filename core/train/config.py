@@ -44,6 +44,10 @@ class TrainConfig:
     bleu_sample: int = 200  # validation sentences translated greedily for BLEU/chrF
     seed: int = 1
     threads: int = 0  # torch intra-op threads on CPU; 0 = torch's default
+    align_links: str | None = None  # Pharaoh links per training pair: guided alignment (core/train/align_loss.py)
+    align_layer: int = -2  # the decoder layer whose head is guided (Garg et al. 2019 use the penultimate)
+    align_head: int = 0
+    align_weight: float = 0.05  # λ: the alignment loss's weight next to the translation loss (Garg et al.'s value)
 
     def model_config(self, vocab_size: int) -> ModelConfig:
         overrides = {k: v for k, v in self.model_overrides.items() if v is not None}

@@ -131,6 +131,13 @@ class Trainer:
             if not self.is_main:
                 self.data = prepare_data(cfg, self.run_dir, False, reuse_tokenizer=True)
         self.model_cfg = cfg.model_config(self.data.tokenizer.vocab_size)
+        self.guide = None  # guided alignment (core/train/align_loss.py), with --align-links
+        if cfg.align_links:
+            from core.train.align_loss import GuidedAlignment
+
+            if self.world > 1:
+                raise ConfigError("--align-links runs in one process (it reads attention weights past DDP's forward)")
+            self.guide = GuidedAlignment.build(cfg, self.data.tokenizer, self.model_cfg.n_decoder_layers, self.model_cfg.h)
         torch.manual_seed(cfg.seed)
         self.model = Transformer(self.model_cfg).to(self.device)
         if self.world > 1:  # same initial weights everywhere, but each rank its own dropout masks
@@ -282,7 +289,7 @@ class Trainer:
         lr = noam_lr(self.step + 1, self.model_cfg.d_model, cfg.warmup, cfg.lr_scale)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
-        loss_sum, n_tokens, n_in = 0.0, 0, 0
+        loss_sum, n_tokens, n_in, align_sum, align_rows = 0.0, 0, 0, 0.0, 0
         for micro in range(cfg.accumulate):
             if self.batch_in_epoch >= len(epoch_batches):
                 self.epoch, self.batch_in_epoch = self.epoch + 1, 0
@@ -295,10 +302,17 @@ class Trainer:
             ctx = nullcontext() if sync or not hasattr(self.net, "no_sync") else self.net.no_sync()
             with ctx:
                 with autocast_context(self.device, cfg.precision):
-                    logits = self.net(src, tgt_in)
+                    if self.guide is None:
+                        logits = self.net(src, tgt_in)
+                    else:
+                        logits, head_attention = self.guide.forward(self.model, src, tgt_in)
                 loss, n = label_smoothed_loss(logits, tgt_out, pad, cfg.label_smoothing)
                 # Mean over this batch's real target tokens; DDP then averages the ranks.
                 scaled = loss / (max(n, 1) * cfg.accumulate)
+                if self.guide is not None:  # + λ · the mean cross-entropy over rows that have links
+                    a_loss, a_rows = self.guide.loss(head_attention, batch)
+                    scaled = scaled + cfg.align_weight * a_loss / (max(a_rows, 1) * cfg.accumulate)
+                    align_sum, align_rows = align_sum + float(a_loss.detach()), align_rows + a_rows
                 (self.scaler.scale(scaled) if self.scaler else scaled).backward()
             loss_sum += float(loss.detach())
             n_tokens += n
@@ -314,7 +328,10 @@ class Trainer:
             self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         self.step += 1
-        return {"loss": loss_sum / max(n_tokens, 1), "lr": lr, "tokens": n_in * self.world}, epoch_batches
+        numbers = {"loss": loss_sum / max(n_tokens, 1), "lr": lr, "tokens": n_in * self.world}
+        if self.guide is not None:
+            numbers["align_loss"] = align_sum / max(align_rows, 1)
+        return numbers, epoch_batches
 
     def run(self) -> dict[str, Any]:
         self.setup()

@@ -75,6 +75,10 @@ def align(
     threshold: Annotated[
         Optional[float], typer.Option(help="Link every word pair scoring at least this (0 = each target word's best source word).")
     ] = None,
+    both_ways: Annotated[
+        Optional[bool],
+        typer.Option("--both-ways/--one-way", help="Also link each source word to its best target word (grow-diag-final of both argmaxes)."),
+    ] = None,
     reverse_model: Annotated[
         Optional[Path], typer.Option("--reverse-model", help="A target→source model (English→French); both directions are symmetrized.")
     ] = None,
@@ -133,9 +137,9 @@ def align(
         if find_heads:
             ranking = rank_rules(attentions, gold_pairs)
             for rank, (rule, score) in enumerate(ranking, start=1):
-                print(f"{rank:3d}  {rule.describe():42s}  AER {100 * score.aer:5.1f}  precision {100 * score.precision:5.1f}  recall {100 * score.recall:5.1f}")
+                print(f"{rank:3d}  {rule.describe():52s}  AER {100 * score.aer:5.1f}  precision {100 * score.precision:5.1f}  recall {100 * score.recall:5.1f}")
             if save:
-                path = save_rule(loaded.path, ranking, {"gold": str(gold), "pairs": len(pairs), "aer": round(ranking[0][1].aer, 4)})
+                path = save_rule(loaded.path, ranking, {"gold": f"{gold.parent.name}/{gold.name}", "pairs": len(pairs), "aer": round(ranking[0][1].aer, 4)})
                 print(f"tt: stored the best rule ({ranking[0][0].describe()}) in {path}", file=sys.stderr)
             return
         stored = load_rule(loaded.path)
@@ -143,9 +147,10 @@ def align(
             rule = AlignRule(
                 stored.layer if layer is None else layer, stored.head if head is None and layer is None else head,
                 stored.shift, stored.threshold if threshold is None else threshold,
+                stored.bidirectional if both_ways is None else both_ways,
             )
         else:
-            rule = AlignRule(-1 if layer is None else layer, head, method == Method.shift, threshold or 0.0)
+            rule = AlignRule(-1 if layer is None else layer, head, method == Method.shift, threshold or 0.0, bool(both_ways))
         rule = rule.check(cfg.n_decoder_layers, cfg.h)
         reverse = reverse_rule = None
         if reverse_model is not None:

@@ -73,7 +73,7 @@ def _config_from_options(ctx: typer.Context, options: dict[str, Any]):
             return parse_duration(v)
         if name in ("data", "valid"):
             return [str(p) for p in v or []]
-        if name == "spm_model":
+        if name in ("spm_model", "align_links"):
             return str(v) if v else None
         if name == "out":
             return str(v)
@@ -150,6 +150,10 @@ def train(
     compile: Annotated[bool, typer.Option("--compile", help="torch.compile the model (slow start, faster steps on GPU).", rich_help_panel="Training")] = False,
     seed: Annotated[int, typer.Option(help="Seeds weights, dropout and batch order.", rich_help_panel="Training")] = 1,
     threads: Annotated[int, typer.Option(help="CPU threads (0 = torch's default).", rich_help_panel="Training")] = 0,
+    align_links: Annotated[Path | None, typer.Option(help="Guided alignment: Pharaoh links ('i-j', 0-based words), one line per pair of --data (see scripts/silver_links.py).", rich_help_panel="Alignment")] = None,
+    align_layer: Annotated[int, typer.Option(help="Decoder layer of the guided head (-2 = the penultimate).", rich_help_panel="Alignment")] = -2,
+    align_head: Annotated[int, typer.Option(help="The guided head.", rich_help_panel="Alignment")] = 0,
+    align_weight: Annotated[float, typer.Option(help="Weight λ of the alignment loss.", rich_help_panel="Alignment")] = 0.05,
     max_steps: Annotated[int, typer.Option(help="Stop after this many steps (0 = no limit).", rich_help_panel="Budget")] = 0,
     epochs: Annotated[float, typer.Option(help="Stop after this many passes over the data (0 = no limit).", rich_help_panel="Budget")] = 0.0,
     max_time: Annotated[str | None, typer.Option(help="Stop after this long: seconds, or 90m, 2h, 1h30m.", rich_help_panel="Budget")] = None,
