@@ -278,9 +278,11 @@ def save_rule(model_dir: str | Path, ranking: list[tuple[AlignRule, AlignmentSco
     from core.files import atomic_write_bytes
 
     rows = [{**asdict(r), **{k: round(v, 4) for k, v in asdict(s).items() if isinstance(v, float)}} for r, s in ranking]
-    data = {"format": RULE_FORMAT, "version": 1, "rule": asdict(ranking[0][0]), "found_on": found_on, "ranking": rows}
+    data = {"format": RULE_FORMAT, "version": 1, "rule": asdict(ranking[0][0]), "found_on": found_on}
+    # One line per ranked rule: the file stays short enough to read.
+    text = json.dumps(data, indent=1)[:-2] + ',\n "ranking": [\n  ' + ",\n  ".join(map(json.dumps, rows)) + "\n ]\n}\n"
     path = Path(model_dir) / RULE_FILE
-    atomic_write_bytes(path, (json.dumps(data, indent=1) + "\n").encode("utf-8"))
+    atomic_write_bytes(path, text.encode("utf-8"))
     return path
 
 
