@@ -145,3 +145,13 @@ def test_bad_alignment_json_in_the_model_dir(tt, tiny_model_dir, tmp_path):
     (model / "alignment.json").write_text("[]", encoding="utf-8")
     result = tt(model=model, input="a\tb\n")
     assert result.exit_code == 1 and result.stderr.startswith(f"tt: error: {model / 'alignment.json'}: not a valid alignment rule")
+
+
+def test_threshold_and_no_save(tt, files, tiny_loaded, tiny_model_dir):
+    result = tt("--method", "plain", "--layer", "0", "--threshold", "0.2", "--src", str(files / "a.fr"), "--tgt", str(files / "a.en"))
+    assert result.exit_code == 0, result.stderr
+    expected = align(pair_attention(tiny_loaded, PAIRS), AlignRule(0, None, False, 0.2))
+    assert result.stdout.splitlines() == [pharaoh((i, j) for i, j, _ in links) for links in expected]
+    ranked = tt("--find-heads", "--no-save", "--src", str(files / "a.fr"), "--tgt", str(files / "a.en"), "--gold", str(files / "a.wa"))
+    assert ranked.exit_code == 0 and len(ranked.stdout.splitlines()) == 40
+    assert not (tiny_model_dir / "alignment.json").exists() and ranked.stderr == ""
