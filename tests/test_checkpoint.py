@@ -1,7 +1,8 @@
 """core.checkpoint: exact round trips, and one clear CheckpointError for every way a model dir can be wrong.
 
-No test here may unpickle anything: a pickle planted where the loader looks would, if executed,
-create a marker file — and the loader is also run with every unpickling entry point booby-trapped.
+No test here unpickles anything but its own control: a pickle planted in the very file the loader
+opens would, if executed, create a marker file (test_the_planted_payload_is_live shows it does),
+and the loader runs with every unpickling entry point booby-trapped.
 """
 
 from __future__ import annotations
@@ -184,34 +185,79 @@ class Planted:
         return (Path.touch, (self.marker,))
 
 
-@pytest.mark.parametrize("zipped", [True, False], ids=["torch-zip", "legacy-pickle"])
-def test_pickle_posing_as_weights_is_refused_not_run(model_dir, tmp_path, zipped):
+def plant(path: Path, marker: Path, kind: str) -> None:
+    """Write a pickle whose loading runs Planted's payload: a torch.save file (zip or legacy) or a bare pickle."""
+    if kind == "bare-pickle":
+        path.write_bytes(pickle.dumps({"weights": Planted(marker)}))
+    else:
+        torch.save({"weights": Planted(marker)}, path, _use_new_zipfile_serialization=kind == "torch-zip")
+
+
+PLANTS = ["torch-zip", "torch-legacy", "bare-pickle"]
+
+
+@pytest.fixture
+def no_unpickling(monkeypatch):
+    """Every unpickling entry point raises: a loader that reached one fails the test loudly."""
+    import _pickle
+
+    def trap(*args, **kwargs):
+        raise AssertionError("the loader tried to unpickle")
+
+    for module in (pickle, _pickle):
+        for name in ("load", "loads", "Unpickler"):
+            monkeypatch.setattr(module, name, trap)
+    monkeypatch.setattr(torch, "load", trap)
+
+
+@pytest.mark.parametrize("kind", PLANTS)
+def test_the_planted_payload_is_live(tmp_path, kind):
+    """The control: unpickled, each planted file does run its code, so a missing marker below means something."""
     marker = tmp_path / "pwned"
-    torch.save({"weights": Planted(marker)}, model_dir / "model.safetensors", _use_new_zipfile_serialization=zipped)
-    expect_error(model_dir, "model.safetensors", "not a valid safetensors file")
+    plant(tmp_path / "planted", marker, kind)
+    if kind == "bare-pickle":
+        pickle.loads((tmp_path / "planted").read_bytes())
+    else:
+        torch.load(tmp_path / "planted", weights_only=False)
+    assert marker.exists()
+
+
+@pytest.mark.parametrize("kind", PLANTS)
+def test_pickle_posing_as_weights_is_refused_not_run(model_dir, tmp_path, kind, no_unpickling):
+    # model.safetensors is the file the loader opens first; here it is the pickle.
+    marker = tmp_path / "pwned"
+    plant(model_dir / "model.safetensors", marker, kind)
+    expect_error(model_dir, str(model_dir / "model.safetensors"), "not a valid safetensors file")
     assert not marker.exists()
 
 
-def test_pickle_posing_as_tokenizer_is_refused_not_run(model_dir, tmp_path):
+def test_pickle_posing_as_tokenizer_is_refused_not_run(model_dir, tmp_path, no_unpickling):
     marker = tmp_path / "pwned"
-    (model_dir / "spm.model").write_bytes(pickle.dumps(Planted(marker)))
+    plant(model_dir / "spm.model", marker, "bare-pickle")
     expect_error(model_dir, "spm.model", "not a valid SentencePiece model")
     assert not marker.exists()
 
 
-def test_loading_never_unpickles(model_dir, tmp_path, monkeypatch):
+def test_tt_translate_refuses_a_pickle_in_one_line(model_dir, tmp_path, no_unpickling):
+    """End to end: the CLI prints the CheckpointError as one line on stderr, exit 1, nothing on stdout."""
+    from typer.testing import CliRunner
+
+    from tt_cli.main import app
+
+    marker = tmp_path / "pwned"
+    plant(model_dir / "model.safetensors", marker, "torch-zip")
+    result = CliRunner().invoke(app, ["translate", "--model", str(model_dir), "Bonjour."])
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr.startswith(f"tt: error: {model_dir / 'model.safetensors'}: not a valid safetensors file")
+    assert result.stderr.count("\n") == 1
+    assert not marker.exists()
+
+
+def test_loading_never_unpickles(model_dir, tmp_path, no_unpickling):
     """Pickles beside the model (as a trainer might leave) are ignored, and no unpickler is ever called."""
     marker = tmp_path / "pwned"
     for name in ("trainer.pt", "optimizer.bin", "pytorch_model.bin", "README.md"):
-        (model_dir / name).write_bytes(pickle.dumps(Planted(marker)))
-
-    def trap(*args, **kwargs):
-        raise AssertionError("load_model tried to unpickle")
-
-    monkeypatch.setattr(pickle, "load", trap)
-    monkeypatch.setattr(pickle, "loads", trap)
-    monkeypatch.setattr(pickle, "Unpickler", trap)
-    monkeypatch.setattr(torch, "load", trap)
+        plant(model_dir / name, marker, "torch-zip")
     loaded = load_model(model_dir)
     assert loaded.cfg.vocab_size > 4
     assert not marker.exists()
