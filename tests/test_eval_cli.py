@@ -46,10 +46,39 @@ def test_json_with_two_references_and_output_file(tiny_model_dir, files, tmp_pat
     assert result.exit_code == 0, result.stderr
     obj = json.loads(result.stdout)
     assert obj["bleu_signature"].startswith("nrefs:2|") and obj["sentences"] == 16
-    assert 0 <= obj["chrf"] <= 100 and obj["sentences_per_second"] > 0
+    assert obj["sentences_per_second"] > 0  # the values themselves: test_scores_are_the_hand_computed_ones
     assert obj["decoding"] == {"method": "beam", "beam": 2, "alpha": 0.6}
     hyps = out.read_text(encoding="utf-8").splitlines()
     assert len(hyps) == 16 and hyps[0] == "I am a student."
+
+
+def test_scores_are_the_hand_computed_ones(tiny_model_dir, tmp_path):
+    """Two sentences the fixture model translates exactly as below, scored against references whose
+    BLEU and chrF were worked out by hand (sacreBLEU defaults: 13a tokens, chrF n = 6, β = 2)."""
+    src, hyp = tmp_path / "src.fr", tmp_path / "hyp.en"
+    src.write_text("Je suis étudiant.\nIl est médecin.\n", encoding="utf-8")
+
+    def scores(*refs: str) -> tuple[float, float]:
+        ref = tmp_path / "ref.en"
+        ref.write_text("".join(f"{r}\n" for r in refs), encoding="utf-8")
+        result = evaluate(tiny_model_dir, "--src", str(src), "--ref", str(ref), "--greedy", "--json", "--output", str(hyp))
+        assert result.exit_code == 0, result.stderr
+        assert hyp.read_text(encoding="utf-8") == "I am a student.\nHe is a doctor.\n"  # what was scored
+        obj = json.loads(result.stdout)
+        return obj["bleu"], obj["chrf"]
+
+    assert scores("I am a student.", "He is a doctor.") == (100.0, 100.0)
+    assert scores("xyz", "wvq") == (0.0, 0.0)  # not one word, not one character in common
+
+    # Against "I am a teacher." / "He is a doctor.": 13a tokens "I am a student ." / "He is a doctor .",
+    # so n-gram matches over the corpus are 1-grams 4+5 of 5+5, 2-grams 2+4 of 4+4, 3-grams 1+3 of 3+3,
+    # 4-grams 0+2 of 2+2; equal lengths, so no brevity penalty. BLEU = (9/10 · 6/8 · 4/6 · 2/4)^(1/4).
+    bleu = 100 * (9 / 10 * 6 / 8 * 4 / 6 * 2 / 4) ** 0.25  # 68.87
+    # chrF: spaces removed, "Iamastudent." vs "Iamateacher." and "Heisadoctor." twice; character
+    # n-grams matching for n = 1..6 (hypothesis and reference have the same counts, so P = R):
+    # 19/24, 14/22, 12/20, 10/18, 8/16, 7/14. chrF = F_β of the mean P and the mean R = the mean.
+    chrf = 100 * (19 / 24 + 14 / 22 + 12 / 20 + 10 / 18 + 8 / 16 + 7 / 14) / 6  # 59.73
+    assert scores("I am a teacher.", "He is a doctor.") == (round(bleu, 2), round(chrf, 2)) == (68.87, 59.73)
 
 
 def test_reference_line_count_mismatch_is_a_clear_error(tiny_model_dir, files):

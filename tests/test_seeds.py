@@ -93,18 +93,29 @@ def test_pe_relative_position_is_linear_seed_001():
 
 def test_layer_norm_cat_example_seed_000():
     """000: "CAT" = [2.0, 4.0, 6.0, 8.0], γ = 1, β = 0, ε = 1e-5: μ = 5.0, σ² = 5.0,
-    x̂ = [-1.34, -0.45, 0.45, 1.34]."""
+    x̂ = [-1.34, -0.45, 0.45, 1.34], through the model's own Add & Norm.
+
+    Post-norm (the paper) is LayerNorm(x + Sublayer(x)), so a residual of [1, 2, 3, 4] plus a
+    sub-layer output of [1, 2, 3, 4] normalises [2, 4, 6, 8].
+    """
     x = torch.tensor([[2.0, 4.0, 6.0, 8.0]])
     seed = torch.tensor([[-1.34, -0.45, 0.45, 1.34]])
-    torch.testing.assert_close(torch.nn.LayerNorm(4)(x), seed, atol=5e-3, rtol=0)
-    # The same numbers through the model's own Add & Norm: post-norm is LayerNorm(x + Sublayer(x)),
-    # so a residual of [1, 2, 3, 4] plus a sub-layer output of [1, 2, 3, 4] normalises [2, 4, 6, 8].
-    add_norm = AddNorm(4, dropout=0.0, norm="post")
+    exact = (x - 5.0) / math.sqrt(5.0 + 1e-5)  # the seed's steps i–iii, unrounded
     half = x / 2
-    torch.testing.assert_close(add_norm(half, half), seed, atol=5e-3, rtol=0)
+    # Dropout on the sub-layer's output is off in eval mode, so it may not change the seed's numbers.
+    add_norm = AddNorm(4, dropout=0.5, norm="post").eval()
+    assert add_norm.norm.weight.tolist() == [1.0] * 4 and add_norm.norm.bias.tolist() == [0.0] * 4  # the seed's γ, β
+    torch.testing.assert_close(add_norm(half, half), exact, atol=1e-6, rtol=0)
+    torch.testing.assert_close(add_norm(half, half), seed, atol=5e-3, rtol=0)  # the seed rounds to 2 places
+    assert add_norm(x, torch.zeros_like(x)).tolist() == add_norm(half, half).tolist()  # only the sum counts
+    # Step 4, scale and shift: y = γ·x̂ + β with the learned γ and β of the layer.
+    with torch.no_grad():
+        add_norm.norm.weight.fill_(2.0)
+        add_norm.norm.bias.fill_(1.0)
+    torch.testing.assert_close(add_norm(half, half), 2 * exact + 1, atol=1e-6, rtol=0)
     # Pre-norm normalises the sub-layer's input instead and leaves the sum un-normalised.
     pre = AddNorm(4, dropout=0.0, norm="pre")
-    torch.testing.assert_close(pre.sublayer_input(x), seed, atol=5e-3, rtol=0)
+    torch.testing.assert_close(pre.sublayer_input(x), exact, atol=1e-6, rtol=0)
     torch.testing.assert_close(pre(half, half), x)
 
 
@@ -113,12 +124,14 @@ def test_layer_norm_seed_001_uses_the_wrong_variance():
 
     That is wrong for layer normalisation: the seed divides by N-1 (unbiased variance, 2.335) and
     rounds μ to 5.3. LayerNorm uses the biased variance, σ² = 4.667/3 = 1.556, so x̂ = 1.3363.
+    Checked through the model's Add & Norm: residual [7, 5, 4] plus a zero sub-layer output.
     """
     x = torch.tensor([[7.0, 5.0, 4.0]])
-    out = torch.nn.LayerNorm(3)(x)
+    out = AddNorm(3, dropout=0.0, norm="post")(x, torch.zeros_like(x))
     assert out[0, 0].item() == pytest.approx((7 - 16 / 3) / math.sqrt(14 / 9 + 1e-5), abs=1e-5)
     assert out[0, 0].item() == pytest.approx(1.3363, abs=1e-4)
-    assert out[0, 0].item() != pytest.approx(1.118, abs=0.05)
+    unbiased = (7 - 16 / 3) / math.sqrt(14 / 6)  # N-1, the seed's variance: 1.091 (its 1.118 also rounds μ)
+    assert abs(out[0, 0].item() - unbiased) > 0.2 and abs(out[0, 0].item() - 1.118) > 0.2
 
 
 # ------------------------------------------------------------------------------ attention
