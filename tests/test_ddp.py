@@ -37,7 +37,22 @@ def _worker(rank: int, world: int, port: int, out: str, results: str) -> None:
     trainer = Trainer(cfg)
     result = trainer.run()
     save_file(model_tensors(trainer.model), str(Path(results) / f"rank{rank}.safetensors"))
-    (Path(results) / f"rank{rank}.json").write_text(json.dumps({"result": result, "batches": trainer.batches_for_epoch(0)}))
+    # The input tokens (source + decoder input, no padding) of this rank's batch at each of the 8
+    # steps: epochs follow one another, as in the trainer.
+    from core.data.readers import collate
+
+    batches, epoch = [], 0
+    while len(batches) < cfg.max_steps:
+        batches += trainer.batches_for_epoch(epoch)
+        epoch += 1
+    pad = trainer.model_cfg.pad_id
+    tokens = []
+    for batch in batches[: cfg.max_steps]:
+        src, tgt_in, _ = collate([trainer.data.train[i] for i in batch], pad)
+        tokens.append(int((src != pad).sum()) + int((tgt_in != pad).sum()))
+    (Path(results) / f"rank{rank}.json").write_text(
+        json.dumps({"result": result, "batches": trainer.batches_for_epoch(0), "tokens": tokens})
+    )
 
 
 @pytest.mark.slow
@@ -64,6 +79,9 @@ def test_two_gloo_ranks_stay_in_lockstep(tmp_path):
     assert [r["event"] for r in records].count("start") == 1
     assert next(r for r in records if r["event"] == "start")["world"] == 2
     assert [r["step"] for r in records if r["event"] == "valid"] == [4, 8]
+    steps = [r for r in records if r["event"] == "step"]
+    assert [r["step"] for r in steps] == list(range(1, 9))
+    assert [r["tokens"] for r in steps] == [a + b for a, b in zip(r0["tokens"], r1["tokens"])]
     saved = load_file(str(out / "checkpoints" / "step_00000008" / "model.safetensors"))
     assert all(torch.equal(saved[k], w0[k]) for k in saved)
     init = load_file(str(out / "checkpoints" / "step_00000004" / "model.safetensors"))

@@ -328,7 +328,11 @@ class Trainer:
             self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         self.step += 1
-        numbers = {"loss": loss_sum / max(n_tokens, 1), "lr": lr, "tokens": n_in * self.world}
+        if self.world > 1:  # the log counts every rank's tokens; ranks' batches differ in size
+            count = torch.tensor([n_in], device=self.device)
+            torch.distributed.all_reduce(count)
+            n_in = int(count.item())
+        numbers = {"loss": loss_sum / max(n_tokens, 1), "lr": lr, "tokens": n_in}
         if self.guide is not None:
             numbers["align_loss"] = align_sum / max(align_rows, 1)
         return numbers, epoch_batches
