@@ -145,7 +145,7 @@ def test_kv_cache_select_reorders_rows():
 
 def test_kv_cache_keeps_every_position_as_it_grows():
     cache = KVCache(torch.zeros(2, 1, 0, 3), torch.zeros(2, 1, 0, 3))
-    for t in range(0, 70, 7):  # chunks of 7 cross every power-of-two boundary up to 64
+    for t in range(0, 70, 7):  # ten appends of 7 positions; each must land after the last
         chunk = torch.arange(t, t + 7, dtype=torch.float32)[None, None, :, None].expand(2, 1, 7, 3)
         cache.append(chunk, -chunk)
     assert cache.length == 70

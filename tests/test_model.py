@@ -77,7 +77,7 @@ def test_cached_decoding_matches_full_recomputation(variant, chunks):
 
 @pytest.mark.parametrize("chunks", [[1] * 40, [5, 11, 1, 17, 6]], ids=["one-step", "uneven-chunks"])
 def test_long_cached_decoding_matches_full_recomputation(chunks):
-    """Long enough that the key/value buffers grow several times (they start small and double)."""
+    """Forty positions, one step or uneven chunks at a time: the cache grows by each chunk and must keep them all."""
     torch.manual_seed(0)
     model = Transformer(preset("tiny", vocab_size=40, max_len=64)).eval()
     src, tgt = batch(t=40)
