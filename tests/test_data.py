@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
+import json
 
 import pytest
 
@@ -158,10 +160,50 @@ def test_reads_the_shared_corpora():
     assert sum(1 for _ in m30k) > 500
 
 
-def test_heldout_range_and_write_aligned_rebuild_the_trainers_test_split(tmp_path):
+def test_heldout_range_and_write_aligned_round_trip(tmp_path):
+    """heldout_range rebuilds split_heldout's test share from the data alone; write_aligned/read_aligned keep it."""
     pairs = [Pair(f"phrase {i}", f"sentence {i}", f"x:{i}") for i in range(3000)]
     _, _, test = split_heldout(pairs, 10, 15)
     assert heldout_range(pairs, 10, 25) == test and test
     write_aligned(test, tmp_path / "t.fr", tmp_path / "t.en")
     back = list(read_aligned(tmp_path / "t.fr", tmp_path / "t.en"))
     assert [(p.src, p.tgt) for p in back] == [(p.src, p.tgt) for p in test]
+
+
+def test_tt_train_writes_exactly_the_test_split_and_never_trains_on_it(tmp_path):
+    """`tt train --valid-per-mille 300 --test-per-mille 200` on the fixture: test.fr/test.en hold, in
+    corpus order, exactly the pairs whose source hashes (BLAKE2b, 8 bytes, big-endian, mod 1000) into
+    [300, 500), and the training set the trainer builds holds none of them.
+
+    The hash is written out here, not imported: held-out buckets must never change between versions,
+    or a model's test sentences would leak into a later run's training data.
+    """
+    from typer.testing import CliRunner
+
+    from tt_cli.main import app
+
+    def bucket(src: str) -> int:
+        return int.from_bytes(hashlib.blake2b(src.encode("utf-8"), digest_size=8).digest(), "big") % 1000
+
+    pairs = [tuple(line.split("\t")) for line in TINY_TSV.read_text(encoding="utf-8").splitlines()]
+    valid = [p for p in pairs if bucket(p[0]) < 300]
+    test = [p for p in pairs if 300 <= bucket(p[0]) < 500]
+    train = [p for p in pairs if bucket(p[0]) >= 500]
+    assert valid and test and train
+
+    run = tmp_path / "run"
+    args = ["train", "--data", str(TINY_TSV), "--out", str(run), "--preset", "tiny", "--vocab-size", "120",
+            "--max-steps", "1", "--valid-every", "0", "--threads", "1", "--valid-per-mille", "300", "--test-per-mille", "200"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.stderr
+    written = list(zip((run / "test.fr").read_text("utf-8").splitlines(), (run / "test.en").read_text("utf-8").splitlines()))
+    assert written == test
+    start = json.loads((run / "metrics.jsonl").read_text().splitlines()[0])
+    assert (start["train_pairs"], start["valid_pairs"]) == (len(train), len(valid))
+
+    # What the trainer trained on (prepare_data is its first step), with the run's own tokenizer.
+    cfg = TrainConfig(data=[str(TINY_TSV)], out=str(run), vocab_size=120, valid_per_mille=300, test_per_mille=200)
+    prepared = prepare_data(cfg, run, is_main=False)
+    trained = {prepared.tokenizer.decode(ex.src[:-1]) for ex in prepared.train}
+    assert trained == {src for src, _ in train}
+    assert not trained & {src for src, _ in test}
