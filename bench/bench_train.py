@@ -2,8 +2,11 @@
 
 Both train the `small` shape (d_model 256, h 4, 3+3 layers, d_ff 1024, 8k joint vocabulary) on
 the very same 4k-token batches, with Adam (0.9, 0.98, 1e-9) and label-smoothed cross-entropy, in
-fp32 and under bf16 autocast. The two run in alternating blocks of steps, so a busy machine slows
-both alike; the ratios are what to read, not the absolute numbers.
+fp32 and under bf16 autocast. All four cells (tt and the reference, fp32 and bf16) take turns in
+rounds of a few steps on the same batches, so every ratio, the headline "tt bf16 / reference fp32"
+included, compares numbers taken at the same time; a busy machine slows all cells alike. Each ratio
+comes with a 95 % interval over the rounds, and a target is "met" or "not met" only when the
+interval says so, else "not shown". The ratios are what to read, not the absolute numbers.
 
     python bench/bench_train.py                  # tatoeba from ../shared/data if present, else synthetic
     python bench/bench_train.py --steps 40 --device cuda
@@ -13,7 +16,9 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import random
+import statistics
 import sys
 import tempfile
 import time
@@ -31,7 +36,7 @@ from core.device import autocast_context
 from core.train.config import TrainConfig
 from core.train.trainer import Trainer  # noqa: E402
 
-TATOEBA = ROOT.parent / "shared" / "data" / "tatoeba-fra-eng" / "fra-eng.tsv"
+TATOEBA = Path(os.environ.get("TT_SHARED_DATA", ROOT.parent / "shared" / "data")) / "tatoeba-fra-eng" / "fra-eng.tsv"
 
 
 def corpus(tmp: Path, pairs: int) -> tuple[Path, str]:
@@ -98,46 +103,78 @@ def reference_step(model, optimizer, batch, device, precision: str) -> int:
     return int((src != 0).sum()) + int((tgt_in != 0).sum())
 
 
-def measure(trainer: Trainer, precision: str, steps: int, block: int, device: torch.device) -> tuple[float, float]:
-    """(tt tokens/s, reference tokens/s) over the same batches, in alternating blocks."""
-    trainer.cfg.precision = precision
+# Two-sided 95 % Student t quantiles by degrees of freedom (no scipy); 2.09 (df 20's) beyond, a bit wide.
+T95 = [12.71, 4.30, 3.18, 2.78, 2.57, 2.45, 2.36, 2.31, 2.26, 2.23, 2.20, 2.18, 2.16, 2.14, 2.13, 2.12, 2.11, 2.10, 2.09, 2.09]
+
+
+def ratio_interval(num: list[float], den: list[float]) -> tuple[float, float, float]:
+    """(ratio, 95 % interval low, high) from per-round tokens/s: the geometric mean of the per-round
+    ratios, with Student's t on their logs. Each round's ratio saw the same machine state on both sides."""
+    logs = [math.log(a / b) for a, b in zip(num, den)]
+    mean = statistics.fmean(logs)
+    if len(logs) < 2:
+        return math.exp(mean), 0.0, math.inf
+    t = T95[min(len(logs) - 1, len(T95)) - 1]
+    half = t * statistics.stdev(logs) / math.sqrt(len(logs))
+    return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
+
+
+def measure(trainer: Trainer, precisions: list[str], steps: int, block: int, device: torch.device) -> dict:
+    """Per-round tokens/s of every (side, precision) cell, all cells taking turns on the same batches.
+
+    A round takes `block` batches and runs them through each cell in turn (tt fp32, reference fp32,
+    tt bf16, ...; the order rotates every round), so every ratio compares numbers taken at the same
+    time on the same inputs, whatever else the machine is doing.
+    """
     torch.manual_seed(0)
     ref = Reference(trainer.data.tokenizer.vocab_size).to(device)
     ref_opt = torch.optim.Adam(ref.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
     batches = trainer.batches_for_epoch(0)
     pad = trainer.model_cfg.pad_id
-    times = {"tt": 0.0, "ref": 0.0}
-    tokens = {"tt": 0, "ref": 0}
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    for warm in range(3):  # allocator and kernels warm, on both sides
-        trainer.train_step(batches)
-        reference_step(ref, ref_opt, collate([trainer.data.train[i] for i in batches[warm]], pad), device, precision)
-    done = 0
-    while done < steps:
-        n = min(block, steps - done)
-        first = trainer.batch_in_epoch % len(batches)
-        chosen = [batches[(first + k) % len(batches)] for k in range(n)]
+    cells = [(side, p) for p in precisions for side in ("tt", "ref")]
+
+    def run_cell(side: str, precision: str, first: int, n: int) -> tuple[int, float]:
+        tokens = 0
         sync()
         t0 = time.perf_counter()
-        for _ in range(n):
-            numbers, _ = trainer.train_step(batches)
-            tokens["tt"] += numbers["tokens"]
+        if side == "tt":
+            trainer.cfg.precision = precision
+            trainer.epoch, trainer.batch_in_epoch = 0, first  # replay the round's batches
+            for _ in range(n):
+                numbers, _ = trainer.train_step(batches)
+                tokens += numbers["tokens"]
+        else:
+            for b in batches[first : first + n]:
+                tokens += reference_step(ref, ref_opt, collate([trainer.data.train[i] for i in b], pad), device, precision)
         sync()
-        t1 = time.perf_counter()
-        for b in chosen:
-            tokens["ref"] += reference_step(ref, ref_opt, collate([trainer.data.train[i] for i in b], pad), device, precision)
-        sync()
-        t2 = time.perf_counter()
-        times["tt"] += t1 - t0
-        times["ref"] += t2 - t1
-        done += n
-    return tokens["tt"] / times["tt"], tokens["ref"] / times["ref"]
+        return tokens, time.perf_counter() - t0
+
+    for side, precision in cells:  # allocator, kernels and autocast caches warm, in every cell
+        run_cell(side, precision, 0, 2)
+    rates: dict[tuple[str, str], list[float]] = {cell: [] for cell in cells}
+    rounds = max(1, math.ceil(steps / block))
+    for r in range(rounds):
+        first = (r * block) % max(1, len(batches) - block + 1)
+        for side, precision in cells[r % len(cells) :] + cells[: r % len(cells)]:
+            tokens, seconds = run_cell(side, precision, first, min(block, len(batches)))
+            rates[(side, precision)].append(tokens / seconds)
+    return rates
+
+
+def verdict(ratio: tuple[float, float, float], target: float) -> str:
+    _, low, high = ratio
+    if low >= target:
+        return f"≥ {target:.1f}×: met"
+    if high < target:
+        return f"≥ {target:.1f}×: not met"
+    return f"≥ {target:.1f}×: not shown (the interval holds {target:.1f}×; run more --steps)"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=24, help="timed steps per side and precision")
-    parser.add_argument("--block", type=int, default=4, help="steps per alternating block")
+    parser.add_argument("--steps", type=int, default=48, help="timed steps per cell (side × precision)")
+    parser.add_argument("--block", type=int, default=4, help="steps per cell in each round")
     parser.add_argument("--pairs", type=int, default=20000)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=0, help="CPU threads (0 = torch's default)")
@@ -145,6 +182,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
+    precisions = args.precisions.split(",")
 
     with tempfile.TemporaryDirectory() as tmp:
         data, source = corpus(Path(tmp), args.pairs)
@@ -155,19 +193,34 @@ def main() -> None:
         trainer = Trainer(cfg)
         trainer.setup()
         trainer.model.train()
+        rounds = max(1, math.ceil(args.steps / args.block))
         print(f"data: {source}, {len(trainer.data.train)} pairs, vocab {trainer.data.tokenizer.vocab_size}; "
-              f"device {trainer.device}, {torch.get_num_threads()} threads; {args.steps} timed steps per cell; "
-              f"torch {torch.__version__}")
-        rows = []
-        for precision in args.precisions.split(","):
-            rows.append((precision, *measure(trainer, precision, args.steps, args.block, trainer.device)))
-    ref_fp32 = next((r for p, _, r in rows if p == "fp32"), None)
+              f"device {trainer.device}, {torch.get_num_threads()} threads; {rounds} rounds of {args.block} steps "
+              f"per cell; torch {torch.__version__}; load average {os.getloadavg()[0]:.1f}")
+        rates = measure(trainer, precisions, args.steps, args.block, trainer.device)
+
+    def show(ratio: tuple[float, float, float]) -> str:
+        return f"{ratio[0]:.2f}× ({ratio[1]:.2f}–{ratio[2]:.2f})"
+
+    print()
+    print("Ratios: geometric mean of the per-round ratios, with its 95 % interval.")
     print()
     print("| precision | tt tokens/s | torch.nn.Transformer tokens/s | tt / reference | tt / reference fp32 |")
     print("|---|---:|---:|---:|---:|")
-    for precision, tt, ref in rows:
-        vs32 = f"{tt / ref_fp32:.2f}×" if ref_fp32 else "-"
-        print(f"| {precision} | {tt:,.0f} | {ref:,.0f} | {tt / ref:.2f}× | {vs32} |")
+    verdicts = []
+    for precision in precisions:
+        tt, ref = rates[("tt", precision)], rates[("ref", precision)]
+        same = ratio_interval(tt, ref)
+        vs32 = ratio_interval(tt, rates[("ref", "fp32")]) if "fp32" in precisions else None
+        print(f"| {precision} | {statistics.fmean(tt):,.0f} | {statistics.fmean(ref):,.0f} | {show(same)} | "
+              f"{show(vs32) if vs32 else '-'} |")
+        if precision == "fp32":
+            verdicts.append(f"fp32, tt / reference {verdict(same, 1.0)}")
+        elif vs32:
+            verdicts.append(f"{precision}, tt / reference fp32 {verdict(vs32, 1.4)}")
+    print()
+    for line in verdicts:
+        print(f"- {line}")
 
 
 if __name__ == "__main__":
