@@ -208,6 +208,7 @@ def no_unpickling(monkeypatch):
         for name in ("load", "loads", "Unpickler"):
             monkeypatch.setattr(module, name, trap)
     monkeypatch.setattr(torch, "load", trap)
+    monkeypatch.setattr(torch.serialization, "load", trap)
 
 
 @pytest.mark.parametrize("kind", PLANTS)
