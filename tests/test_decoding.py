@@ -105,7 +105,7 @@ def test_min_len_bans_eos_and_never_emits_pad_or_bos():
 def test_max_length_is_respected():
     model = random_model(max_len=20)
     src = random_src(16, [2, 5])
-    lengths = [3, 6]  # source pieces with EOS
+    lengths = [2, 5]  # source pieces, without the EOS
     for rule in (greedy, beam_search, sample):
         out = rule(model, src, extra_len=2, min_len=50)
         hyps = [h[0] if isinstance(h, list) else h for h in out]

@@ -7,8 +7,6 @@ that also returns every head's weights when the caller asks for them (`need_weig
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -39,29 +37,73 @@ def scaled_dot_product_attention(
     return attended @ v, weights  # (..., T_q, d_v), (..., T_q, T_k)
 
 
-@dataclass
 class KVCache:
     """Keys and values of one attention sub-layer, kept between decoding steps.
 
-    Self-attention caches grow by one position a step; cross-attention caches hold the projected
-    encoder memory, computed once per sentence.
+    Self-attention caches grow by one position a step. They live in a preallocated buffer
+    (`reserve`, or doubling when it runs out) that each step writes into in place, so a step costs
+    one position, not a copy of the whole cache (what torch.cat would do). Cross-attention caches
+    hold the projected encoder memory, computed once per sentence. `k` and `v` are views of the
+    filled positions; assigning them (the stepper's undo trims them) replaces the buffer.
     """
 
-    k: torch.Tensor  # (B, h, T, d_k)
-    v: torch.Tensor  # (B, h, T, d_k)
+    def __init__(self, k: torch.Tensor, v: torch.Tensor) -> None:
+        self._k, self._v = k, v  # (B, h, capacity, d_k), positions [0, length) filled
+        self.length = k.size(2)
 
     @property
-    def length(self) -> int:
-        return self.k.size(2)
+    def k(self) -> torch.Tensor:
+        return self._k.narrow(2, 0, self.length)  # (B, h, T, d_k); narrow: one cheap op per step
+
+    @k.setter
+    def k(self, value: torch.Tensor) -> None:
+        self._k, self.length = value, value.size(2)
+
+    @property
+    def v(self) -> torch.Tensor:
+        return self._v.narrow(2, 0, self.length)
+
+    @v.setter
+    def v(self, value: torch.Tensor) -> None:
+        self._v, self.length = value, value.size(2)
+
+    @property
+    def capacity(self) -> int:
+        return self._k.size(2)
+
+    def reserve(self, capacity: int) -> None:
+        """Make room for `capacity` positions in all, so appends up to it copy nothing old."""
+        if capacity > self.capacity:
+            b, h, _, d_k = self._k.shape
+            k, v = self._k.new_empty(b, h, capacity, d_k), self._v.new_empty(b, h, capacity, d_k)
+            k[:, :, : self.length], v[:, :, : self.length] = self.k, self.v
+            self._k, self._v = k, v
 
     def append(self, k: torch.Tensor, v: torch.Tensor) -> None:
-        self.k = torch.cat([self.k, k], dim=2)  # (B, h, T+t, d_k)
-        self.v = torch.cat([self.v, v], dim=2)
+        t = k.size(2)
+        if self.length + t > self.capacity:
+            self.reserve(max(2 * self.capacity, self.length + t, 16))  # amortised O(1) per position
+        self._k.narrow(2, self.length, t).copy_(k)  # (B, h, t, d_k) into place
+        self._v.narrow(2, self.length, t).copy_(v)
+        self.length += t
 
     def select(self, index: torch.Tensor) -> None:
-        """Keep batch rows `index` (beam search reorders and prunes hypotheses)."""
-        self.k = self.k.index_select(0, index)
-        self.v = self.v.index_select(0, index)
+        """Keep batch rows `index` (beam search reorders and prunes hypotheses).
+
+        Only the filled positions move. When no more rows come out than went in, they are written
+        back into the same buffer (its first rows), so the capacity is kept without a new allocation.
+        """
+        k, v = self.k.index_select(0, index), self.v.index_select(0, index)  # (n, h, T, d_k)
+        n = index.numel()
+        if self.capacity == self.length:
+            self._k, self._v = k, v  # nothing reserved (cross-attention): the selection is the cache
+            return
+        if n > self._k.size(0):  # more rows (the beams of each sentence fan out): a new buffer
+            b, h, capacity, d_k = self._k.shape
+            self._k, self._v = k.new_empty(n, h, capacity, d_k), v.new_empty(n, h, capacity, d_k)
+        else:
+            self._k, self._v = self._k[:n], self._v[:n]  # a prefix of rows stays contiguous
+        self._k[:, :, : self.length], self._v[:, :, : self.length] = k, v
 
 
 class MultiHeadAttention(nn.Module):

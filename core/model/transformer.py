@@ -47,6 +47,7 @@ class DecoderState:
     self_attn: list[KVCache | None]
     cross_attn: list[KVCache]
     length: int = 0
+    capacity: int = 0  # positions to preallocate in each self-attention cache (0: grow as needed)
 
     def select(self, index: torch.Tensor) -> None:
         for cache in (*self.self_attn, *self.cross_attn):
@@ -159,11 +160,15 @@ class Transformer(nn.Module):
         return Encoded(self.encoder_norm(x), src_mask, weights)
 
     # ----------------------------------------------------------------------------------- decoder
-    def start_state(self, enc: Encoded) -> DecoderState:
-        """An empty cache, with the cross-attention keys/values of the memory projected once."""
+    def start_state(self, enc: Encoded, capacity: int = 0) -> DecoderState:
+        """An empty cache, with the cross-attention keys/values of the memory projected once.
+
+        `capacity`: target positions to preallocate (the decoding's step limit), so no step copies the cache.
+        """
         return DecoderState(
             self_attn=[None] * len(self.decoder_layers),
             cross_attn=[layer.cross_attn.project_kv(enc.memory) for layer in self.decoder_layers],
+            capacity=capacity,
         )
 
     def decode(
@@ -196,6 +201,7 @@ class Transformer(nn.Module):
                 if state.self_attn[i] is None:
                     empty = tgt.new_empty(tgt.size(0), self.cfg.h, 0, self.cfg.d_k, dtype=x.dtype)
                     state.self_attn[i] = KVCache(empty, empty.clone())
+                    state.self_attn[i].reserve(state.capacity)
                 self_cache, cross_cache = state.self_attn[i], state.cross_attn[i]
             x, self_w, cross_w = layer(x, enc.memory, enc.src_mask, self_mask, self_cache, cross_cache, need_weights)
             if need_weights:
