@@ -10,6 +10,8 @@ Translation and the caller decides how to show them.
 
 from __future__ import annotations
 
+import queue
+import threading
 import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -173,15 +175,59 @@ def _decode_batch(loaded: LoadedModel, sources: list[list[int]], options: Transl
     )
 
 
+# How long a chunk waits for the next line once it has one: a fast pipe or a file delivers thousands
+# of lines in this time (full batches); a person or a slow producer waits this much, not for EOF.
+LINE_GRACE_S = 0.01
+_END = object()
+
+
+def _read_ahead(lines: Iterable[str], limit: int) -> queue.Queue:
+    """A daemon thread reads `lines` into a bounded queue (at most `limit` lines ahead, so memory
+    stays flat); a reading error is queued in the line's place, then the end marker."""
+    buffered: queue.Queue = queue.Queue(maxsize=limit)
+
+    def run() -> None:
+        try:
+            for line in lines:
+                buffered.put(line)
+        except BaseException as exc:  # noqa: BLE001 - handed to the consumer, raised there
+            buffered.put(exc)
+        buffered.put(_END)
+
+    threading.Thread(target=run, name="tt-read-lines", daemon=True).start()
+    return buffered
+
+
 def _chunks(lines: Iterable[str], size: int) -> Iterator[list[str]]:
-    chunk: list[str] = []
-    for line in lines:
-        chunk.append(line)
-        if len(chunk) == size:
+    """Lists of up to `size` lines: as many as are already available, never waiting for more.
+
+    A list comes in full chunks. Any other iterable (a file, stdin) is read by a thread: a chunk
+    starts with the next line (waiting for it) and takes every line that follows within
+    LINE_GRACE_S of the previous one, so a slow pipe gets each line answered as it arrives while
+    a file or a fast pipe still fills whole batches.
+    """
+    if isinstance(lines, (list, tuple)):
+        for start in range(0, len(lines), size):
+            yield list(lines[start : start + size])
+        return
+    buffered = _read_ahead(lines, 2 * size)
+    while True:
+        item = buffered.get()
+        chunk: list[str] = []
+        while item is not _END and not isinstance(item, BaseException):
+            chunk.append(item)
+            if len(chunk) == size:
+                break
+            try:
+                item = buffered.get(timeout=LINE_GRACE_S)
+            except queue.Empty:
+                break
+        if chunk:
             yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
+        if item is _END:
+            return
+        if isinstance(item, BaseException):
+            raise item
 
 
 def translate_lines(
@@ -189,8 +235,9 @@ def translate_lines(
 ) -> Iterator[Translation]:
     """One Translation per line of `lines`, in order, streamed.
 
-    Lines are read a chunk at a time (4 batches), sorted by length inside the chunk so each batch
-    pads little, translated, and handed back in input order before the next chunk is read.
+    Lines are read a chunk at a time (up to 4 batches: what is available, see `_chunks`), sorted by
+    length inside the chunk so each batch pads little, translated, and handed back in input order
+    before the next chunk is taken; a slow producer gets each line answered as soon as it arrives.
     """
     options = (options or TranslateOptions()).validate()
     tok, cfg = loaded.tokenizer, loaded.cfg
