@@ -8,6 +8,7 @@ The fp32 model is left as it is; a converted copy is returned.
 from __future__ import annotations
 
 import copy
+import warnings
 
 import torch
 from torch import nn
@@ -22,5 +23,8 @@ def fast_model(model: nn.Module, mode: str) -> nn.Module:
     fast = copy.deepcopy(model).eval()
     if mode == "bf16":
         return fast.to(torch.bfloat16)
-    # Weights to int8 per output channel; activations quantized on the fly per batch (dynamic).
-    return torch.ao.quantization.quantize_dynamic(fast, {nn.Linear}, dtype=torch.qint8)
+    # Weights to int8; activations quantized on the fly per batch (dynamic). torch.ao announces its
+    # move to torchao with warnings on every call; the API still works, and stderr is the user's.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return torch.ao.quantization.quantize_dynamic(fast, {nn.Linear}, dtype=torch.qint8)
