@@ -24,6 +24,10 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+# --code DIR decodes with another copy of core/ (e.g. `git archive REV core | tar -x -C DIR`), so a
+# change is measured before/after by alternating runs of this same script.
+if "--code" in sys.argv:
+    sys.path.insert(0, sys.argv[sys.argv.index("--code") + 1])
 
 from core.decode.search import beam_search, greedy, pad_batch, sample  # noqa: E402
 from core.model.config import preset  # noqa: E402
@@ -82,6 +86,7 @@ def main() -> None:
     parser.add_argument("--out-len", type=int, default=20)
     parser.add_argument("--threads", type=int, default=1, help="1 on a busy machine: 2 threads thrash")
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--code", help="directory holding the core/ package to measure (default: this checkout)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -108,6 +113,9 @@ def main() -> None:
     }
     reference = {"cached greedy": "recompute greedy (reference)", "cached sampling": "cached greedy",
                  "cached beam 4": "cached greedy"}
+    import core
+
+    print(f"core from {Path(core.__file__).parent}")
     print(f"threads {args.threads}, load average {os.getloadavg()[0]:.2f}, output {n_out} pieces, "
           f"{args.sentences} sentences (batch 1: {args.batch1_sentences}), best of {args.repeat}")
     print("| decoding | batch | sent/s | ms/sent | speed vs | CPU ms/sent | CPU speed vs |")

@@ -22,13 +22,13 @@ ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "weights"
 SAMPLES = [
     "Je suis étudiant.",
-    "Il fait froid ce matin.",
-    "Où est la gare ?",
-    "J'aime lire des livres le soir.",
-    "Nous allons à la plage demain.",
-    "Pouvez-vous m'aider, s'il vous plaît ?",
-    "Le chat dort sur le canapé.",
-    "Elle parle trois langues.",
+    "Il pleut depuis ce matin.",
+    "Où se trouve la bibliothèque ?",
+    "Mon frère travaille dans un hôpital.",
+    "Nous avons mangé du pain avec du fromage.",
+    "Est-ce que tu peux fermer la fenêtre ?",
+    "Les enfants jouent dans le jardin.",
+    "Je ne sais pas nager.",
 ]
 pytestmark = pytest.mark.skipif(not (SHIPPED / "model.safetensors").exists(), reason="no shipped weights")
 
