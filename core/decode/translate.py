@@ -182,8 +182,9 @@ _END = object()
 
 
 def _read_ahead(lines: Iterable[str], limit: int) -> queue.Queue:
-    """A daemon thread reads `lines` into a bounded queue (at most `limit` lines ahead, so memory
-    stays flat); a reading error is queued in the line's place, then the end marker."""
+    """A daemon thread reads `lines` into a bounded queue (at most `limit` lines, and one more waiting
+    to go in, ahead of the consumer, so memory stays flat); a reading error is queued in the line's
+    place, then the end marker."""
     buffered: queue.Queue = queue.Queue(maxsize=limit)
 
     def run() -> None:
@@ -210,7 +211,7 @@ def _chunks(lines: Iterable[str], size: int) -> Iterator[list[str]]:
         for start in range(0, len(lines), size):
             yield list(lines[start : start + size])
         return
-    buffered = _read_ahead(lines, 2 * size)
+    buffered = _read_ahead(lines, size)
     while True:
         item = buffered.get()
         chunk: list[str] = []

@@ -7,6 +7,7 @@ that also returns every head's weights when the caller asks for them (`need_weig
 from __future__ import annotations
 
 import math
+
 import torch
 import torch.nn.functional as F
 from torch import nn
