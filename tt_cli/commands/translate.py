@@ -193,6 +193,8 @@ def translate(
 
     Exit codes: 0 ok · 1 bad input, model or option · 2 usage · 130 interrupted.
     """
+    if interactive and quantize is not None:
+        raise fail("--quantize is not available with -I yet", EXIT_USAGE)
     if interactive:
         from core.decode.translate import TranslateOptions
         from tt_cli.repl import interactive as repl
