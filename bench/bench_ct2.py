@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import sys
 import tempfile
 import threading
@@ -80,7 +81,7 @@ def held_out(model_dir: Path) -> tuple[list[str], list[str]]:
     return [p.src for p in pairs], [p.tgt for p in pairs]
 
 
-def tt_engine(model, method: str, limits_of: Callable) -> Callable[[list[list[int]]], list[list[int]]]:
+def tt_engine(model, method: str) -> Callable[[list[list[int]]], list[list[int]]]:
     def run(batch: list[list[int]]) -> list[list[int]]:
         src = search.pad_batch(batch, model.cfg.pad_id)  # (B, S)
         if method == "greedy":
@@ -207,9 +208,9 @@ def main() -> None:
             batches = [[ids[i] for i in subset[s:s + size]] for s in range(0, len(subset), size)]
         else:
             batches = [[ids[i]] for i in subset]
-        engines = {"tt fp32": tt_engine(loaded.model, method, limits_of)}
+        engines = {"tt fp32": tt_engine(loaded.model, method)}
         if fast_model is not None:
-            engines[f"tt {args.fast}"] = tt_engine(fast_model, method, limits_of)
+            engines[f"tt {args.fast}"] = tt_engine(fast_model, method)
         for q, tr in translators.items():
             engines[f"CT2 {q}"] = ct2_engine(tr, loaded, method, limits_of)
         results = timed(engines, batches, rss)
@@ -223,8 +224,8 @@ def main() -> None:
             same = sum(a == b for a, b in zip(outs, tt_out))
             print(f"| {name} | {engine} | {rate:.1f} | {rate / ref_rate:.2f}x | {bleu:.2f} | {peak / 2**20:.1f} "
                   f"| {same}/{len(outs)} |", flush=True)
-    print(f"load average after: {os.getloadavg()[0]:.2f}; process peak RSS "
-          f"{__import__('resource').getrusage(__import__('resource').RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    print(f"load average after: {os.getloadavg()[0]:.2f}; process peak RSS {peak:.0f} MiB")
 
 
 if __name__ == "__main__":
