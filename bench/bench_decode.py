@@ -100,7 +100,7 @@ def main() -> None:
     def batches(size: int, count: int) -> list[torch.Tensor]:
         return [pad_batch(sources[i : i + size], 0) for i in range(0, count, size)]
 
-    fixed = dict(max_len=n_out, min_len=n_out)
+    fixed = dict(max_output=n_out, min_len=n_out)
     # Both sides must decode the same pieces, or the comparison means nothing.
     check = pad_batch(sources[:8], 0)
     if recompute_greedy(model, check, n_out).tolist() != [h.tokens for h in greedy(model, check, **fixed)]:

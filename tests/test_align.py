@@ -27,7 +27,8 @@ from core.analysis.align import (
     save_rule,
     word_pieces,
 )
-from core.decode.translate import trace_translation
+from core.analysis.trace import trace_steps
+from core.decode.source import prepare_source
 from core.errors import CheckpointError, ConfigError, DataError
 from tests.conftest import SHARED_DATA
 
@@ -148,7 +149,7 @@ def test_batched_pass_matches_a_one_sentence_trace(tiny_loaded):
             continue
         s_ids, s_groups = word_pieces(tok, src.split())
         t_ids, t_groups = word_pieces(tok, tgt.split())
-        _, steps = trace_translation(tiny_loaded, s_ids, t_ids + [cfg.eos_id])
+        _, steps = trace_steps(tiny_loaded, s_ids + [cfg.eos_id], t_ids + [cfg.eos_id])
         for layer in range(cfg.n_decoder_layers):
             a = torch.stack([s.cross[layer] for s in steps], 1)  # (h, T+1, S)
             for j, tg in enumerate(t_groups):
@@ -160,9 +161,9 @@ def test_batched_pass_matches_a_one_sentence_trace(tiny_loaded):
 
 
 def test_translation_alignment_reads_the_rule(tiny_loaded):
-    src_ids = tiny_loaded.tokenizer.encode("Je suis étudiant.")
+    src_ids = prepare_source(tiny_loaded.tokenizer, "Je suis étudiant.", tiny_loaded.cfg.max_len).ids
     out_ids = tiny_loaded.tokenizer.encode("I am a student.") + [tiny_loaded.cfg.eos_id]
-    source, steps = trace_translation(tiny_loaded, src_ids, out_ids)
+    source, steps = trace_steps(tiny_loaded, src_ids, out_ids)
     pairs = align_steps(source.pieces, steps, AlignRule(0, 2, shift=True))
     att = pair_attention(tiny_loaded, [("Je suis étudiant.", "I am a student.")])[0]
     expected = [(i, j) for i, j, _ in extract_links(rule_scores(att, AlignRule(0, 2, shift=True)))]

@@ -60,15 +60,15 @@ def test_greedy_translates_a_training_sentence(tiny_loaded, fixture_src):
     assert hyp.score == pytest.approx(sum(hyp.token_logprobs))
 
 
-@pytest.mark.parametrize("max_len, min_len", [(8, 0), (40, 40)])  # 40 steps: a long cache
-def test_greedy_with_the_cache_equals_full_recomputation(max_len, min_len):
+@pytest.mark.parametrize("max_output, min_len", [(8, 0), (40, 40)])  # 40 steps: a long cache
+def test_greedy_with_the_cache_equals_full_recomputation(max_output, min_len):
     model, src = random_model(), random_src(16, [5, 3, 7])
     cfg = model.cfg
-    for i, hyp in enumerate(greedy(model, src, max_len=max_len, min_len=min_len)):
+    for i, hyp in enumerate(greedy(model, src, max_output=max_output, min_len=min_len)):
         # The tutorial way: re-run the decoder over the whole prefix every step.
         out = [cfg.bos_id]
         with torch.inference_mode():
-            for step in range(max_len):
+            for step in range(max_output):
                 logp = model(src[i : i + 1], torch.tensor([out])).float().log_softmax(-1)[0, -1]
                 logp[[cfg.pad_id, cfg.bos_id] + ([cfg.eos_id] if step < min_len else [])] = float("-inf")
                 out.append(int(logp.argmax()))
@@ -97,7 +97,7 @@ def test_kv_cache_appends_trims_and_selects():
 
 def test_min_len_bans_eos_and_never_emits_pad_or_bos():
     model, src = random_model(), random_src(16, [4, 6])
-    for hyp in greedy(model, src, max_len=9, min_len=9):
+    for hyp in greedy(model, src, max_output=9, min_len=9):
         assert len(hyp.tokens) == 9 and len(hyp.token_logprobs) == 9
         assert not {0, 2, 3} & set(hyp.tokens)
 
@@ -110,7 +110,7 @@ def test_max_length_is_respected():
         out = rule(model, src, extra_len=2, min_len=50)
         hyps = [h[0] if isinstance(h, list) else h for h in out]
         assert [len(h.tokens) for h in hyps] == [n + 2 for n in lengths]
-        hyps = [h[0] if isinstance(h, list) else h for h in rule(model, src, max_len=4, min_len=50)]
+        hyps = [h[0] if isinstance(h, list) else h for h in rule(model, src, max_output=4, min_len=50)]
         assert [len(h.tokens) for h in hyps] == [4, 4]
         # The positional table caps everything: the decoder reads BOS + limit - 1 pieces.
         hyps = [h[0] if isinstance(h, list) else h for h in rule(model, src, extra_len=500, min_len=500)]
@@ -125,7 +125,7 @@ def test_beam_of_one_is_greedy(tiny_loaded, fixture_src):
         assert b.token_logprobs == pytest.approx(g.token_logprobs, abs=1e-5)
         assert b.score == pytest.approx(g.score / length_penalty(len(g.token_logprobs), 0.6), abs=1e-5)
     model, src = random_model(), random_src(16, [5, 2, 8])
-    for g, (b,) in zip(greedy(model, src, max_len=7), beam_search(model, src, beam_size=1, max_len=7)):
+    for g, (b,) in zip(greedy(model, src, max_output=7), beam_search(model, src, beam_size=1, max_output=7)):
         assert b.tokens == g.tokens
 
 
@@ -144,7 +144,7 @@ def test_beam_search_is_exact_when_the_beam_holds_every_prefix():
         lps = full_logprob(model, src, tokens, eos)
         brute.append((sum(lps) / length_penalty(len(lps), alpha), tokens))
     brute.sort(key=lambda x: -x[0])
-    (found,) = beam_search(model, src, beam_size=256, alpha=alpha, max_len=3, n_best=None)
+    (found,) = beam_search(model, src, beam_size=256, alpha=alpha, max_output=3, n_best=None)
     assert len(found) == 156
     assert [h.tokens for h in found[:20]] == [tokens for _, tokens in brute[:20]]
     assert [h.score for h in found] == pytest.approx([score for score, _ in brute], abs=1e-4)
@@ -158,7 +158,7 @@ def test_beam_scores_at_least_greedy_under_the_same_normalisation(tiny_loaded, f
 
 def test_n_best_is_sorted_distinct_and_scored_as_reported():
     model, src = random_model(seed=1), random_src(16, [6, 3])
-    for i, hyps in enumerate(beam_search(model, src, beam_size=5, n_best=5, max_len=6)):
+    for i, hyps in enumerate(beam_search(model, src, beam_size=5, n_best=5, max_output=6)):
         assert len(hyps) == 5
         assert [h.score for h in hyps] == sorted((h.score for h in hyps), reverse=True)
         assert len({tuple(h.tokens) for h in hyps}) == 5
@@ -189,9 +189,9 @@ def test_beam_search_rejects_an_impossible_n_best():
 # ----------------------------------------------------------------------------------- sampling
 def test_sampling_is_reproducible_with_a_seed():
     model, src = random_model(), random_src(16, [5, 3, 6])
-    a = sample(model, src, seed=7, temperature=1.5, max_len=10)
-    b = sample(model, src, seed=7, temperature=1.5, max_len=10)
-    c = sample(model, src, seed=8, temperature=1.5, max_len=10)
+    a = sample(model, src, seed=7, temperature=1.5, max_output=10)
+    b = sample(model, src, seed=7, temperature=1.5, max_output=10)
+    c = sample(model, src, seed=8, temperature=1.5, max_output=10)
     assert [h.tokens for h in a] == [h.tokens for h in b]
     assert [h.tokens for h in a] != [h.tokens for h in c]
 

@@ -1,4 +1,5 @@
-"""Explain mode: Eq. 1 written out must reproduce the notes' worked example and the live model's weights."""
+"""Explain mode: the model's own Eq. 1 must reproduce the notes' worked example, and explain's
+numbers must rebuild what the layers compute, checked against an independent forward by hand."""
 
 from __future__ import annotations
 
@@ -6,87 +7,115 @@ import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 
-from core.analysis.explain import FAMILIES, attention_steps, explain
+from core.analysis.explain import FAMILIES, explain
 from core.decode.stepper import Stepper
 from core.errors import TTError
+from core.model.attention import scaled_dot_product_attention
 
 
 def test_the_cat_sat_worked_example_from_the_notes():
     # ../shared/seeds "The Cat Sat": d_k = 4, so every q·k is divided by √4 = 2.
     keys = torch.tensor([[1.0, 0, 1, 0], [0, 1, 0, 1], [1, 1, 1, 1]])  # K_The, K_Cat, K_Sat
     values = torch.eye(3)
-    the = attention_steps(keys[0], keys, values)
-    assert the.scores.tolist() == [2.0, 0.0, 2.0]
-    assert the.scaled.tolist() == [1.0, 0.0, 1.0]
-    assert the.weights.tolist() == pytest.approx([0.4223, 0.1554, 0.4223], abs=1e-4)
-    cat = attention_steps(keys[1], keys, values)
-    assert cat.weights.tolist() == pytest.approx([0.1554, 0.4223, 0.4223], abs=1e-4)
-    torch.testing.assert_close(cat.output, cat.weights)  # V = I: the output is the weights themselves
+    out, weights, scaled = scaled_dot_product_attention(keys[:2], keys, values)  # queries: The, Cat
+    assert scaled[0].tolist() == [1.0, 0.0, 1.0]  # q·k = [2, 0, 2], halved
+    assert weights[0].tolist() == pytest.approx([0.4223, 0.1554, 0.4223], abs=1e-4)
+    assert weights[1].tolist() == pytest.approx([0.1554, 0.4223, 0.4223], abs=1e-4)
+    torch.testing.assert_close(out, weights)  # V = I: the output is the weights themselves
 
 
 def test_scaling_example_and_mask():
     # The notes' "[6, 4] → scale → [3, 2] → softmax [0.73, 0.27]" (d_k = 4 here so √d_k = 2).
-    q = torch.tensor([2.0, 3, 4, 1])
+    q = torch.tensor([[2.0, 3, 4, 1]])
     k = torch.tensor([[1.0, 0, 1, 0], [0, 1, 0, 1]])
-    ex = attention_steps(q, k, k)
-    assert ex.scores.tolist() == [6.0, 4.0] and ex.scaled.tolist() == [3.0, 2.0]
-    assert ex.weights.tolist() == pytest.approx([0.731, 0.269], abs=1e-3)
-    masked = attention_steps(q, k, k, torch.tensor([False, True]))
-    assert masked.masked[0] == -math.inf and masked.weights.tolist() == [0.0, 1.0]
+    _, weights, scaled = scaled_dot_product_attention(q, k, k)
+    assert scaled.tolist() == [[3.0, 2.0]]
+    assert weights[0].tolist() == pytest.approx([0.731, 0.269], abs=1e-3)
+    _, weights, masked = scaled_dot_product_attention(q, k, k, torch.tensor([False, True]))
+    assert masked[0, 0] == -math.inf and weights[0].tolist() == [0.0, 1.0]
 
 
 @pytest.fixture(scope="module")
 def decoded(tiny_loaded):
     stepper = Stepper(tiny_loaded, "Il est médecin.")
     stepper.run()
-    src = torch.tensor([stepper.source.tokens])
-    tgt_in = torch.tensor([stepper.target_inputs])
-    with torch.inference_mode():
-        _, trace = tiny_loaded.model.trace(src, tgt_in)
-    return stepper, trace
+    return stepper
+
+
+def explain_at(loaded, stepper, family, layer, head, query):
+    return explain(
+        loaded.model, stepper.source.tokens, stepper.target_inputs, family=family, layer=layer, head=head,
+        query=query, src_pieces=stepper.source.pieces, tgt_pieces=stepper.tokenizer.pieces(stepper.target_inputs),
+    )
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-def test_softmax_equals_the_models_attention_weights(tiny_loaded, decoded, family):
-    stepper, trace = decoded
-    cfg = tiny_loaded.cfg
-    weights = getattr(trace, family)
+def test_each_heads_numbers_agree_with_torchs_attention_and_the_stepper(tiny_loaded, decoded, family):
+    """Output by torch's SDPA from explain's q, k, v; weights as the KV-cached Stepper saw them."""
+    stepper, cfg = decoded, tiny_loaded.cfg
+    n_layers = cfg.n_encoder_layers if family == "encoder_self" else cfg.n_decoder_layers
     n_queries = len(stepper.source.tokens) if family == "encoder_self" else len(stepper.target_inputs)
-    for layer in range(len(weights)):
+    for layer in range(n_layers):
         for head in range(cfg.h):
             for query in {0, n_queries // 2, n_queries - 1}:
-                ex = explain(
-                    tiny_loaded.model, stepper.source.tokens, stepper.target_inputs,
-                    family=family, layer=layer, head=head, query=query,
-                    src_pieces=stepper.source.pieces, tgt_pieces=stepper.tokenizer.pieces(stepper.target_inputs),
-                )
-                torch.testing.assert_close(ex.weights, weights[layer][0, head, query], atol=1e-5, rtol=1e-4)
-                assert ex.d_k == cfg.d_k
-                torch.testing.assert_close(ex.scaled, ex.scores / math.sqrt(cfg.d_k))
-                torch.testing.assert_close(ex.output, ex.weights @ ex.values)
-                assert len(ex.key_pieces) == ex.keys.size(0)
+                ex = explain_at(tiny_loaded, stepper, family, layer, head, query)
+                want = F.scaled_dot_product_attention(ex.query[None], ex.keys, ex.values, attn_mask=ex.mask[None])[0]
+                torch.testing.assert_close(ex.output, want, atol=1e-5, rtol=1e-4)
+                torch.testing.assert_close(ex.scaled * math.sqrt(cfg.d_k), ex.scores)
+                torch.testing.assert_close(ex.masked[ex.mask], ex.scaled[ex.mask], atol=1e-5, rtol=1e-4)
+                assert ex.d_k == cfg.d_k and len(ex.key_pieces) == ex.keys.size(0)
+                if family == "encoder_self":
+                    seen = stepper.source.encoder_self[layer][head, query]
+                else:
+                    step = stepper.steps[query]
+                    seen = (step.decoder_self if family == "decoder_self" else step.cross)[layer][head]
+                torch.testing.assert_close(ex.weights[: seen.numel()], seen, atol=1e-5, rtol=1e-4)
     if family == "decoder_self":  # the look-ahead mask hides every later position
-        ex = explain(tiny_loaded.model, stepper.source.tokens, stepper.target_inputs, family=family, layer=0, head=0, query=1)
+        ex = explain_at(tiny_loaded, stepper, family, 0, 0, 1)
         assert ex.mask.tolist()[:3] == [True, True, False] and float(ex.weights[2:].sum()) == 0.0
 
 
-def test_explained_heads_rebuild_the_layer_output(tiny_loaded, decoded):
-    """Concat(head_1..head_h) W^O is the sub-layer's output: the per-head outputs are the real ones."""
-    stepper, _ = decoded
-    model = tiny_loaded.model
-    src = stepper.source.tokens
-    heads = [explain(model, src, [2], family="encoder_self", layer=0, head=h, query=1).output for h in range(tiny_loaded.cfg.h)]
+def by_hand(model, src: list[int], tgt_in: list[int], family: str, layer: int):
+    """The sub-layer's input, memory and mask, by running the layers below one at a time (no explain code)."""
+    src_t, tgt_t = torch.tensor([src]), torch.tensor([tgt_in])
+    enc = model.encode(src_t)
+    if family == "encoder_self":
+        x = model.src_pos(model.src_embed(src_t))  # (1, S, d_model)
+        for below in model.encoder_layers[:layer]:
+            x, _ = below(x, enc.src_mask)
+        block = model.encoder_layers[layer]
+        return block.self_attn, block.self_attn_norm.sublayer_input(x), None, enc.src_mask, False
+    x = model.tgt_pos(model.tgt_embed(tgt_t))  # (1, T, d_model)
+    for below in model.decoder_layers[:layer]:
+        x, _, _ = below(x, enc.memory, enc.src_mask, None)
+    block = model.decoder_layers[layer]
+    y = block.self_attn_norm.sublayer_input(x)
+    if family == "decoder_self":
+        return block.self_attn, y, None, None, True
+    x = block.self_attn_norm(x, block.self_attn(y, is_causal=True)[0])
+    return block.cross_attn, block.cross_attn_norm.sublayer_input(x), enc.memory, enc.src_mask, False
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_explained_heads_rebuild_the_sublayer_output(tiny_loaded, decoded, family):
+    """Concat(head_1..head_h) W^O is the sub-layer's output (fused path), and q is x W^Q of its real input."""
+    stepper, model, cfg = decoded, tiny_loaded.model, tiny_loaded.cfg
+    layer, query = cfg.n_decoder_layers - 1, 1
     with torch.inference_mode():
-        block = model.encoder_layers[0]
-        x = model.src_pos(model.src_embed(torch.tensor([src])))
-        want, _ = block.self_attn(block.self_attn_norm.sublayer_input(x))
-        got = block.self_attn.w_o(torch.cat(heads))
-    torch.testing.assert_close(got, want[0, 1], atol=1e-5, rtol=1e-4)
+        attn, y, memory, mask, causal = by_hand(model, stepper.source.tokens, stepper.target_inputs, family, layer)
+        want, _ = attn(y, memory, mask, is_causal=causal)  # (1, T_q, d_model)
+        exs = [explain_at(tiny_loaded, stepper, family, layer, h, query) for h in range(cfg.h)]
+        got = attn.w_o(torch.cat([ex.output for ex in exs]))
+        q_all = attn.w_q(y[0, query])  # (d_model,)
+    torch.testing.assert_close(got, want[0, query], atol=1e-5, rtol=1e-4)
+    for h, ex in enumerate(exs):
+        torch.testing.assert_close(ex.query, q_all[h * cfg.d_k : (h + 1) * cfg.d_k], atol=1e-5, rtol=1e-4)
 
 
 def test_bad_coordinates_are_clear_errors(tiny_loaded, decoded):
-    stepper, _ = decoded
+    stepper = decoded
     args = (tiny_loaded.model, stepper.source.tokens, stepper.target_inputs)
     with pytest.raises(TTError, match="layer 9"):
         explain(*args, family="cross", layer=9, head=0, query=0)

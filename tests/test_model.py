@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from core.analysis.trace import teacher_forced
+from core.model.attention import HeadMask
 from core.model.config import preset
 from core.model.transformer import Transformer
 
@@ -45,7 +47,7 @@ def test_fused_and_manual_paths_agree_in_the_whole_model(variant):
     enc = model.encode(src, need_weights=True)
     slow = model.decode(tgt, enc, need_weights=True)
     torch.testing.assert_close(slow.logits, fast, **TOL)
-    logits, trace = model.trace(src, tgt)
+    logits, trace = teacher_forced(model, src, tgt)
     torch.testing.assert_close(logits, fast, **TOL)
     assert [w.shape for w in trace.encoder_self] == [(2, 4, 7, 7)] * 2
     assert [w.shape for w in trace.decoder_self] == [(2, 4, 6, 6)] * 2
@@ -70,7 +72,7 @@ def test_cached_decoding_matches_full_recomputation(variant, chunks):
         pieces.append(out.logits.log_softmax(-1))
         start += size
         if size == 2:  # the weights of a chunk span everything cached so far
-            assert out.self_attention[0].shape == (2, 4, 2, start)
+            assert out.self_attention[0].weights.shape == (2, 4, 2, start)
     assert state.length == 6
     torch.testing.assert_close(torch.cat(pieces, dim=1), full, **TOL)
 
@@ -196,3 +198,64 @@ def test_too_long_inputs_are_refused_clearly():
     model.decode(torch.ones(1, 30, dtype=torch.long), enc, state=state)
     with pytest.raises(ValueError, match="reaches 33"):
         model.decode(torch.ones(1, 3, dtype=torch.long), enc, state=state)
+
+
+# ------------------------------------------------------------------------- interventions, layers
+MASK = {"encoder_self": (1, 2), "decoder_self": (0, 1), "cross": (1, 3)}  # one head off in each family
+
+
+def masked(model: Transformer) -> HeadMask:
+    mask = HeadMask.ones(model.cfg)
+    for family, (layer, head) in MASK.items():
+        mask = mask.off(family, layer, head)
+    return mask
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_head_mask_fused_manual_and_cached_agree(variant):
+    model = make_model(**VARIANTS[variant])
+    src, tgt = batch()
+    src[1, 4:] = 0
+    mask = masked(model)
+    enc = model.encode(src, head_mask=mask)
+    fused = model.decode(tgt, enc, head_mask=mask).logits
+    slow = model.decode(tgt, model.encode(src, need_weights=True, head_mask=mask), need_weights=True, head_mask=mask)
+    torch.testing.assert_close(slow.logits, fused, **TOL)
+    state, pieces = model.start_state(enc), []
+    for t in range(tgt.size(1)):  # the KV-cached decode, one position a step, same mask every step
+        pieces.append(model.decode(tgt[:, t : t + 1], enc, state=state, head_mask=mask).logits)
+    torch.testing.assert_close(torch.cat(pieces, dim=1), fused, **TOL)
+    plain = model.decode(tgt, model.encode(src)).logits
+    assert not torch.allclose(fused, plain, atol=1e-4)  # switching heads off changed the output
+    ones = HeadMask.ones(model.cfg)
+    torch.testing.assert_close(model.decode(tgt, model.encode(src, head_mask=ones), head_mask=ones).logits, plain, rtol=0, atol=0)
+
+
+def test_each_family_of_the_head_mask_reaches_its_heads():
+    model = make_model()
+    src, tgt = batch()
+    for family, (layer, head) in MASK.items():
+        mask = HeadMask.ones(model.cfg).off(family, layer, head)
+        enc = model.encode(src, need_weights=True, head_mask=mask)
+        dec = model.decode(tgt, enc, need_weights=True, head_mask=mask)
+        internals = {"encoder_self": enc.attention, "decoder_self": dec.self_attention, "cross": dec.cross_attention}
+        for name, per_layer in internals.items():
+            for i, a in enumerate(per_layer):
+                silent = a.heads.abs().sum((0, 2, 3)).eq(0).tolist()  # (h,): True where a head is all zeros
+                assert silent == [name == family and i == layer and j == head for j in range(model.cfg.h)]
+
+
+@pytest.mark.parametrize("variant", ["post", "pre"])
+def test_return_layers_gives_the_residual_stream_after_each_decoder_layer(variant):
+    model = make_model(**VARIANTS[variant])
+    src, tgt = batch()
+    enc = model.encode(src)
+    dec = model.decode(tgt, enc, return_layers=True)
+    assert [x.shape for x in dec.layers] == [(2, 6, 32)] * model.cfg.n_decoder_layers
+    # The last layer's stream, through the final norm and the generator, is the logits.
+    torch.testing.assert_close(model.generator(model.decoder_norm(dec.layers[-1])), dec.logits, **TOL)
+    # The first layer's stream is what layer 0 makes of the embedded target.
+    x = model.tgt_pos(model.tgt_embed(tgt))
+    first, _, _ = model.decoder_layers[0](x, enc.memory, enc.src_mask, None)
+    torch.testing.assert_close(dec.layers[0], first, **TOL)
+    assert model.decode(tgt, enc).layers is None

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
-from core.analysis.trace import top_candidates
+from core.analysis.trace import teacher_forced, top_candidates
 from core.decode.search import greedy
-from core.decode.stepper import Stepper, source_ids
+from core.decode.source import prepare_source
+from core.decode.stepper import Stepper
 from core.errors import TTError
 
 SENTENCE = "Je suis étudiant."
@@ -20,7 +23,7 @@ def stepper(tiny_loaded):
 
 def test_run_matches_batched_greedy(tiny_loaded, stepper):
     stepper.run()
-    src = torch.tensor([source_ids(tiny_loaded.tokenizer, SENTENCE, tiny_loaded.cfg.max_len)])
+    src = torch.tensor([prepare_source(tiny_loaded.tokenizer, SENTENCE, tiny_loaded.cfg.max_len).ids])
     (hyp,) = greedy(tiny_loaded.model, src)
     assert stepper.tokens == hyp.tokens
     assert stepper.finished
@@ -34,7 +37,7 @@ def test_step_attention_equals_teacher_forced_trace(tiny_loaded, stepper):
     src = torch.tensor([stepper.source.tokens])
     tgt_in = torch.tensor([stepper.target_inputs])  # (1, T)
     with torch.inference_mode():
-        logits, trace = tiny_loaded.model.trace(src, tgt_in)
+        logits, trace = teacher_forced(tiny_loaded.model, src, tgt_in)
     for layer, enc in enumerate(trace.encoder_self):
         torch.testing.assert_close(stepper.source.encoder_self[layer], enc[0])
     for t, step in enumerate(stepper.steps):
@@ -62,6 +65,8 @@ def test_temperature_reshapes_but_keeps_model_logprobs(stepper):
     flat = top_candidates(step.logits, stepper.tokenizer, 5, temperature=5.0)
     assert [c.token for c in sharp] == [c.token for c in flat]  # the order never changes
     assert sharp[0].prob > step.candidates[0].prob > flat[0].prob
+    # The stored trace is the model itself (temperature 1): prob and logprob are one number.
+    assert [c.prob for c in step.candidates] == pytest.approx([math.exp(c.logprob) for c in step.candidates])
     assert [c.logprob for c in sharp] == [c.logprob for c in flat]
     assert len(stepper.candidates(step, top_k=3)) == 3
     with pytest.raises(TTError, match="temperature"):
@@ -109,3 +114,15 @@ def test_finished_stepper_stops_and_bad_input_is_a_clear_error(tiny_loaded, step
         Stepper(tiny_loaded, "   ")
     with pytest.raises(TTError, match="cannot branch"):
         stepper.branch(99, 5)
+
+
+def test_the_source_is_prepared_as_translate_prepares_it(tiny_loaded):
+    """Control characters and surrounding blanks go, as in `tt translate`; an over-long line keeps its head."""
+    messy = Stepper(tiny_loaded, "  Je suis\x00étudiant.\t")
+    clean = Stepper(tiny_loaded, "Je suis étudiant.")
+    assert messy.source.tokens == clean.source.tokens and messy.source.text == "  Je suis\x00étudiant.\t"
+    assert "replaced 1 control" in messy.warnings[0] and clean.warnings == []
+    long = Stepper(tiny_loaded, " ".join(["Je suis étudiant."] * 40))
+    assert len(long.source.tokens) == tiny_loaded.cfg.max_len and long.source.tokens[-1] == tiny_loaded.cfg.eos_id
+    assert long.source.tokens[:5] == clean.source.tokens[:5]  # the head is kept
+    assert any("translated the first" in w for w in long.warnings)

@@ -3,23 +3,19 @@
 from __future__ import annotations
 
 import io
+import math
 
 import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.decode.search import greedy, pad_batch
 from core.analysis.align import align_words, words
-from core.decode.translate import (
-    TranslateOptions,
-    clean_text,
-    cross_matrix,
-    read_lines,
-    trace_translation,
-    translate_lines,
-)
-from core.errors import ConfigError, DataError
+from core.analysis.trace import attention_matrix, trace_steps
+from core.decode.search import greedy, pad_batch
+from core.decode.source import clean_text, prepare_source
+from core.decode.translate import TranslateOptions, read_lines, translate_lines
+from core.errors import ConfigError, DataError, TTError
 from tests.conftest import TINY_TSV
 
 GREEDY = TranslateOptions(greedy=True)
@@ -101,6 +97,7 @@ def test_read_lines_reports_file_and_line_of_bad_utf8():
         ({"n_best": 5, "beam": 2}, "cannot exceed"),
         ({"n_best": 2, "greedy": True}, "needs beam"),
         ({"temperature": 0.0}, "temperature"),
+        ({"top_k": -1, "top_p": 2.0}, "top-k must be 0 .* top-p must be in"),
         ({"batch_size": 0}, "batch-size"),
     ],
 )
@@ -125,7 +122,7 @@ def test_sampling_is_reproducible_with_a_seed(tiny_loaded):
 
 
 def test_trace_matches_what_greedy_decoding_saw(tiny_loaded):
-    (t,) = run(tiny_loaded, ["Il est médecin."], TranslateOptions(greedy=True, trace=True))
+    (t,) = run(tiny_loaded, ["Il est médecin."], TranslateOptions(greedy=True, with_attention=True))
     src = pad_batch([t.source_tokens], 0)
     (hyp,) = greedy(tiny_loaded.model, src)
     steps = t.steps
@@ -139,13 +136,40 @@ def test_trace_matches_what_greedy_decoding_saw(tiny_loaded):
         assert len(s.cross) == cfg.n_decoder_layers and s.cross[0].shape == (cfg.h, S)
         assert s.decoder_self[0].shape == (cfg.h, s.index + 1)
         torch.testing.assert_close(s.cross[-1].sum(-1), torch.ones(cfg.h))
-    assert cross_matrix(steps).shape == (len(steps), S)
-    torch.testing.assert_close(cross_matrix(steps, head=1), torch.stack([s.cross[-1][1] for s in steps]))
+    cross = attention_matrix(t.source_trace, steps, "cross", -1, None)
+    assert cross.shape == (len(steps), S)
+    torch.testing.assert_close(cross, torch.stack([s.cross[-1].mean(0) for s in steps]))
+    torch.testing.assert_close(
+        attention_matrix(t.source_trace, steps, "cross", -1, 1), torch.stack([s.cross[-1][1] for s in steps])
+    )
+    # The stored candidates are the model's own distribution (temperature 1), as in the Stepper.
+    assert all(abs(c.prob - math.exp(c.logprob)) < 1e-6 for s in steps for c in s.candidates)
 
 
 def test_trace_of_an_empty_output_has_the_encoder_only(tiny_loaded):
-    source, steps = trace_translation(tiny_loaded, tiny_loaded.tokenizer.encode("Je suis"), [])
-    assert steps == [] and source.tokens[-1] == tiny_loaded.cfg.eos_id and source.encoder_self
+    ids = prepare_source(tiny_loaded.tokenizer, "Je suis", tiny_loaded.cfg.max_len).ids
+    source, steps = trace_steps(tiny_loaded, ids, [])
+    assert steps == [] and source.tokens == ids and len(source.encoder_self) == tiny_loaded.cfg.n_encoder_layers
+
+
+def test_trace_steps_refuses_ids_that_skipped_prepare_source(tiny_loaded):
+    ids = tiny_loaded.tokenizer.encode("Je suis")
+    with pytest.raises(TTError, match="prepare_source"):
+        trace_steps(tiny_loaded, ids, [])  # no EOS
+    with pytest.raises(TTError, match="prepare_source"):
+        trace_steps(tiny_loaded, ids * 40 + [tiny_loaded.cfg.eos_id], [])  # longer than the model's positions
+
+
+def test_prepare_source_is_one_rule(tiny_loaded):
+    tok, eos = tiny_loaded.tokenizer, tiny_loaded.cfg.eos_id
+    src = prepare_source(tok, "\t Je suis\x00étudiant. \n", max_len=64)
+    assert src.ids == tok.encode("Je suis étudiant.") + [eos] and not src.truncated
+    assert src.warnings == ["replaced 2 control character(s) with spaces"]
+    pieces = tok.encode("Je suis étudiant. Il est médecin.")
+    long = prepare_source(tok, "Je suis étudiant. Il est médecin.", max_len=5)
+    assert long.ids == pieces[:4] + [eos] and long.truncated  # the head is kept, EOS last
+    assert long.warnings == [f"{len(pieces)} pieces, longer than the model's 4; translated the first 4"]
+    assert prepare_source(tok, " \x00 ", max_len=5).ids == []
 
 
 def test_words_group_pieces_on_the_word_marker():

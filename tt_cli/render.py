@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from rich.table import Table
 from rich.text import Text
 
+from core.analysis.trace import piece_label
+
 # Light to dark: a weight of 0 is the terminal's own background, 1 the strongest colour.
 _SHADES = ["grey11", "grey23", "dark_blue", "blue3", "dodger_blue2", "deep_sky_blue1", "cyan1", "bright_white"]
 
@@ -18,11 +20,6 @@ def shade(weight: float) -> str:
     """The background colour for an attention weight in [0, 1]."""
     w = min(max(weight, 0.0), 1.0)
     return _SHADES[min(int(w * len(_SHADES)), len(_SHADES) - 1)]
-
-
-def _label(piece: str, width: int = 10) -> str:
-    text = piece.replace("\u2581", "·") or "∅"
-    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def heatmap(
@@ -36,20 +33,20 @@ def heatmap(
     """A table with source pieces across and output pieces down; each cell's colour is the
     attention weight that output piece gave that source piece (rows sum to 1).
 
-    `matrix` is (T_out, S), e.g. core.translate.cross_matrix(steps, layer, head).tolist().
+    `matrix` is (T_out, S), e.g. core.analysis.trace.attention_matrix(source, steps, "cross", layer, head).tolist().
     """
     table = Table(title=title or None, show_header=True, header_style="bold", box=None, pad_edge=False, padding=(0, 1))
     table.add_column("", justify="right", style="bold", no_wrap=True)
     for piece in source_pieces:
         # Vertical-ish headers would be nicer; short clipped labels keep wide sentences on screen.
-        table.add_column(_label(piece, 6), justify="center", no_wrap=True, min_width=3)
+        table.add_column(piece_label(piece, 6), justify="center", no_wrap=True, min_width=3)
     for t, row in enumerate(matrix):
         cells = []
         for weight in row:
             value = f"{weight:.2f}"[1:] if show_values and weight < 1 else ("1.0" if show_values else "  ")
             cells.append(Text(value, style=f"on {shade(float(weight))}"))
         label = target_pieces[t] if t < len(target_pieces) else ""
-        table.add_row(_label(label), *cells)
+        table.add_row(piece_label(label), *cells)
     return table
 
 

@@ -99,7 +99,7 @@ def word_text(pieces: list[str], word: list[int]) -> str:
 
 def word_pieces(tokenizer, line_words: list[str]) -> tuple[list[int], list[list[int]]]:
     """Piece ids of a line given as words, and each word's piece positions (a word may have none)."""
-    from core.decode.translate import clean_text
+    from core.decode.source import clean_text
 
     ids: list[int] = []
     groups: list[list[int]] = []
@@ -154,7 +154,7 @@ def pair_attention(
         for b, (s, t) in enumerate(zip(srcs, tgts)):
             src[b, : len(s)], tgt_in[b, : len(t)] = torch.tensor(s), torch.tensor(t)
         dec = model.decode(tgt_in.to(device), model.encode(src.to(device)), need_weights=True)
-        cross = torch.stack(dec.cross_attention, 1).float().cpu()  # (B, n_layers, h, T+1, S)
+        cross = torch.stack([a.weights for a in dec.cross_attention], 1).float().cpu()  # (B, n_layers, h, T+1, S)
         for b, k in enumerate(batch):
             sw, tw, s_ids, s_groups, t_ids, t_groups = prepared[k]
             a = cross[b, :, :, : len(tgts[b]), : len(srcs[b])]  # (n_layers, h, T+1, S) of this pair

@@ -60,7 +60,7 @@ def beam_steps(
     alpha: float = 0.6,
     extra_len: int = 50,
     *,
-    max_len: int | None = None,
+    max_output: int | None = None,
 ) -> list[BeamStep]:
     """Beam search over ONE source (1, S), recording every step's shortlist and the final ranking.
 
@@ -92,7 +92,7 @@ def beam_steps(
         )
 
     (hyps,) = beam_search(
-        model, src, beam_size=beam_size, alpha=alpha, extra_len=extra_len, max_len=max_len,
+        model, src, beam_size=beam_size, alpha=alpha, extra_len=extra_len, max_output=max_output,
         n_best=None, on_step=record,
     )
     steps[-1].ranking = [

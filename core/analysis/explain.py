@@ -3,25 +3,24 @@
     Attention(Q, K, V) = softmax(Q Kᵀ / √d_k) V
 
 The course notes (../shared/seeds, "The cat sat") compute it by hand: the dot products q·k, the
-division by √d_k, the softmax, the weighted sum of the values. `explain` does the same with the
-model's own weights: it re-runs the stack up to the chosen layer to get that layer's input, projects
-it with the layer's W^Q and W^K/W^V, slices out one head, and returns every intermediate.
+division by √d_k, the softmax, the weighted sum of the values. `explain` shows the same steps with
+the model's own numbers: one forward pass with need_weights=True returns every attention
+sub-layer's internals (q, k, v, the pre-softmax scores, the weights, each head's output), and
+this picks one head and one query out of them.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
 
 import torch
 
 from core.errors import TTError
-from core.model.masks import padding_mask, subsequent_mask
+from core.model.attention import FAMILIES, AttentionInternals, Family
 from core.model.transformer import Transformer
 
-Family = Literal["encoder_self", "decoder_self", "cross"]
-FAMILIES: tuple[Family, ...] = ("cross", "decoder_self", "encoder_self")
+__all__ = ["FAMILIES", "Explanation", "Family", "explain"]
 
 
 @dataclass
@@ -46,22 +45,6 @@ class Explanation:
     key_pieces: list[str] | None = None
 
 
-def attention_steps(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None) -> Explanation:
-    """Eq. 1 for one query vector q (d_k,) against keys k (T_k, d_k) and values v (T_k, d_v)."""
-    d_k = q.size(-1)
-    scores = k @ q  # (T_k,)
-    scaled = scores / math.sqrt(d_k)
-    allowed = torch.ones_like(scores, dtype=torch.bool) if mask is None else mask.to(torch.bool)
-    masked = scaled.masked_fill(~allowed, float("-inf"))
-    # Everything masked would give NaN; the model gives such a query zero attention (core.model.attention).
-    weights = torch.nan_to_num(masked.softmax(-1), nan=0.0)
-    return Explanation(q, k, v, scores, d_k, scaled, allowed, masked, weights, weights @ v)
-
-
-def _head(x: torch.Tensor, head: int, d_k: int) -> torch.Tensor:
-    return x[..., head * d_k : (head + 1) * d_k]  # (T, d_k): one head's columns of a projection
-
-
 @torch.inference_mode()
 def explain(
     model: Transformer,
@@ -77,8 +60,8 @@ def explain(
 ) -> Explanation:
     """Eq. 1 for `query` (a source position for encoder_self, else a target position) of one head.
 
-    src: the encoder's input ids (EOS last); tgt_in: the decoder's inputs (BOS first). The layer's
-    input is recomputed from scratch by running the stack below it, in eval mode, as decoding does.
+    src: the encoder's input ids (EOS last); tgt_in: the decoder's inputs (BOS first). One
+    teacher-forced pass in eval mode, as decoding runs; every number comes out of that pass.
     """
     cfg = model.cfg
     n_layers = cfg.n_encoder_layers if family == "encoder_self" else cfg.n_decoder_layers
@@ -92,43 +75,34 @@ def explain(
     if not 0 <= query < n_queries:
         raise TTError(f"query position {query} is outside 0..{n_queries - 1}")
     device = next(model.parameters()).device
-    src_t = torch.tensor([src], device=device)  # (1, S)
-    src_mask = padding_mask(src_t, cfg.pad_id)  # (1, 1, 1, S)
-    d_k = cfg.d_k
-
+    enc = model.encode(torch.tensor([src], device=device), need_weights=True)  # (1, S)
     if family == "encoder_self":
-        x = model.src_pos(model.src_embed(src_t))  # (1, S, d_model)
-        for below in model.encoder_layers[:layer]:
-            x, _ = below(x, src_mask)
-        block = model.encoder_layers[layer]
-        y = block.self_attn_norm.sublayer_input(x)[0]  # (S, d_model)
-        attn, kv_input, mask = block.self_attn, y, src_mask[0, 0, 0]  # mask (S,)
-        pieces_q, pieces_k = src_pieces, src_pieces
+        internals: AttentionInternals = enc.attention[layer]
+        pieces_q = pieces_k = src_pieces
     else:
-        memory = model.encode(src_t).memory  # (1, S, d_model)
-        tgt_t = torch.tensor([tgt_in], device=device)  # (1, T)
-        x = model.tgt_pos(model.tgt_embed(tgt_t))  # (1, T, d_model)
-        for below in model.decoder_layers[:layer]:
-            x, _, _ = below(x, memory, src_mask, None)
-        block = model.decoder_layers[layer]
-        y = block.self_attn_norm.sublayer_input(x)
-        if family == "decoder_self":
-            attn, kv_input = block.self_attn, y[0]  # (T, d_model)
-            mask = subsequent_mask(len(tgt_in), device=device)[0, 0, query]  # (T,): no looking ahead
-            pieces_k = tgt_pieces
-        else:
-            attended, _ = block.self_attn(y, is_causal=True)
-            x = block.self_attn_norm(x, attended)
-            y = block.cross_attn_norm.sublayer_input(x)
-            attn, kv_input, mask = block.cross_attn, memory[0], src_mask[0, 0, 0]  # (S, d_model), (S,)
-            pieces_k = src_pieces
-        y = y[0]  # (T, d_model)
-        pieces_q = tgt_pieces
+        dec = model.decode(torch.tensor([tgt_in], device=device), enc, need_weights=True)  # (1, T)
+        internals = (dec.self_attention if family == "decoder_self" else dec.cross_attention)[layer]
+        pieces_q, pieces_k = tgt_pieces, (tgt_pieces if family == "decoder_self" else src_pieces)
 
-    q = _head(attn.w_q(y[query]), head, d_k)  # (d_k,)
-    k_all, v_all = attn.w_kv(kv_input).chunk(2, dim=-1)  # 2 × (T_k, d_model)
-    out = attention_steps(q, _head(k_all, head, d_k), _head(v_all, head, d_k), mask)
-    out.family, out.layer, out.head, out.query_index = family, layer, head, query
-    out.query_piece = pieces_q[query] if pieces_q else str(query)
-    out.key_pieces = pieces_k
-    return out
+    q = internals.q[0, head, query].float()  # (d_k,)
+    k, v = internals.k[0, head].float(), internals.v[0, head].float()  # (T_k, d_k)
+    masked = internals.scores[0, head, query].float()  # (T_k,) what the softmax read
+    dots = k @ q  # (T_k,) shown for every key, the masked ones too
+    return Explanation(
+        query=q,
+        keys=k,
+        values=v,
+        scores=dots,
+        d_k=cfg.d_k,
+        scaled=dots / math.sqrt(cfg.d_k),
+        mask=masked > float("-inf"),
+        masked=masked,
+        weights=internals.weights[0, head, query].float(),
+        output=internals.heads[0, head, query].float(),
+        family=family,
+        layer=layer,
+        head=head,
+        query_index=query,
+        query_piece=pieces_q[query] if pieces_q else str(query),
+        key_pieces=pieces_k,
+    )

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import torch
 
+from core.errors import ConfigError
 from core.model.transformer import DecoderState, Encoded, Transformer
 
 
@@ -51,17 +52,17 @@ def length_penalty(length: int, alpha: float) -> float:
     return ((5.0 + length) / 6.0) ** alpha
 
 
-def output_limits(model: Transformer, src: torch.Tensor, max_len: int | None, extra_len: int) -> torch.Tensor:
-    """Most output pieces per sentence (B,), EOS included: source pieces + extra_len, or max_len.
+def output_limits(model: Transformer, src: torch.Tensor, max_output: int | None, extra_len: int) -> torch.Tensor:
+    """Most output pieces per sentence (B,), EOS included: source pieces + extra_len, or max_output.
 
     Source pieces are the non-PAD tokens other than EOS (the source's own end marker is not part of
     the input's length). The decoder reads BOS plus all but the last output piece, so the
     positional table (max_len of the config) must cover limit positions; one is kept spare as
-    greedy always did.
+    greedy always did. The Stepper (`tt inspect`) calls this too, so it stops where greedy does.
     """
     cap = model.cfg.max_len - 1
-    if max_len is not None:
-        return torch.full((src.size(0),), max(1, min(max_len, cap)), dtype=torch.long)
+    if max_output is not None:
+        return torch.full((src.size(0),), max(1, min(max_output, cap)), dtype=torch.long)
     src_lens = ((src != model.cfg.pad_id) & (src != model.cfg.eos_id)).sum(1).cpu()  # (B,)
     return (src_lens + extra_len).clamp(min=1, max=cap)
 
@@ -115,14 +116,14 @@ def _pick_loop(
     src: torch.Tensor,
     pick: Callable[[torch.Tensor], torch.Tensor],
     *,
-    max_len: int | None,
+    max_output: int | None,
     extra_len: int,
     min_len: int,
 ) -> list[Hypothesis]:
     """The loop greedy search and sampling share: one piece per row per step, chosen by `pick`."""
     cfg = model.cfg
     b, device = src.size(0), src.device
-    limits = output_limits(model, src, max_len, extra_len).to(device)  # (B,)
+    limits = output_limits(model, src, max_output, extra_len).to(device)  # (B,)
     steps = int(limits.max())
     banned = _banned(model, device)
     enc = model.encode(src)
@@ -151,15 +152,28 @@ def _pick_loop(
 
 @torch.inference_mode()
 def greedy(
-    model: Transformer, src: torch.Tensor, *, max_len: int | None = None, extra_len: int = 50, min_len: int = 0
+    model: Transformer, src: torch.Tensor, *, max_output: int | None = None, extra_len: int = 50, min_len: int = 0
 ) -> list[Hypothesis]:
     """Pick the most probable piece at every step, for a batch of sources (B, S) at once.
 
     Finished rows are dropped from the batch (and the cache) as they emit EOS, so the work
-    shrinks with the batch. max_len defaults to source length + `extra_len` (within the model's).
+    shrinks with the batch. max_output defaults to source length + `extra_len` (within the model's).
     `min_len` bans EOS for that many steps (benchmarks use it to decode a fixed length).
     """
-    return _pick_loop(model, src, lambda lp: lp.argmax(-1), max_len=max_len, extra_len=extra_len, min_len=min_len)
+    return _pick_loop(model, src, lambda lp: lp.argmax(-1), max_output=max_output, extra_len=extra_len, min_len=min_len)
+
+
+def check_sampling(temperature: float, top_k: int = 0, top_p: float = 1.0) -> None:
+    """The one check of the sampling knobs (translate's options, `sample`, a view's re-shaping)."""
+    problems = []
+    if not temperature > 0:
+        problems.append(f"temperature must be positive, got {temperature}")
+    if top_k < 0:
+        problems.append(f"top-k must be 0 (off) or positive, got {top_k}")
+    if not 0.0 <= top_p <= 1.0:
+        problems.append(f"top-p must be in [0, 1], got {top_p}")
+    if problems:
+        raise ConfigError("; ".join(problems))
 
 
 def filter_logits(logits: torch.Tensor, *, top_k: int = 0, top_p: float = 1.0) -> torch.Tensor:
@@ -192,7 +206,7 @@ def sample(
     top_p: float = 1.0,
     seed: int | None = None,
     extra_len: int = 50,
-    max_len: int | None = None,
+    max_output: int | None = None,
     min_len: int = 0,
 ) -> list[Hypothesis]:
     """Draw each piece from softmax(logits / temperature), optionally cut to top_k / top_p.
@@ -200,10 +214,7 @@ def sample(
     The same seed gives the same outputs (a private torch.Generator; the global RNG is untouched).
     token_logprobs are under the model itself (temperature 1, no cut), like greedy's.
     """
-    if temperature <= 0:
-        raise ValueError(f"temperature must be > 0, got {temperature}")
-    if top_k < 0 or not 0.0 <= top_p <= 1.0:
-        raise ValueError(f"top_k must be >= 0 and top_p in [0, 1], got top_k={top_k}, top_p={top_p}")
+    check_sampling(temperature, top_k, top_p)
     generator = torch.Generator(device=src.device)
     if seed is None:
         generator.seed()
@@ -215,7 +226,7 @@ def sample(
         shaped = filter_logits(lp / temperature, top_k=top_k, top_p=top_p)
         return torch.multinomial(shaped.softmax(-1), 1, generator=generator).squeeze(1)
 
-    return _pick_loop(model, src, pick, max_len=max_len, extra_len=extra_len, min_len=min_len)
+    return _pick_loop(model, src, pick, max_output=max_output, extra_len=extra_len, min_len=min_len)
 
 
 # --------------------------------------------------------------------------------- beam search
@@ -243,7 +254,7 @@ def beam_search(
     beam_size: int = 4,
     alpha: float = 0.6,
     extra_len: int = 50,
-    max_len: int | None = None,
+    max_output: int | None = None,
     n_best: int | None = 1,
     min_len: int = 0,
     on_step: Callable[[int, StepCandidates], None] | None = None,
@@ -264,7 +275,7 @@ def beam_search(
     cfg = model.cfg
     b, device, beam = src.size(0), src.device, beam_size
     vocab = cfg.vocab_size
-    limits = output_limits(model, src, max_len, extra_len).tolist()
+    limits = output_limits(model, src, max_output, extra_len).tolist()
     banned = _banned(model, device)
     enc = model.encode(src)
     state = model.start_state(enc, capacity=max(limits))

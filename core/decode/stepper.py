@@ -11,16 +11,19 @@ from __future__ import annotations
 
 import torch
 
-from core.analysis.trace import Candidate, SourceTrace, StepTrace, top_candidates
+from core.analysis.trace import (
+    Candidate,
+    SourceTrace,
+    StepTrace,
+    source_trace,
+    step_trace,
+    top_candidates,
+)
 from core.checkpoint import LoadedModel
-from core.data.tokenizer import Tokenizer
+from core.decode.search import output_limits
+from core.decode.source import prepare_source
 from core.errors import TTError
 from core.model.transformer import DecoderState, Encoded
-
-
-def source_ids(tokenizer: Tokenizer, text: str, max_len: int) -> list[int]:
-    """The encoder's input, as in training: the pieces of `text` (cut to fit), then EOS."""
-    return tokenizer.encode(text)[: max_len - 1] + [tokenizer.sp.eos_id()]
 
 
 class Stepper:
@@ -37,35 +40,32 @@ class Stepper:
         text: str,
         *,
         top_k: int = 10,
-        temperature: float = 1.0,
         extra_len: int = 50,
-        _encoded: tuple[SourceTrace, Encoded] | None = None,
+        _encoded: tuple[SourceTrace, Encoded, list[str]] | None = None,
     ) -> None:
         self.loaded = loaded
         self.model = loaded.model
         self.tokenizer = loaded.tokenizer
         self.cfg = loaded.cfg
-        self.top_k = top_k
-        self.temperature = temperature
+        self.top_k = top_k  # candidates kept in each StepTrace
         if _encoded is None:
             _encoded = self._encode(text)
-        self.source, self.encoded = _encoded
-        # The same limit as core.decoding.greedy: source length + extra_len, within the model's table.
-        self.limit = min(len(self.source.tokens) + extra_len, self.cfg.max_len - 1)
+        self.source, self.encoded, self.warnings = _encoded
+        src = torch.tensor([self.source.tokens])  # (1, S)
+        self.limit = int(output_limits(self.model, src, None, extra_len)[0])  # where greedy stops too
         self.extra_len = extra_len
         self.steps: list[StepTrace] = []
         self.state = self.model.start_state(self.encoded)
 
-    def _encode(self, text: str) -> tuple[SourceTrace, Encoded]:
-        if not text.strip():
+    def _encode(self, text: str) -> tuple[SourceTrace, Encoded, list[str]]:
+        prepared = prepare_source(self.tokenizer, text, self.cfg.max_len)  # the rule `tt translate` uses
+        if not prepared.ids:
             raise TTError("nothing to inspect: the sentence is empty")
-        ids = source_ids(self.tokenizer, text, self.cfg.max_len)
         device = next(self.model.parameters()).device
-        src = torch.tensor([ids], dtype=torch.long, device=device)  # (1, S)
+        src = torch.tensor([prepared.ids], dtype=torch.long, device=device)  # (1, S)
         enc = self.model.encode(src, need_weights=True)
-        encoder_self = [w[0].cpu() for w in enc.attention]  # per layer (h, S, S)
-        trace = SourceTrace(text=text, tokens=ids, pieces=self.tokenizer.pieces(ids), encoder_self=encoder_self)
-        return trace, Encoded(enc.memory, enc.src_mask, None)
+        trace = source_trace(self.tokenizer, text, prepared.ids, enc)
+        return trace, Encoded(enc.memory, enc.src_mask, None), prepared.warnings
 
     # ------------------------------------------------------------------------------ reading
     @property
@@ -93,13 +93,11 @@ class Stepper:
         """Sum of the chosen pieces' log-probabilities (EOS included once produced)."""
         return sum(s.logprob for s in self.steps)
 
-    def candidates(self, step: StepTrace, *, top_k: int | None = None, temperature: float | None = None) -> list[Candidate]:
+    def candidates(self, step: StepTrace, *, top_k: int | None = None, temperature: float = 1.0) -> list[Candidate]:
         """Re-shape a step's distribution live (a view's temperature and top-k controls)."""
         if step.logits is None:
             return step.candidates
-        return top_candidates(
-            step.logits, self.tokenizer, top_k or self.top_k, temperature if temperature is not None else self.temperature
-        )
+        return top_candidates(step.logits, self.tokenizer, top_k or self.top_k, temperature)
 
     # ------------------------------------------------------------------------------ moving
     @torch.inference_mode()
@@ -114,22 +112,16 @@ class Stepper:
         device = self.encoded.memory.device
         step_input = torch.tensor([[previous]], dtype=torch.long, device=device)  # (1, 1)
         out = self.model.decode(step_input, self.encoded, state=self.state, need_weights=True)
-        logits = out.logits[0, -1].float().cpu()  # (vocab,)
-        logprobs = logits.log_softmax(-1)
-        token = int(logprobs.argmax()) if force is None else int(force)
-        trace = StepTrace(
-            index=t,
-            token=token,
-            piece=self.tokenizer.pieces([token])[0],
-            logprob=float(logprobs[token]),
-            candidates=top_candidates(logits, self.tokenizer, self.top_k, self.temperature),
-            forced=force is not None,
-            decoder_self=[w[0, :, -1].cpu() for w in out.self_attention],  # per layer (h, t+1)
-            cross=[w[0, :, -1].cpu() for w in out.cross_attention],  # per layer (h, S)
-            logits=logits,
+        logits = out.logits[0, -1]  # (vocab,)
+        token = int(logits.argmax()) if force is None else int(force)
+        new = step_trace(
+            self.tokenizer, t, token, logits,
+            [a.weights[0, :, -1] for a in out.self_attention],  # per layer (h, t+1)
+            [a.weights[0, :, -1] for a in out.cross_attention],  # per layer (h, S)
+            top_k=self.top_k, forced=force is not None,
         )
-        self.steps.append(trace)
-        return trace
+        self.steps.append(new)
+        return new
 
     @torch.inference_mode()
     def back(self) -> bool:
@@ -161,8 +153,8 @@ class Stepper:
         if not 0 <= at <= len(self.steps):
             raise TTError(f"cannot branch at step {at}: decoded steps are 0..{len(self.steps)}")
         other = Stepper(
-            self.loaded, self.source.text, top_k=self.top_k, temperature=self.temperature,
-            extra_len=self.extra_len, _encoded=(self.source, self.encoded),
+            self.loaded, self.source.text, top_k=self.top_k, extra_len=self.extra_len,
+            _encoded=(self.source, self.encoded, self.warnings),
         )
         if at > 0:
             prefix = [self.cfg.bos_id] + [s.token for s in self.steps[: at - 1]]

@@ -1,6 +1,6 @@
 """Translate text: the one high-level API that `tt translate`, `tt eval` and the TUI call.
 
-    lines ──clean──▶ pieces (+EOS, truncated to max_len) ──length-sorted batches──▶ greedy / beam / sample
+    lines ──prepare_source──▶ pieces (+EOS, cut to fit) ──length-sorted batches──▶ greedy / beam / sample
           ──restore input order──▶ Translation (text, pieces, log-probs; attention trace when asked)
 
 `translate_lines` streams: it reads a chunk of lines, translates it and yields before reading on,
@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import queue
 import threading
-import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-import torch
-
-from core.analysis.trace import Candidate, SourceTrace, StepTrace
+from core.analysis.trace import SourceTrace, StepTrace, trace_steps
 from core.checkpoint import LoadedModel
+from core.decode.search import check_sampling
+from core.decode.source import prepare_source
 from core.errors import ConfigError, DataError
 
 # Characters that would split one output line into several for a reader using str.splitlines().
@@ -42,8 +41,8 @@ class TranslateOptions:
     seed: int | None = None
     batch_size: int = 32  # sentences per forward pass (each expands into `beam` rows)
     extra_len: int = 50  # output may run this many pieces past the source length (§6.1)
-    trace: bool = False  # also return every attention matrix (a teacher-forced pass per sentence)
-    trace_top_k: int = 5
+    with_attention: bool = False  # also return the StepTraces: every attention matrix (a teacher-forced pass)
+    n_candidates: int = 5  # top-k candidates kept in each StepTrace
 
     def validate(self) -> TranslateOptions:
         problems = []
@@ -57,12 +56,10 @@ class TranslateOptions:
             problems.append("--n-best needs beam search (not --greedy or --sample)")
         if self.n_best > max(self.beam, 1) and not (self.greedy or self.sample):
             problems.append(f"--n-best ({self.n_best}) cannot exceed --beam ({self.beam})")
-        if self.temperature <= 0:
-            problems.append(f"--temperature must be positive, got {self.temperature}")
-        if self.top_k < 0:
-            problems.append(f"--top-k must be 0 (off) or positive, got {self.top_k}")
-        if not 0.0 <= self.top_p <= 1.0:
-            problems.append(f"--top-p must be in [0, 1], got {self.top_p}")
+        try:
+            check_sampling(self.temperature, self.top_k, self.top_p)
+        except ConfigError as exc:
+            problems.append(str(exc))
         if self.alpha < 0:
             problems.append(f"--alpha must be non-negative, got {self.alpha}")
         if self.batch_size < 1:
@@ -102,28 +99,11 @@ class Translation:
     truncated: bool = False  # the source was cut to the model's max_len
     warnings: list[str] = field(default_factory=list)
     alternatives: list[Alternative] = field(default_factory=list)  # n-best list, best first (beam only)
-    source_trace: SourceTrace | None = None  # when options.trace
+    source_trace: SourceTrace | None = None  # when options.with_attention
     steps: list[StepTrace] | None = None
 
 
 # --------------------------------------------------------------------------------------- input
-def clean_text(text: str) -> tuple[str, int]:
-    """`text` with control characters (NUL included) and lone surrogates replaced by spaces.
-
-    They carry no meaning to translate, and line breaks inside a "line" would break the
-    one-line-out-per-line-in contract. Returns the cleaned text and how many were replaced.
-    """
-    out, replaced = [], 0
-    for ch in text:
-        cat = unicodedata.category(ch)
-        if cat in ("Cc", "Cs") and ch != "\t" or ch in "\u2028\u2029":
-            out.append(" ")
-            replaced += 1
-        else:
-            out.append(" " if ch == "\t" else ch)
-    return "".join(out), replaced
-
-
 def read_lines(stream: BinaryIO, name: str, errors: str = "strict") -> Iterator[str]:
     """Lines of a binary stream decoded as UTF-8, one at a time (no whole-file read).
 
@@ -242,27 +222,16 @@ def translate_lines(
     """
     options = (options or TranslateOptions()).validate()
     tok, cfg = loaded.tokenizer, loaded.cfg
-    max_src = cfg.max_len - 1  # leave room for EOS
     index = batch_no = 0
     for chunk in _chunks(lines, options.batch_size * 4):
         results: list[Translation] = []
         work: list[int] = []  # positions in `results` that need the model
         for line in chunk:
-            cleaned, replaced = clean_text(line)
-            t = Translation(index=index, source=line, text="")
+            prepared = prepare_source(tok, line, cfg.max_len)
+            t = Translation(index=index, source=line, text="", source_tokens=prepared.ids, truncated=prepared.truncated)
+            t.warnings = [f"line {index + 1}: {w}" for w in prepared.warnings]
             index += 1
-            if replaced:
-                t.warnings.append(f"line {t.index + 1}: replaced {replaced} control character(s) with spaces")
-            if cleaned.strip():
-                ids = tok.encode(cleaned.strip())
-                if len(ids) > max_src:
-                    t.truncated = True
-                    t.warnings.append(
-                        f"line {t.index + 1}: {len(ids)} pieces, longer than the model's {max_src}; "
-                        f"translated the first {max_src}"
-                    )
-                    ids = ids[:max_src]
-                t.source_tokens = ids + [cfg.eos_id]
+            if prepared.ids:
                 work.append(len(results))
             results.append(t)
         work.sort(key=lambda i: len(results[i].source_tokens))
@@ -284,69 +253,6 @@ def _fill(loaded: LoadedModel, t: Translation, hyps: list, options: TranslateOpt
     best = alts[0]
     t.text, t.tokens, t.pieces, t.token_logprobs, t.score = best.text, best.tokens, best.pieces, best.token_logprobs, best.score
     t.alternatives = alts if options.n_best > 1 else []
-    if options.trace:
+    if options.with_attention:
         out = best.tokens + ([loaded.cfg.eos_id] if len(best.token_logprobs) > len(best.tokens) else [])
-        t.source_trace, t.steps = trace_translation(loaded, t.source_tokens, out, top_k=options.trace_top_k)
-        t.source_trace.text = t.source
-
-
-# --------------------------------------------------------------------------------------- trace
-@torch.inference_mode()
-def trace_translation(
-    loaded: LoadedModel, src_ids: list[int], out_ids: list[int], top_k: int = 5
-) -> tuple[SourceTrace, list[StepTrace]]:
-    """What the model saw at each step of producing `out_ids` from `src_ids`.
-
-    src_ids: the encoder input (EOS appended if missing). out_ids: the output pieces without BOS;
-    end it with EOS to include the step that stopped. One teacher-forced `model.trace` pass over
-    BOS + out_ids[:-1] gives exactly the attention each incremental decoding step saw, because
-    the look-ahead mask hides every later position (causality).
-    """
-    model, cfg, tok = loaded.model, loaded.cfg, loaded.tokenizer
-    device = next(model.parameters()).device
-    src_ids = list(src_ids)
-    if not src_ids or src_ids[-1] != cfg.eos_id:
-        src_ids.append(cfg.eos_id)
-    src_ids = src_ids[-cfg.max_len :] if len(src_ids) > cfg.max_len else src_ids
-    out_ids = list(out_ids)[: cfg.max_len]
-    src = torch.tensor([src_ids], device=device)  # (1, S)
-    source = SourceTrace(text=tok.decode(src_ids), tokens=src_ids, pieces=tok.pieces(src_ids))
-    if not out_ids:
-        enc = model.encode(src, need_weights=True)
-        source.encoder_self = [w[0].float().cpu() for w in enc.attention]  # (h, S, S) per layer
-        return source, []
-    tgt_in = torch.tensor([[cfg.bos_id] + out_ids[:-1]], device=device)  # (1, T)
-    logits, attn = model.trace(src, tgt_in)  # logits (1, T, vocab)
-    source.encoder_self = [w[0].float().cpu() for w in attn.encoder_self]  # (h, S, S) per layer
-    logits = logits[0].float().cpu()  # (T, vocab)
-    logprobs = logits.log_softmax(-1)
-    k = min(top_k, logits.size(-1))
-    top_lp, top_ids = logprobs.topk(k, dim=-1)  # (T, k)
-    decoder_self = [w[0].float().cpu() for w in attn.decoder_self]  # (h, T, T) per layer
-    cross = [w[0].float().cpu() for w in attn.cross]  # (h, T, S) per layer
-    steps = []
-    for t, token in enumerate(out_ids):
-        candidates = [
-            Candidate(int(i), tok.pieces([int(i)])[0], float(lp.exp()), float(lp))
-            for lp, i in zip(top_lp[t], top_ids[t])
-        ]
-        steps.append(
-            StepTrace(
-                index=t,
-                token=token,
-                piece=tok.pieces([token])[0],
-                logprob=float(logprobs[t, token]),
-                candidates=candidates,
-                decoder_self=[w[:, t, : t + 1] for w in decoder_self],  # (h, t+1) per layer
-                cross=[w[:, t] for w in cross],  # (h, S) per layer
-                logits=logits[t],
-            )
-        )
-    return source, steps
-
-
-def cross_matrix(steps: list[StepTrace], layer: int = -1, head: int | None = None) -> torch.Tensor:
-    """(T_out, S) cross-attention of one layer: one head, or the mean over heads when head is None."""
-    rows = [s.cross[layer] for s in steps]  # each (h, S)
-    stacked = torch.stack(rows, dim=1)  # (h, T, S)
-    return stacked.mean(0) if head is None else stacked[head]
+        t.source_trace, t.steps = trace_steps(loaded, t.source_tokens, out, top_k=options.n_candidates, text=t.source)

@@ -1,18 +1,28 @@
 """Scaled dot-product and multi-head attention (§3.2), with a key/value cache for decoding.
 
 Two paths, one contract: the fused `F.scaled_dot_product_attention` for speed, and a manual path
-that also returns every head's weights when the caller asks for them (`need_weights=True`).
+that also returns the internals of Eq. 1 (`AttentionInternals`) when the caller asks for them
+(`need_weights=True`). Interventions are arguments, never hooks: a `head_mask` zeroes chosen heads'
+outputs before W^O in both paths.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Literal
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from core.model.masks import subsequent_mask
+
+if TYPE_CHECKING:
+    from core.model.config import ModelConfig
+
+Family = Literal["encoder_self", "decoder_self", "cross"]
+FAMILIES: tuple[Family, ...] = ("cross", "decoder_self", "encoder_self")
 
 
 def scaled_dot_product_attention(
@@ -21,11 +31,12 @@ def scaled_dot_product_attention(
     v: torch.Tensor,
     mask: torch.Tensor | None = None,
     dropout: nn.Module | None = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Attention(Q, K, V) = softmax(Q Kᵀ / √d_k) V  (Eq. 1), written out step by step.
 
     q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v); mask broadcasts to (..., T_q, T_k),
-    True where attending is allowed. Returns (output (..., T_q, d_v), weights (..., T_q, T_k)).
+    True where attending is allowed. Returns (output (..., T_q, d_v), weights (..., T_q, T_k),
+    scores (..., T_q, T_k)): the scores are what the softmax read, Q Kᵀ / √d_k with -inf where masked.
     """
     d_k = q.size(-1)
     scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., T_q, T_k)
@@ -35,7 +46,65 @@ def scaled_dot_product_attention(
     # A query whose every key is masked would give NaN; give it zero attention instead.
     weights = torch.nan_to_num(weights, nan=0.0)
     attended = dropout(weights) if dropout is not None else weights
-    return attended @ v, weights  # (..., T_q, d_v), (..., T_q, T_k)
+    return attended @ v, weights, scores  # (..., T_q, d_v), (..., T_q, T_k), (..., T_q, T_k)
+
+
+@dataclass
+class AttentionInternals:
+    """Eq. 1 of one attention sub-layer, every head, as the forward pass computed it.
+
+    Returned only when asked (`need_weights=True`), never stashed on the module. With a KV cache,
+    `k`/`v` are the cache's tensors: copy them before decoding on if you keep them.
+    """
+
+    q: torch.Tensor  # (B, h, T_q, d_k) the queries, Q W^Q split into heads
+    k: torch.Tensor  # (B, h, T_k, d_k)
+    v: torch.Tensor  # (B, h, T_k, d_k)
+    scores: torch.Tensor  # (B, h, T_q, T_k) pre-softmax: Q Kᵀ / √d_k, -inf where the mask forbids
+    weights: torch.Tensor  # (B, h, T_q, T_k) softmax(scores); a query with no visible key gets 0s
+    heads: torch.Tensor  # (B, h, T_q, d_k) weights · V per head, head mask applied: what W^O mixes
+
+
+@dataclass(frozen=True)
+class HeadMask:
+    """Which heads speak: per family, a (n_layers, h) tensor, 1 = keep, 0 = zero that head's output.
+
+    The mask multiplies each head's output before Concat · W^O (§3.2.2), so 0 removes the head's
+    contribution entirely and a value in between scales it. A leading batch dimension,
+    (B, n_layers, h), gives each row of a teacher-forced batch its own mask.
+
+        mask = HeadMask.ones(cfg).off("cross", layer=1, head=3)
+        model.decode(tgt, model.encode(src, head_mask=mask), head_mask=mask)
+    """
+
+    encoder_self: torch.Tensor  # (n_encoder_layers, h)
+    decoder_self: torch.Tensor  # (n_decoder_layers, h)
+    cross: torch.Tensor  # (n_decoder_layers, h)
+
+    @classmethod
+    def ones(cls, cfg: ModelConfig) -> HeadMask:
+        """Every head on: the model as trained."""
+        return cls(
+            torch.ones(cfg.n_encoder_layers, cfg.h),
+            torch.ones(cfg.n_decoder_layers, cfg.h),
+            torch.ones(cfg.n_decoder_layers, cfg.h),
+        )
+
+    def off(self, family: Family, layer: int, head: int) -> HeadMask:
+        """A copy with one head switched off (in every row, when batched)."""
+        return self.scaled(family, layer, head, 0.0)
+
+    def scaled(self, family: Family, layer: int, head: int, value: float) -> HeadMask:
+        """A copy with one head's output multiplied by `value` (1 = as trained, 0 = off)."""
+        if family not in FAMILIES:
+            raise ValueError(f"unknown attention family {family!r}; choose one of {', '.join(FAMILIES)}")
+        table = getattr(self, family).clone()
+        table[..., layer, head] = value
+        return replace(self, **{family: table})
+
+    def layer(self, family: Family, i: int) -> torch.Tensor:
+        """Layer i's mask for `family`: (h,), or (B, h) when batched."""
+        return getattr(self, family)[..., i, :]
 
 
 class KVCache:
@@ -141,13 +210,15 @@ class MultiHeadAttention(nn.Module):
         static_kv: bool = False,
         is_causal: bool = False,
         need_weights: bool = False,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        head_mask: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, AttentionInternals | None]:
         """x (B, T_q, d_model) queries; keys/values from `memory` (cross) or from x (self).
 
         With a `cache`: static_kv=True uses its keys/values as they are (cross-attention);
         otherwise x's new keys/values are appended to it first (incremental self-attention).
         `is_causal` lets the fused path apply the look-ahead mask itself (mask must be None).
-        Returns (output (B, T_q, d_model), weights (B, h, T_q, T_k) or None).
+        `head_mask` (h,) or (B, h): each head's output is multiplied by it before W^O (1 keeps, 0 removes).
+        Returns (output (B, T_q, d_model), the internals of Eq. 1 when need_weights, else None).
         """
         if is_causal and mask is not None:
             # The two paths would disagree (fused drops one of them): fold causality into the mask instead.
@@ -162,10 +233,11 @@ class MultiHeadAttention(nn.Module):
                 kv = cache
             k, v = kv.k, kv.v  # (B, h, T_k, d_k)
 
+        internals = None
         if need_weights:
             if is_causal:
                 mask = subsequent_mask(q.size(2), offset=k.size(2) - q.size(2), device=q.device)
-            out, weights = scaled_dot_product_attention(q, k, v, mask, self.dropout if self.training else None)
+            out, weights, scores = scaled_dot_product_attention(q, k, v, mask, self.dropout if self.training else None)
         else:
             out = F.scaled_dot_product_attention(
                 q,
@@ -174,8 +246,12 @@ class MultiHeadAttention(nn.Module):
                 attn_mask=mask,
                 dropout_p=self.attention_dropout if self.training else 0.0,
                 is_causal=is_causal and mask is None,
-            )
-            weights = None
+            )  # (B, h, T_q, d_k)
+        if head_mask is not None:
+            # (h,) -> (h, 1, 1) or (B, h) -> (B, h, 1, 1): one factor per head, broadcast over T_q and d_k.
+            out = out * head_mask.to(out.device, out.dtype).reshape(*head_mask.shape[:-1], self.h, 1, 1)
+        if need_weights:
+            internals = AttentionInternals(q, k, v, scores, weights, out)
         b, _, t, _ = out.shape
         out = out.transpose(1, 2).reshape(b, t, self.h * self.d_k)  # (B, T_q, d_model)
-        return self.w_o(out), weights
+        return self.w_o(out), internals

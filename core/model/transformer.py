@@ -2,29 +2,27 @@
 
 `encode` reads the source once; `decode` runs the decoder over target tokens, either all at once
 (training, teacher forcing) or a few at a time against a `DecoderState` cache (inference).
-Attention weights come back in `AttentionTrace` only when `need_weights=True`; nothing is stashed.
+Internals come back only when asked, nothing is stashed: every attention sub-layer's
+`AttentionInternals` with `need_weights=True`, the residual stream after each decoder layer with
+`return_layers=True`. A `HeadMask` switches heads off for an experiment (ablation), as an argument.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 from torch import nn
 
-from core.model.attention import KVCache, MultiHeadAttention
+from core.model.attention import (
+    AttentionInternals,
+    HeadMask,
+    KVCache,
+    MultiHeadAttention,
+)
 from core.model.config import ModelConfig
 from core.model.layers import AddNorm, Embeddings, FeedForward, PositionalEncoding
 from core.model.masks import padding_mask, subsequent_mask
-
-
-@dataclass
-class AttentionTrace:
-    """Every head's attention weights, one tensor per layer, each (B, h, T_q, T_k)."""
-
-    encoder_self: list[torch.Tensor] = field(default_factory=list)  # T_q = T_k = source length
-    decoder_self: list[torch.Tensor] = field(default_factory=list)  # masked: T_k = target length so far
-    cross: list[torch.Tensor] = field(default_factory=list)  # T_k = source length
 
 
 @dataclass
@@ -33,7 +31,7 @@ class Encoded:
 
     memory: torch.Tensor  # (B, S, d_model)
     src_mask: torch.Tensor  # (B, 1, 1, S), True at real source tokens
-    attention: list[torch.Tensor] | None = None  # encoder self-attention per layer when asked
+    attention: list[AttentionInternals] | None = None  # encoder self-attention per layer, when asked
 
     def select(self, index: torch.Tensor) -> Encoded:
         """Rows `index` of the batch (beam search expands each sentence into its beams)."""
@@ -58,8 +56,11 @@ class DecoderState:
 @dataclass
 class Decoded:
     logits: torch.Tensor  # (B, T, vocab): unnormalised scores for the next token at each position
-    self_attention: list[torch.Tensor] | None = None  # (B, h, T, T_so_far) per layer
-    cross_attention: list[torch.Tensor] | None = None  # (B, h, T, S) per layer
+    self_attention: list[AttentionInternals] | None = None  # per layer; weights (B, h, T, T_so_far)
+    cross_attention: list[AttentionInternals] | None = None  # per layer; weights (B, h, T, S)
+    # The residual stream after each decoder layer (B, T, d_model), before the final norm and the
+    # generator: what a logit lens reads, when return_layers=True.
+    layers: list[torch.Tensor] | None = None
 
 
 class EncoderLayer(nn.Module):
@@ -73,10 +74,14 @@ class EncoderLayer(nn.Module):
         self.ffn_norm = AddNorm(cfg.d_model, cfg.dropout, cfg.norm)
 
     def forward(
-        self, x: torch.Tensor, src_mask: torch.Tensor, need_weights: bool = False
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        self,
+        x: torch.Tensor,
+        src_mask: torch.Tensor,
+        need_weights: bool = False,
+        head_mask: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, AttentionInternals | None]:
         y = self.self_attn_norm.sublayer_input(x)
-        attended, weights = self.self_attn(y, mask=src_mask, need_weights=need_weights)
+        attended, weights = self.self_attn(y, mask=src_mask, need_weights=need_weights, head_mask=head_mask)
         x = self.self_attn_norm(x, attended)
         x = self.ffn_norm(x, self.ffn(self.ffn_norm.sublayer_input(x)))
         return x, weights
@@ -103,16 +108,19 @@ class DecoderLayer(nn.Module):
         self_cache: KVCache | None = None,
         cross_cache: KVCache | None = None,
         need_weights: bool = False,
-    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+        self_head_mask: torch.Tensor | None = None,
+        cross_head_mask: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, AttentionInternals | None, AttentionInternals | None]:
         y = self.self_attn_norm.sublayer_input(x)
         attended, self_w = self.self_attn(
             y, mask=self_mask, cache=self_cache, is_causal=self_mask is None and self_cache is None,
-            need_weights=need_weights,
+            need_weights=need_weights, head_mask=self_head_mask,
         )
         x = self.self_attn_norm(x, attended)
         y = self.cross_attn_norm.sublayer_input(x)
         attended, cross_w = self.cross_attn(
-            y, memory, src_mask, cache=cross_cache, static_kv=cross_cache is not None, need_weights=need_weights
+            y, memory, src_mask, cache=cross_cache, static_kv=cross_cache is not None, need_weights=need_weights,
+            head_mask=cross_head_mask,
         )
         x = self.cross_attn_norm(x, attended)
         x = self.ffn_norm(x, self.ffn(self.ffn_norm.sublayer_input(x)))
@@ -146,15 +154,15 @@ class Transformer(nn.Module):
                 nn.init.zeros_(p)
 
     # ----------------------------------------------------------------------------------- encoder
-    def encode(self, src: torch.Tensor, *, need_weights: bool = False) -> Encoded:
-        """src (B, S) token ids -> memory (B, S, d_model)."""
+    def encode(self, src: torch.Tensor, *, need_weights: bool = False, head_mask: HeadMask | None = None) -> Encoded:
+        """src (B, S) token ids -> memory (B, S, d_model). `head_mask.encoder_self` silences heads."""
         if src.size(1) > self.cfg.max_len:
             raise ValueError(f"source has {src.size(1)} pieces; this model takes at most {self.cfg.max_len}")
         src_mask = padding_mask(src, self.cfg.pad_id)  # (B, 1, 1, S)
         x = self.src_pos(self.src_embed(src))  # (B, S, d_model)
         weights = [] if need_weights else None
-        for layer in self.encoder_layers:
-            x, w = layer(x, src_mask, need_weights)
+        for i, layer in enumerate(self.encoder_layers):
+            x, w = layer(x, src_mask, need_weights, None if head_mask is None else head_mask.layer("encoder_self", i))
             if weights is not None:
                 weights.append(w)
         return Encoded(self.encoder_norm(x), src_mask, weights)
@@ -178,11 +186,14 @@ class Transformer(nn.Module):
         *,
         state: DecoderState | None = None,
         need_weights: bool = False,
+        return_layers: bool = False,
+        head_mask: HeadMask | None = None,
     ) -> Decoded:
         """tgt (B, T) target ids (BOS first) -> next-token logits (B, T, vocab).
 
         Without `state`: all T positions at once under the look-ahead mask (teacher forcing).
-        With `state`: tgt holds only the new positions; their keys/values join the cache.
+        With `state`: tgt holds only the new positions; their keys/values join the cache (give the
+        same `head_mask` at every step, so the cache holds what that masked model computed).
         """
         offset = state.length if state is not None else 0
         t = tgt.size(1)
@@ -195,6 +206,7 @@ class Transformer(nn.Module):
         if state is not None and t > 1:
             self_mask = subsequent_mask(t, offset=offset, device=tgt.device)  # (1, 1, T, offset+T)
         self_ws, cross_ws = ([], []) if need_weights else (None, None)
+        layers = [] if return_layers else None
         for i, layer in enumerate(self.decoder_layers):
             self_cache = cross_cache = None
             if state is not None:
@@ -203,23 +215,24 @@ class Transformer(nn.Module):
                     state.self_attn[i] = KVCache(empty, empty.clone())
                     state.self_attn[i].reserve(state.capacity)
                 self_cache, cross_cache = state.self_attn[i], state.cross_attn[i]
-            x, self_w, cross_w = layer(x, enc.memory, enc.src_mask, self_mask, self_cache, cross_cache, need_weights)
+            self_hm = cross_hm = None
+            if head_mask is not None:
+                self_hm, cross_hm = head_mask.layer("decoder_self", i), head_mask.layer("cross", i)
+            x, self_w, cross_w = layer(
+                x, enc.memory, enc.src_mask, self_mask, self_cache, cross_cache, need_weights, self_hm, cross_hm
+            )
             if need_weights:
                 self_ws.append(self_w)
                 cross_ws.append(cross_w)
+            if layers is not None:
+                layers.append(x)
         if state is not None:
             state.length += t
-        return Decoded(self.generator(self.decoder_norm(x)), self_ws, cross_ws)
+        return Decoded(self.generator(self.decoder_norm(x)), self_ws, cross_ws, layers)
 
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
         """Teacher-forced logits (B, T, vocab) for training."""
         return self.decode(tgt_in, self.encode(src)).logits
-
-    def trace(self, src: torch.Tensor, tgt_in: torch.Tensor) -> tuple[torch.Tensor, AttentionTrace]:
-        """One teacher-forced pass that also returns every attention matrix."""
-        enc = self.encode(src, need_weights=True)
-        dec = self.decode(tgt_in, enc, need_weights=True)
-        return dec.logits, AttentionTrace(enc.attention, dec.self_attention, dec.cross_attention)
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())

@@ -87,7 +87,7 @@ class GuidedAlignment:
     def forward(self, model, src: torch.Tensor, tgt_in: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Teacher-forced logits (B, T, vocab) and the guided head's cross-attention (B, T, S)."""
         dec = model.decode(tgt_in, model.encode(src), need_weights=True)
-        return dec.logits, dec.cross_attention[self.layer][:, self.head]  # (B, h, T, S) -> (B, T, S)
+        return dec.logits, dec.cross_attention[self.layer].weights[:, self.head]  # (B, h, T, S) -> (B, T, S)
 
     def loss(self, attention: torch.Tensor, batch: Sequence[Example]) -> tuple[torch.Tensor, int]:
         """(summed cross-entropy over rows with links, number of such rows)."""

@@ -71,9 +71,7 @@ def _round(matrix, digits: int = 4) -> list:
 
 def to_json(t, attention: str, align) -> dict:
     """The --json object of one Translation (see `tt translate --help`); align: False, True or an AlignRule."""
-    import torch
-
-    from core.decode.translate import cross_matrix
+    from core.analysis.trace import attention_matrix
 
     obj: dict = {
         "index": t.index,
@@ -93,22 +91,27 @@ def to_json(t, attention: str, align) -> dict:
             for a in t.alternatives
         ]
     steps = t.steps or []
-    src_pieces = t.source_trace.pieces if t.source_trace else []
+    source = t.source_trace
+    src_pieces = source.pieces if source else []
     out_pieces = [s.piece for s in steps]
     if attention != "none":
         att: dict = {"source_pieces": src_pieces, "output_pieces": out_pieces}
-        # Per layer, per head: rows = output pieces (EOS step included), columns = source pieces.
         n_layers = len(steps[0].cross) if steps else 0
-        att["cross"] = [
-            [_round(m) for m in torch.stack([s.cross[i] for s in steps], 1)]  # (h, T, S)
-            for i in range(n_layers)
-        ]
-        if attention == "all" and t.source_trace:
-            att["encoder_self"] = [[_round(m) for m in w] for w in t.source_trace.encoder_self]  # (h, S, S)
+        n_heads = steps[0].cross[0].size(0) if steps else 0
+
+        def per_head(family: str, layer: int) -> list:
+            return [attention_matrix(source, steps, family, layer, hd) for hd in range(n_heads)]
+
+        # Per layer, per head: rows = output pieces (EOS step included), columns = source pieces.
+        att["cross"] = [[_round(m) for m in per_head("cross", i)] for i in range(n_layers)]
+        if attention == "all" and source:
+            att["encoder_self"] = [  # (h, S, S) per layer
+                [_round(attention_matrix(source, steps, "encoder_self", i, hd)) for hd in range(w.size(0))]
+                for i, w in enumerate(source.encoder_self)
+            ]
             # Row t of the decoder self-attention covers positions 0..t (BOS first); later ones are masked.
-            n_heads = steps[0].cross[0].size(0) if steps else 0
             att["decoder_self"] = [
-                [[[round(x, 4) for x in s.decoder_self[i][hd].tolist()] for s in steps] for hd in range(n_heads)]
+                [[row[: t + 1] for t, row in enumerate(_round(m))] for m in per_head("decoder_self", i)]
                 for i in range(n_layers)
             ]
         obj["attention"] = att
@@ -225,7 +228,7 @@ def translate(
     options = TranslateOptions(
         beam=beam, alpha=alpha, n_best=n_best, greedy=greedy, sample=sample, temperature=temperature,
         top_k=top_k, top_p=top_p, seed=seed, batch_size=batch_size,
-        trace=show_attention or align or attention != AttentionChoice.none,
+        with_attention=show_attention or align or attention != AttentionChoice.none,
     ).validate()
 
     from core.checkpoint import load_model
@@ -302,10 +305,10 @@ def set_threads(threads: int, few: bool) -> None:
 
 
 def _show(console, t, layer: int, head: int | None) -> None:
-    from core.decode.translate import cross_matrix
+    from core.analysis.trace import attention_matrix
     from tt_cli.render import heatmap, legend
 
-    matrix = cross_matrix(t.steps, layer, head).tolist()  # (T_out, S)
+    matrix = attention_matrix(t.source_trace, t.steps, "cross", layer, head).tolist()  # (T_out, S)
     which = "mean over heads" if head is None else f"head {head}"
     n_layers = len(t.steps[0].cross)
     title = f"cross-attention, layer {'last' if layer % n_layers == n_layers - 1 else layer % n_layers}, {which}"

@@ -16,17 +16,12 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
 
+from core.analysis.trace import piece_label as label
 from tt_cli.render import shade
 
 LABEL_WIDTH = 10
 # One tooltip for the four arrows: the help screen lists them on one row.
 _MOVE = "with the heatmap focused (tab, or a click on a cell): move the selected cell"
-
-
-def label(piece: str, width: int) -> str:
-    """A piece as a reader sees it: SentencePiece's word-start mark '▁' shown as '·'."""
-    text = piece.replace("\u2581", "·") or "∅"
-    return text if len(text) <= width else text[: max(width - 1, 1)] + "…"
 
 
 @dataclass
