@@ -16,6 +16,7 @@ from core.analysis.trace import (
     trace_steps,
 )
 from core.decode.stepper import Stepper
+from core.model.attention import HeadMask
 from tt_cli.main import app
 
 # Messy on purpose: a control character and blanks at the ends go through the one prepare_source rule.
@@ -89,3 +90,19 @@ def test_piece_label():
     assert piece_label("\u2581étudiant", 10) == "·étudiant"
     assert piece_label("\u2581anticonstitutionnellement", 8) == "·antico…"
     assert piece_label("", 5) == "∅"
+
+
+def test_a_head_mask_reaches_both_builders_alike(tiny_loaded):
+    """Heads off in the Stepper (KV cache) and in the teacher-forced pass: the same steps, and not the plain ones."""
+    mask = HeadMask.ones(tiny_loaded.cfg)
+    for layer in range(tiny_loaded.cfg.n_decoder_layers):
+        for head in range(tiny_loaded.cfg.h - 1):  # leave one cross-attention head per layer
+            mask = mask.off("cross", layer, head)
+    stepper = Stepper(tiny_loaded, SENTENCES[0], head_mask=mask)
+    stepper.run()
+    out_ids = [s.token for s in stepper.steps]
+    _, steps = trace_steps(tiny_loaded, stepper.source.tokens, out_ids, head_mask=mask)
+    for a, b in zip(steps, stepper.steps, strict=True):
+        torch.testing.assert_close(a.logits, b.logits, atol=1e-4, rtol=1e-4)
+    _, plain = trace_steps(tiny_loaded, stepper.source.tokens, out_ids)
+    assert not torch.allclose(plain[0].logits, steps[0].logits, atol=1e-3)

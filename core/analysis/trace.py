@@ -147,14 +147,21 @@ def step_trace(
 
 @torch.inference_mode()
 def trace_steps(
-    loaded: LoadedModel, src_ids: list[int], out_ids: list[int], *, top_k: int = 5, text: str = ""
+    loaded: LoadedModel,
+    src_ids: list[int],
+    out_ids: list[int],
+    *,
+    top_k: int = 5,
+    text: str = "",
+    head_mask: HeadMask | None = None,
 ) -> tuple[SourceTrace, list[StepTrace]]:
     """What the model saw at each step of producing `out_ids` from `src_ids`, in one teacher-forced pass.
 
     src_ids: the encoder input as core.decode.source.prepare_source makes it (EOS last, fits the
     model). out_ids: the output pieces without BOS; end them with EOS to include the step that
     stopped. One pass over BOS + out_ids[:-1] gives exactly the attention each incremental
-    decoding step saw, because the look-ahead mask hides every later position.
+    decoding step saw, because the look-ahead mask hides every later position. With a
+    `head_mask`, the steps are those of the model with those heads off.
     """
     model, cfg, tok = loaded.model, loaded.cfg, loaded.tokenizer
     if not src_ids or src_ids[-1] != cfg.eos_id or len(src_ids) > cfg.max_len:
@@ -165,12 +172,13 @@ def trace_steps(
     if len(out_ids) > cfg.max_len:
         raise TTError(f"output has {len(out_ids)} pieces; this model takes at most {cfg.max_len}")
     device = next(model.parameters()).device
-    enc = model.encode(torch.tensor([src_ids], device=device), need_weights=True)  # memory (1, S, d_model)
+    src = torch.tensor([src_ids], device=device)  # (1, S)
+    enc = model.encode(src, need_weights=True, head_mask=head_mask)
     source = source_trace(tok, text, src_ids, enc)
     if not out_ids:
         return source, []
     tgt_in = torch.tensor([[cfg.bos_id] + list(out_ids[:-1])], device=device)  # (1, T)
-    dec = model.decode(tgt_in, enc, need_weights=True)
+    dec = model.decode(tgt_in, enc, need_weights=True, head_mask=head_mask)
     steps = [
         step_trace(
             tok, t, token, dec.logits[0, t],

@@ -23,6 +23,7 @@ from core.checkpoint import LoadedModel
 from core.decode.search import output_limits
 from core.decode.source import prepare_source
 from core.errors import TTError
+from core.model.attention import HeadMask
 from core.model.transformer import DecoderState, Encoded
 
 
@@ -41,6 +42,7 @@ class Stepper:
         *,
         top_k: int = 10,
         extra_len: int = 50,
+        head_mask: HeadMask | None = None,
         _encoded: tuple[SourceTrace, Encoded, list[str]] | None = None,
     ) -> None:
         self.loaded = loaded
@@ -48,6 +50,7 @@ class Stepper:
         self.tokenizer = loaded.tokenizer
         self.cfg = loaded.cfg
         self.top_k = top_k  # candidates kept in each StepTrace
+        self.head_mask = head_mask  # heads switched off in every step (None: the model as trained)
         if _encoded is None:
             _encoded = self._encode(text)
         self.source, self.encoded, self.warnings = _encoded
@@ -63,7 +66,7 @@ class Stepper:
             raise TTError("nothing to inspect: the sentence is empty")
         device = next(self.model.parameters()).device
         src = torch.tensor([prepared.ids], dtype=torch.long, device=device)  # (1, S)
-        enc = self.model.encode(src, need_weights=True)
+        enc = self.model.encode(src, need_weights=True, head_mask=self.head_mask)
         trace = source_trace(self.tokenizer, text, prepared.ids, enc)
         return trace, Encoded(enc.memory, enc.src_mask, None), prepared.warnings
 
@@ -111,7 +114,7 @@ class Stepper:
         previous = self.cfg.bos_id if t == 0 else self.steps[-1].token
         device = self.encoded.memory.device
         step_input = torch.tensor([[previous]], dtype=torch.long, device=device)  # (1, 1)
-        out = self.model.decode(step_input, self.encoded, state=self.state, need_weights=True)
+        out = self.model.decode(step_input, self.encoded, state=self.state, need_weights=True, head_mask=self.head_mask)
         logits = out.logits[0, -1]  # (vocab,)
         token = int(logits.argmax()) if force is None else int(force)
         new = step_trace(
@@ -153,13 +156,14 @@ class Stepper:
         if not 0 <= at <= len(self.steps):
             raise TTError(f"cannot branch at step {at}: decoded steps are 0..{len(self.steps)}")
         other = Stepper(
-            self.loaded, self.source.text, top_k=self.top_k, extra_len=self.extra_len,
+            self.loaded, self.source.text, top_k=self.top_k, extra_len=self.extra_len, head_mask=self.head_mask,
             _encoded=(self.source, self.encoded, self.warnings),
         )
         if at > 0:
             prefix = [self.cfg.bos_id] + [s.token for s in self.steps[: at - 1]]
             device = self.encoded.memory.device
-            self.model.decode(torch.tensor([prefix], device=device), self.encoded, state=other.state)  # (1, at)
+            prefix_ids = torch.tensor([prefix], device=device)  # (1, at)
+            self.model.decode(prefix_ids, self.encoded, state=other.state, head_mask=self.head_mask)
             other.steps = list(self.steps[:at])
         other.step(force=token)
         return other
