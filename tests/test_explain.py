@@ -1,5 +1,5 @@
-"""Explain mode: the model's own Eq. 1 must reproduce the notes' worked example, and explain's
-numbers must rebuild what the layers compute, checked against an independent forward by hand."""
+"""Explain mode: every number of one head's Eq. 1 must rebuild what the layers compute, checked
+against torch's own attention and a forward by hand (the notes' worked examples: test_seeds.py)."""
 
 from __future__ import annotations
 
@@ -12,29 +12,6 @@ import torch.nn.functional as F
 from core.analysis.explain import FAMILIES, explain
 from core.decode.stepper import Stepper
 from core.errors import TTError
-from core.model.attention import scaled_dot_product_attention
-
-
-def test_the_cat_sat_worked_example_from_the_notes():
-    # ../shared/seeds "The Cat Sat": d_k = 4, so every q·k is divided by √4 = 2.
-    keys = torch.tensor([[1.0, 0, 1, 0], [0, 1, 0, 1], [1, 1, 1, 1]])  # K_The, K_Cat, K_Sat
-    values = torch.eye(3)
-    out, weights, scaled = scaled_dot_product_attention(keys[:2], keys, values)  # queries: The, Cat
-    assert scaled[0].tolist() == [1.0, 0.0, 1.0]  # q·k = [2, 0, 2], halved
-    assert weights[0].tolist() == pytest.approx([0.4223, 0.1554, 0.4223], abs=1e-4)
-    assert weights[1].tolist() == pytest.approx([0.1554, 0.4223, 0.4223], abs=1e-4)
-    torch.testing.assert_close(out, weights)  # V = I: the output is the weights themselves
-
-
-def test_scaling_example_and_mask():
-    # The notes' "[6, 4] → scale → [3, 2] → softmax [0.73, 0.27]" (d_k = 4 here so √d_k = 2).
-    q = torch.tensor([[2.0, 3, 4, 1]])
-    k = torch.tensor([[1.0, 0, 1, 0], [0, 1, 0, 1]])
-    _, weights, scaled = scaled_dot_product_attention(q, k, k)
-    assert scaled.tolist() == [[3.0, 2.0]]
-    assert weights[0].tolist() == pytest.approx([0.731, 0.269], abs=1e-3)
-    _, weights, masked = scaled_dot_product_attention(q, k, k, torch.tensor([False, True]))
-    assert masked[0, 0] == -math.inf and weights[0].tolist() == [0.0, 1.0]
 
 
 @pytest.fixture(scope="module")

@@ -149,7 +149,7 @@ def test_identity_projection_attention_seed_000():
     x = THE_CAT_SAT
     scores = x @ x.T
     assert scores.tolist() == [[2.0, 0.0, 2.0], [0.0, 2.0, 2.0], [2.0, 2.0, 4.0]]
-    out, weights = scaled_dot_product_attention(x, x, x)
+    out, weights, _ = scaled_dot_product_attention(x, x, x)
     torch.testing.assert_close(weights, SEED_WEIGHTS, atol=1e-4, rtol=0)
     # The seed labels the CAT and SAT rows "Softmax([0, 2, 2])" and "Softmax([2, 2, 4])", but its
     # numbers are the softmax of the *scaled* scores [0, 1, 1] and [1, 1, 2] — which is what Eq. 1
@@ -175,9 +175,9 @@ def test_identity_projection_through_multi_head_attention_seed_000():
             layer.bias.zero_()
     x = THE_CAT_SAT[None]  # (1, 3, 4)
     fused, none = mha(x)
-    manual, weights = mha(x, need_weights=True)
+    manual, internals = mha(x, need_weights=True)
     assert none is None
-    torch.testing.assert_close(weights[0, 0], SEED_WEIGHTS, atol=1e-4, rtol=0)
+    torch.testing.assert_close(internals.weights[0, 0], SEED_WEIGHTS, atol=1e-4, rtol=0)
     torch.testing.assert_close(fused, manual, atol=1e-6, rtol=0)
     torch.testing.assert_close(fused[0, 0], torch.tensor([0.8446, 0.5777, 0.8446, 0.5777]), atol=1e-4, rtol=0)
 
@@ -192,7 +192,7 @@ def test_scaling_example_seed_000():
     k = torch.tensor([[1.0, 0.0, 1.0, 0.0], [0.0, 1.0, 0.0, 1.0]])
     assert (q @ k.T).tolist() == [[6.0, 4.0]]
     torch.testing.assert_close((q @ k.T).softmax(-1), torch.tensor([[0.88, 0.12]]), atol=5e-3, rtol=0)
-    _, weights = scaled_dot_product_attention(q, k, k)
+    _, weights, _ = scaled_dot_product_attention(q, k, k)
     torch.testing.assert_close(weights, torch.tensor([[0.73, 0.27]]), atol=5e-3, rtol=0)
 
 
@@ -230,7 +230,7 @@ def test_combined_mask_and_masked_softmax_seed_000():
     # Choose q, k so that q·kᵀ/√d_k is exactly the seed's score matrix: k = I, q = 2·scores (d_k = 4);
     # v = I makes the attention output equal to the weights.
     eye = torch.eye(4)
-    out, weights = scaled_dot_product_attention(2 * SEED_SCORES, eye, eye, mask[0, 0])
+    out, weights, _ = scaled_dot_product_attention(2 * SEED_SCORES, eye, eye, mask[0, 0])
     torch.testing.assert_close(out, weights)
     # The seed's softmax rows 2–4 are wrong. softmax([0.7, 1.9]) = [0.2315, 0.7685], not [0.3, 0.7];
     # softmax([1.1, 3.1, 5.1]) = [0.0159, 0.1173, 0.8668], not [0.1, 0.3, 0.6]; and the fourth row,

@@ -1,1 +1,1 @@
-"""Inference: greedy / beam / sampling search, the translate API, the step-by-step Stepper."""
+"""Inference: text to encoder ids (source), greedy / beam / sampling search, the translate API, the Stepper."""
