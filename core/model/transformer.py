@@ -14,12 +14,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from core.model.attention import (
-    AttentionInternals,
-    HeadMask,
-    KVCache,
-    MultiHeadAttention,
-)
+from core.model.attention import AttentionInternals, HeadMask, KVCache, MultiHeadAttention
 from core.model.config import ModelConfig
 from core.model.layers import AddNorm, Embeddings, FeedForward, PositionalEncoding
 from core.model.masks import padding_mask, subsequent_mask
