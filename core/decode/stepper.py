@@ -60,8 +60,8 @@ class Stepper:
         device = next(self.model.parameters()).device
         src = torch.tensor([prepared.ids], dtype=torch.long, device=device)  # (1, S)
         enc = self.model.encode(src, need_weights=True, head_mask=self.head_mask)
-        trace = source_trace(self.tokenizer, text, prepared.ids, enc)
-        return trace, Encoded(enc.memory, enc.src_mask, None), prepared.warnings
+        source = source_trace(self.tokenizer, text, prepared.ids, enc)
+        return source, Encoded(enc.memory, enc.src_mask, None), prepared.warnings
 
     # ------------------------------------------------------------------------------ reading
     @property
