@@ -110,7 +110,7 @@ class Translator:
 
         if isinstance(sentences, str):
             raise TypeError("translate() takes a list of sentences; for one: translate([text])[0]")
-        options = replace(self.options, trace=trace, **decoding).validate()
+        options = replace(self.options, with_attention=trace, **decoding).validate()
         return [_result(t) for t in translate_lines(self.loaded, list(sentences), options)]
 
 

@@ -228,13 +228,13 @@ class Repl:
             return
         from rich.console import Console
 
-        from core.decode.translate import trace_translation
+        from core.analysis.trace import trace_steps
         from tt_cli.commands.translate import _show
 
         t = self.last
-        if t.steps is None:  # traced on demand: a teacher-forced pass costs about one decoding step per piece
+        if t.steps is None and t.source_tokens:  # traced on demand: a teacher-forced pass costs about one decoding step per piece
             eos = [self.loaded.cfg.eos_id] if len(t.token_logprobs) > len(t.tokens) else []
-            t.source_trace, t.steps = trace_translation(self.loaded, t.source_tokens, t.tokens + eos)
+            t.source_trace, t.steps = trace_steps(self.loaded, t.source_tokens, t.tokens + eos, text=t.source)
         if not t.steps:
             say("the last translation is empty: no attention to show")
             return
