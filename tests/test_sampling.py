@@ -68,7 +68,7 @@ def shaped(p: list[float], temperature: float = 1.0, top_k: int = 0, top_p: floa
 
 def first_pieces(model: Transformer, **options) -> list[int]:
     """The first piece of N samples (EOS when the output is empty)."""
-    hyps = sample(model, SRC.expand(N, -1), max_len=1, seed=1234, **options)
+    hyps = sample(model, SRC.expand(N, -1), max_output=1, seed=1234, **options)
     return [h.tokens[0] if h.tokens else model.cfg.eos_id for h in hyps]
 
 
@@ -120,7 +120,7 @@ def test_no_piece_of_a_whole_output_leaves_the_allowed_set(tiny_loaded, options)
     model, tok = tiny_loaded.model, tiny_loaded.tokenizer
     cfg = model.cfg
     sources = [tok.encode(s) + [cfg.eos_id] for s in FIXTURE_FR] * 10
-    hyps = sample(model, pad_batch(sources, cfg.pad_id), temperature=3.0, seed=11, max_len=12, **options)
+    hyps = sample(model, pad_batch(sources, cfg.pad_id), temperature=3.0, seed=11, max_output=12, **options)
     assert len({tuple(h.tokens) for h in hyps}) > 30  # hot enough that the outputs vary
     checked = 0
     for source, h in zip(sources, hyps):
