@@ -174,9 +174,9 @@ def main() -> None:
     sources, refs = held_out(model_dir)
     if args.sentences:
         sources, refs = sources[: args.sentences], refs[: args.sentences]
-    from core.decode.translate import clean_text
+    from core.decode.source import prepare_source
 
-    ids = [tok.encode(clean_text(s)[0].strip())[: cfg.max_len - 1] + [cfg.eos_id] for s in sources]
+    ids = [prepare_source(tok, s, cfg.max_len).ids or [cfg.eos_id] for s in sources]  # tt translate's one rule
 
     def limits_of(batch: list[list[int]]) -> int:
         return int(search.output_limits(loaded.model, search.pad_batch(batch, cfg.pad_id), None, 50).max())

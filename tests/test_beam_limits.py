@@ -34,7 +34,7 @@ def constant_model(probs: dict[int, float], vocab_size: int = 16) -> Transformer
 
 def test_the_model_really_is_constant():
     model = constant_model({A: 0.9, 3: 0.05})
-    (hyp,) = greedy(model, pad_batch([[7, 8, 3]], 0), max_len=3)
+    (hyp,) = greedy(model, pad_batch([[7, 8, 3]], 0), max_output=3)
     assert hyp.tokens == [A, A, A]
     assert hyp.token_logprobs == pytest.approx([torch.tensor(0.9).log().item()] * 3, abs=1e-5)
 
@@ -45,7 +45,7 @@ def test_live_beams_finish_at_the_limit_even_when_the_last_hypotheses_finish_in_
     # the limit is reached. The live beam "A A" (log 0.81 / lp(2)) outranks both finished ones
     # ("" + EOS: log 0.05; "A" + EOS: log 0.045 / lp(2)) and must be kept, as the docstring says.
     model = constant_model({A: 0.9, 3: 0.05, B: 0.02})
-    (hyps,) = beam_search(model, pad_batch([[7, 8, 3]], 0), beam_size=2, alpha=0.6, max_len=2, n_best=None)
+    (hyps,) = beam_search(model, pad_batch([[7, 8, 3]], 0), beam_size=2, alpha=0.6, max_output=2, n_best=None)
     best = hyps[0]
     assert best.tokens == [A, A]
     assert len(best.token_logprobs) == 2  # no EOS: it stopped at the limit
