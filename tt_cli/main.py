@@ -31,7 +31,7 @@ COMMANDS = [
     ("average", "average", "average"),
     ("align", "align", "align"),
 ]
-SUBAPPS = [("data", "data", "app")]
+SUBAPPS = [("data", "data", "app"), ("analyze", "analyze", "app")]
 
 
 def _version(value: bool) -> None:

@@ -1,0 +1,143 @@
+"""`tt analyze`: analyses that test what the attention pictures suggest, on the live model.
+
+Each command is a thin shell over one module of core/analysis/; `--json` prints one JSON object
+on stdout for scripts, otherwise a table (rich) for people.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from tt_cli.errors import fail, guard
+
+app = typer.Typer(
+    help="Analyses that test what the pictures claim: reference mode, attention sinks, head ablation, "
+    "attribution, logit lens, checkpoint scrubbing.",
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+EXIT_USAGE = 2
+
+ModelOpt = Annotated[
+    Optional[Path], typer.Option("--model", "-m", help="Model directory (default: $TT_MODEL, else the shipped model).")
+]
+DeviceOpt = Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:N or mps.")]
+ThreadsOpt = Annotated[int, typer.Option(help="CPU threads for torch (0 = torch's default).", min=0)]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout instead of tables.")]
+SrcOpt = Annotated[Optional[Path], typer.Option("--src", help="French sentences, one per line.")]
+RefOpt = Annotated[Optional[Path], typer.Option("--ref", help="Reference English translations, aligned with --src.")]
+LimitOpt = Annotated[int, typer.Option(help="Use the first N pairs of the files (0 = all).", min=0)]
+
+
+def _setup(model: Path | None, device: str, threads: int):
+    import torch
+
+    from core.checkpoint import load_model
+    from core.device import resolve_device
+
+    if threads:
+        torch.set_num_threads(threads)
+    return load_model(model, device=resolve_device(device))
+
+
+def _pairs(src: Path | None, ref: Path | None, texts: list[str] | None, limit: int = 0) -> list[tuple[str, str]]:
+    """(French, English) pairs from --src/--ref files, or from two arguments SOURCE REFERENCE."""
+    texts = texts or []
+    if src is not None or ref is not None:
+        if src is None or ref is None:
+            raise fail("--src and --ref go together", EXIT_USAGE)
+        if texts:
+            raise fail("give --src/--ref files or SOURCE REFERENCE arguments, not both", EXIT_USAGE)
+        from core.data.readers import read_aligned
+
+        pairs = [(p.src, p.tgt) for p in read_aligned(src, ref)]
+        pairs = pairs[:limit] if limit else pairs
+        if not pairs:
+            raise fail(f"{src}: no sentence pairs")
+        return pairs
+    if len(texts) != 2:
+        raise fail('give --src F --ref E, or a sentence and its reference: "Je suis étudiant." "I am a student."', EXIT_USAGE)
+    return [(texts[0], texts[1])]
+
+
+def _print_json(obj) -> None:
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+
+
+def _console():
+    from rich.console import Console
+
+    return Console(highlight=False)
+
+
+# ------------------------------------------------------------------------------------ ref
+def ref(
+    texts: Annotated[Optional[list[str]], typer.Argument(help="SOURCE REFERENCE (instead of --src/--ref).")] = None,
+    src: SrcOpt = None,
+    ref_file: RefOpt = None,
+    limit: LimitOpt = 0,
+    top: Annotated[int, typer.Option(help="How many pieces/swaps to list.", min=1)] = 10,
+    model: ModelOpt = None,
+    device: DeviceOpt = "cpu",
+    threads: ThreadsOpt = 0,
+    json_out: JsonOpt = False,
+) -> None:
+    """Reference mode: per step, the reference piece's rank and probability under teacher forcing,
+    the model's own choice and the first divergence of greedy output; over a file, where (step,
+    fifth of the sentence) and on what pieces the model most often leaves the reference."""
+    from dataclasses import asdict
+
+    from core.analysis.reference import compare_pairs, summarize
+
+    pairs = _pairs(src, ref_file, texts, limit)
+    loaded = _setup(model, device, threads)
+    comparisons = compare_pairs(loaded, pairs)
+    summary = summarize(comparisons, top)
+    if json_out:
+        def sentence(c):
+            d = asdict(c)
+            d["steps"] = [{k: (round(v, 5) if isinstance(v, float) else v) for k, v in s.items()} for s in d["steps"]]
+            d["ref_logprob"] = round(c.ref_logprob, 4)
+            return d
+
+        _print_json({"summary": asdict(summary), "sentences": [sentence(c) for c in comparisons]})
+        return
+    console = _console()
+    if len(comparisons) == 1:
+        _show_comparison(console, comparisons[0])
+        return
+    s = summary
+    console.print(
+        f"{s.sentences} pairs · greedy output leaves the reference in {s.diverged} "
+        f"({100 * s.diverged / s.sentences:.1f}%) · teacher-forced top-1 agreement {100 * s.top1_agreement:.1f}% · "
+        f"mean reference rank {s.mean_ref_rank:.2f} · mean log p(reference) {s.mean_ref_logprob:.2f}"
+    )
+    console.print("first divergence at step: " + ", ".join(f"{k}: {v}" for k, v in s.by_position.items()))
+    console.print("…in the sentence's: " + ", ".join(f"{k}: {v}" for k, v in s.by_relative_position.items()))
+    console.print("reference pieces left most often: " + ", ".join(f"{p!r} ×{n}" for p, n in s.ref_pieces))
+    console.print("swaps (reference → model): " + ", ".join(f"{r!r}→{m!r} ×{n}" for r, m, n in s.swaps))
+
+
+def _show_comparison(console, c) -> None:
+    from rich.table import Table
+
+    console.print(f"source     {c.source}\nreference  {c.reference}\ngreedy     {c.output}")
+    table = Table(box=None, header_style="bold")
+    for col in ("step", "reference", "rank", "p(ref)", "model's choice", "p"):
+        table.add_column(col, justify="right" if col in ("step", "rank", "p(ref)", "p") else "left")
+    for s in c.steps:
+        style = "bold red" if s.index == c.first_divergence else ("" if s.agrees else "yellow")
+        table.add_row(str(s.index), s.ref_piece, str(s.ref_rank), f"{s.ref_prob:.3f}",
+                      s.model_piece, f"{s.model_prob:.3f}", style=style)
+    console.print(table)
+    where = "none: greedy output follows the reference" if c.first_divergence is None else f"step {c.first_divergence}"
+    console.print(f"first divergence: {where} · log p(reference) = {c.ref_logprob:.3f}")
+
+
+app.command("ref", help=ref.__doc__)(guard(ref))
