@@ -141,3 +141,62 @@ def _show_comparison(console, c) -> None:
 
 
 app.command("ref", help=ref.__doc__)(guard(ref))
+
+
+# ------------------------------------------------------------------------------------ heads
+def heads(
+    texts: Annotated[Optional[list[str]], typer.Argument(help="SOURCE REFERENCE (instead of --src/--ref).")] = None,
+    src: SrcOpt = None,
+    ref_file: RefOpt = None,
+    limit: LimitOpt = 0,
+    sinks: Annotated[bool, typer.Option("--sinks", help="Only the attention-sink diagnostics (no ablation).")] = False,
+    model: ModelOpt = None,
+    device: DeviceOpt = "cpu",
+    threads: ThreadsOpt = 0,
+    json_out: JsonOpt = False,
+) -> None:
+    """Every head (encoder self, decoder self, cross × layer × head): the share of its attention
+    mass on </s>, on punctuation and on the first piece (teacher-forced on the references), with
+    heads that park their attention flagged (≥ 50% of the mass and ≥ 3× the uniform share)."""
+    from dataclasses import asdict
+
+    from core.analysis.sinks import head_sinks
+
+    pairs = _pairs(src, ref_file, texts, limit)
+    loaded = _setup(model, device, threads)
+    found = head_sinks(loaded, pairs)
+    if json_out:
+        _print_json({"sentences": len(pairs), "sinks": [_rounded(asdict(s)) for s in found]})
+        return
+    _show_sinks(_console(), found, len(pairs))
+
+
+def _rounded(obj, digits: int = 4):
+    if isinstance(obj, float):
+        return round(obj, digits)
+    if isinstance(obj, dict):
+        return {k: _rounded(v, digits) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_rounded(v, digits) for v in obj]
+    return obj
+
+
+def _show_sinks(console, found, n: int) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"attention sinks over {n} sentence(s): share of mass (uniform share)", box=None,
+                  header_style="bold")
+    for col in ("family", "layer", "head", "</s>", "punct", "first", "parks on"):
+        table.add_column(col, justify="left" if col in ("family", "parks on") else "right")
+    for s in found:
+        cells = [f"{s.share[c]:.2f} ({s.uniform[c]:.2f})" if not (c == "eos" and s.family == "decoder_self") else "–"
+                 for c in ("eos", "punct", "first")]
+        table.add_row(s.family, str(s.layer), str(s.head), *cells, ", ".join(s.parks_on),
+                      style="bold yellow" if s.parks_on else "")
+    console.print(table)
+    parked = [s for s in found if s.parks_on]
+    console.print(f"{len(parked)} of {len(found)} heads park their attention" + (
+        ": " + ", ".join(f"{s.family} L{s.layer}H{s.head} on {'/'.join(s.parks_on)}" for s in parked) if parked else "."))
+
+
+app.command("heads", help=heads.__doc__)(guard(heads))
