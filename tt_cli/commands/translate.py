@@ -23,6 +23,11 @@ class AttentionChoice(str, Enum):
     all = "all"
 
 
+class AttributionChoice(str, Enum):
+    ixg = "ixg"
+    ig = "ig"
+
+
 class ErrorsChoice(str, Enum):
     strict = "strict"
     replace = "replace"
@@ -189,6 +194,17 @@ def translate(
         typer.Option(help="Faster approximate inference: int8 (dynamic int8 Linear layers, CPU) or bf16 weights. "
                      "BLEU within 0.3 of fp32 on the held-out set (bench/README.md)."),
     ] = None,
+    attribution: Annotated[
+        Optional[AttributionChoice],
+        typer.Option(help="With --json or --trace: attribute each output piece to the source pieces and the output "
+                     "prefix (ixg = input×gradient, ig = integrated gradients; see docs/analysis.md)."),
+    ] = None,
+    ig_steps: Annotated[int, typer.Option(help="Integration steps for --attribution ig.", min=1)] = 32,
+    trace_file: Annotated[
+        Optional[Path],
+        typer.Option("--trace", help="Write everything tt inspect shows for the one sentence given (all steps, all "
+                     "attention, candidates, attribution when asked) to FILE (safetensors), to replay without the model."),
+    ] = None,
 ) -> None:
     """Translate French to English. Defaults: beam search, beam 4, length penalty α 0.6 (the paper's).
 
@@ -209,6 +225,10 @@ def translate(
     # Usage checks first: they need neither torch nor the model, so a mistake is reported at once.
     if (attention != AttentionChoice.none or align) and not json_out:
         raise fail("--attention and --align need --json", EXIT_USAGE)
+    if attribution is not None and not (json_out or trace_file):
+        raise fail("--attribution needs --json or --trace", EXIT_USAGE)
+    if trace_file is not None and len(text or []) != 1:
+        raise fail("--trace writes one sentence's trace: give exactly one sentence as an argument", EXIT_USAGE)
 
     args = [t for t in (text or [])]
     from_stdin = not args or args == ["-"]
@@ -228,7 +248,7 @@ def translate(
     options = TranslateOptions(
         beam=beam, alpha=alpha, n_best=n_best, greedy=greedy, sample=sample, temperature=temperature,
         top_k=top_k, top_p=top_p, seed=seed, batch_size=batch_size,
-        with_attention=show_attention or align or attention != AttentionChoice.none,
+        with_attention=show_attention or align or attention != AttentionChoice.none or trace_file is not None,
     ).validate()
 
     from core.checkpoint import load_model
@@ -280,8 +300,22 @@ def translate(
                 warned += 1
                 if warned <= MAX_WARNINGS:
                     print(f"tt: warning: {w}", file=sys.stderr)  # one line each, never wrapped
+            attributed = None
+            if attribution is not None and t.tokens:
+                from core.analysis.attribute import attribute
+
+                attributed = attribute(loaded, t.source_tokens, [s.token for s in t.steps], method=attribution.value,
+                                       ig_steps=ig_steps)
+            if trace_file is not None and t.steps is not None:
+                from core.analysis.tracefile import save_trace
+
+                save_trace(trace_file, t.source_trace, t.steps, translation=t.text, attribution=attributed,
+                           model=str(loaded.path))
             if json_out:
-                out.write(_json_line(to_json(t, attention.value, align_rule or False)) + "\n")
+                obj = to_json(t, attention.value, align_rule or False)
+                if attribution is not None:
+                    obj["attribution"] = _attribution_json(t, attributed)
+                out.write(_json_line(obj) + "\n")
             elif t.alternatives:
                 out.writelines(f"{t.index} ||| {a.text} ||| {a.score:.4f}\n" for a in t.alternatives)
             else:
@@ -291,6 +325,19 @@ def translate(
                 _show(view, t, layer, head)
         if warned > MAX_WARNINGS:
             print(f"tt: warning: {warned - MAX_WARNINGS} more warning(s) not shown", file=sys.stderr)
+
+
+def _attribution_json(t, a) -> dict:
+    """Per output piece (EOS step included): its attribution to each source piece and to each
+    decoder input (BOS first); for ig also f(x) − f(baseline), which the attributions sum to."""
+    obj = {"method": a.method if a else None, "source_pieces": t.source_trace.pieces if t.source_trace else [],
+           "output_pieces": [s.piece for s in t.steps or []]}
+    if a is not None:
+        obj["source"] = _round(a.source)
+        obj["target"] = [row[: i + 1] for i, row in enumerate(_round(a.target))]  # step t sees inputs 0..t
+        if a.delta is not None:
+            obj["ig_steps"], obj["delta"] = a.ig_steps, [round(float(x), 4) for x in a.delta]
+    return obj
 
 
 def set_threads(threads: int, few: bool) -> None:

@@ -1,0 +1,131 @@
+"""Attribution: how much each source piece and each earlier output piece moved each output piece's
+log-probability, measured with gradients rather than read off attention.
+
+For output step t, f_t = log p(y_t | x, y_<t) (teacher-forced on the output being explained).
+Inputs are the token embeddings (√d_model-scaled, §3.4) of the source and of the decoder input
+(BOS + y_<T); the positional encodings are added after them and stay as they are.
+
+    input × gradient  (ixg)  a_i = x_i · ∂f_t/∂x_i                        (Shrikumar et al. 2016)
+    integrated grads  (ig)   a_i = (x_i − x'_i) · mean_k ∂f_t/∂x_i(x' + α_k (x − x'))
+                             with α_k = (k + ½) / m, the midpoint rule, m = ig_steps
+                             (Sundararajan et al. 2017)
+
+The baseline x' is all-zero token embeddings on both sides: "no token, position kept". IG is
+*complete*: the attributions of step t sum to f_t(x) − f_t(x') up to the integration error, which
+`Attribution.completeness_error` reports (tests hold it under 5% with 32 steps).
+
+Gradients flow through the model's own forward pass: `Transformer.encode/decode` take the
+embeddings as arguments (`src_embeds=`, `tgt_embeds=`); nothing is hooked or patched. All steps
+(and all α of IG) of a sentence go through as one batch: row (t, α) is scored on its own f_t.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from core.checkpoint import LoadedModel
+from core.errors import ConfigError
+
+METHODS = ("ixg", "ig")
+
+
+@dataclass
+class Attribution:
+    method: str  # "ixg" or "ig"
+    source: torch.Tensor  # (T, S): step t's attribution to each source piece (EOS last)
+    target: torch.Tensor  # (T, T): step t's attribution to decoder input j (BOS first); 0 for j > t
+    ig_steps: int = 0
+    delta: torch.Tensor | None = None  # (T,) f_t(x) − f_t(baseline), for IG
+
+    def totals(self) -> torch.Tensor:
+        """(T,) the sum of each step's attributions over source and target inputs."""
+        return self.source.sum(-1) + self.target.sum(-1)
+
+    def completeness_error(self) -> torch.Tensor:
+        """(T,) |Σ attributions − (f(x) − f(x'))| / |f(x) − f(x')| per step (IG only)."""
+        if self.delta is None:
+            raise ValueError("completeness is defined for integrated gradients only")
+        return (self.totals() - self.delta).abs() / self.delta.abs().clamp(min=1e-6)
+
+    def describe(self) -> dict:
+        """The JSON-able part (the tensors are stored beside it)."""
+        delta = None if self.delta is None else [round(float(x), 6) for x in self.delta]
+        return {"method": self.method, "ig_steps": self.ig_steps, "delta": delta}
+
+    @classmethod
+    def from_description(cls, d: dict, source: torch.Tensor, target: torch.Tensor) -> Attribution:
+        if d["method"] not in METHODS:
+            raise ValueError(f"unknown attribution method {d['method']!r}")
+        delta = None if d.get("delta") is None else torch.tensor([float(x) for x in d["delta"]])
+        return cls(str(d["method"]), source, target, int(d.get("ig_steps", 0)), delta)
+
+
+def _step_logprobs(model, src, tgt_in, out, src_embeds, tgt_embeds) -> torch.Tensor:
+    """(R, T) log p(out_t) at every step of every row, the embeddings given as arguments."""
+    enc = model.encode(src, src_embeds=src_embeds)
+    logits = model.decode(tgt_in, enc, tgt_embeds=tgt_embeds).logits  # (R, T, vocab)
+    return logits.float().log_softmax(-1).gather(-1, out.unsqueeze(-1)).squeeze(-1)  # (R, T)
+
+
+def attribute(
+    loaded: LoadedModel,
+    src_ids: list[int],
+    out_ids: list[int],
+    *,
+    method: str = "ig",
+    ig_steps: int = 32,
+    max_rows: int = 512,
+) -> Attribution:
+    """Attributions of every output step of `out_ids` (EOS last to include the stopping step)
+    to the source pieces `src_ids` (EOS appended if missing) and the decoder inputs."""
+    if method not in METHODS:
+        raise ConfigError(f"unknown attribution method {method!r}; use ixg or ig")
+    if method == "ig" and ig_steps < 1:
+        raise ConfigError(f"--ig-steps must be at least 1, got {ig_steps}")
+    model, cfg = loaded.model, loaded.cfg
+    device = next(model.parameters()).device
+    src_ids = list(src_ids)
+    if not src_ids or src_ids[-1] != cfg.eos_id:
+        src_ids.append(cfg.eos_id)
+    src_ids, out_ids = src_ids[: cfg.max_len], list(out_ids)[: cfg.max_len]
+    t_len, s_len = len(out_ids), len(src_ids)
+    src = torch.tensor([src_ids], device=device)  # (1, S)
+    tgt_in = torch.tensor([[cfg.bos_id] + out_ids[:-1]], device=device)  # (1, T)
+    out = torch.tensor([out_ids], device=device)  # (1, T)
+    with torch.no_grad():
+        x_src = model.src_embed(src)[0]  # (S, d_model)
+        x_tgt = model.tgt_embed(tgt_in)[0]  # (T, d_model)
+    alphas = [1.0] if method == "ixg" else [(k + 0.5) / ig_steps for k in range(ig_steps)]
+    # Rows (t, α), t-major: each row is scored on its own step's f_t, so one backward of the sum
+    # gives every row its own gradient (rows do not interact).
+    rows = [(t, a) for t in range(t_len) for a in alphas]
+    grad_src = torch.zeros(t_len, s_len, x_src.size(-1), device=device)  # (T, S, d_model)
+    grad_tgt = torch.zeros(t_len, t_len, x_tgt.size(-1), device=device)  # (T, T, d_model)
+    with torch.enable_grad():
+        for start in range(0, len(rows), max_rows):
+            chunk = rows[start : start + max_rows]
+            r = len(chunk)
+            steps = torch.tensor([t for t, _ in chunk], device=device)  # (R,)
+            scale = torch.tensor([a for _, a in chunk], device=device)[:, None, None]  # (R, 1, 1)
+            es = (scale * x_src).requires_grad_(True)  # (R, S, d_model)
+            et = (scale * x_tgt).requires_grad_(True)  # (R, T, d_model)
+            f = _step_logprobs(model, src.expand(r, -1), tgt_in.expand(r, -1), out.expand(r, -1), es, et)  # (R, T)
+            picked = f.gather(1, steps[:, None]).sum()
+            gs, gt = torch.autograd.grad(picked, [es, et])
+            grad_src.index_add_(0, steps, gs)
+            grad_tgt.index_add_(0, steps, gt)
+    grad_src /= len(alphas)
+    grad_tgt /= len(alphas)
+    source = (x_src[None] * grad_src).sum(-1)  # (T, S)
+    target = (x_tgt[None] * grad_tgt).sum(-1)  # (T, T); the future (j > t) gets no gradient: 0
+    delta = None
+    if method == "ig":
+        with torch.no_grad():
+            both = _step_logprobs(
+                model, src.expand(2, -1), tgt_in.expand(2, -1), out.expand(2, -1),
+                torch.stack([x_src, torch.zeros_like(x_src)]), torch.stack([x_tgt, torch.zeros_like(x_tgt)]),
+            )  # (2, T): row 0 at the input, row 1 at the baseline
+            delta = (both[0] - both[1]).cpu()
+    return Attribution(method, source.detach().cpu(), target.detach().cpu(), ig_steps if method == "ig" else 0, delta)
