@@ -200,3 +200,46 @@ def _show_sinks(console, found, n: int) -> None:
 
 
 app.command("heads", help=heads.__doc__)(guard(heads))
+
+
+# ------------------------------------------------------------------------------------ run
+def run(
+    text: Annotated[str, typer.Argument(help="The probe sentence (French).")],
+    run_dir: Annotated[Path, typer.Option("--run", help="A training run directory (tt train --out).")],
+    top_k: Annotated[int, typer.Option(help="Candidates kept per step.", min=1, max=50)] = 5,
+    device: DeviceOpt = "cpu",
+    threads: ThreadsOpt = 0,
+    json_out: JsonOpt = False,
+) -> None:
+    """Checkpoint scrubber: the probe sentence's greedy translation, its per-step top candidates and
+    the last decoder layer's cross-attention (mean over heads) at every saved checkpoint of a run."""
+    if not text.strip():
+        raise fail("the probe sentence is empty")
+    import torch
+
+    from core.analysis.scrub import run_checkpoints, scrub
+    from core.device import resolve_device
+
+    if threads:
+        torch.set_num_threads(threads)
+    points = scrub(run_dir, text, top_k=top_k, device=resolve_device(device), checkpoints=run_checkpoints(run_dir))
+    if json_out:
+        _print_json({"run": str(run_dir), "probe": text, "checkpoints": [
+            {"step": p.step, "path": str(p.path), "translation": p.translation, "logprob": round(p.logprob, 4),
+             "source_pieces": p.source.pieces, "output_pieces": [s.piece for s in p.steps],
+             "candidates": [[[c.piece, round(c.prob, 4)] for c in s.candidates] for s in p.steps],
+             "cross": [[round(float(x), 4) for x in row] for row in p.cross()]}
+            for p in points]})
+        return
+    from rich.table import Table
+
+    table = Table(title=f"{text!r} through {run_dir}", box=None, header_style="bold")
+    for col in ("step", "translation", "log p", "first piece: top candidates"):
+        table.add_column(col, justify="right" if col in ("step", "log p") else "left")
+    for p in points:
+        first = ", ".join(f"{c.piece} {c.prob:.2f}" for c in p.steps[0].candidates[:3]) if p.steps else ""
+        table.add_row(str(p.step), p.translation, f"{p.logprob:.2f}", first)
+    _console().print(table)
+
+
+app.command("run", help=run.__doc__)(guard(run))
