@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -144,20 +145,30 @@ app.command("ref", help=ref.__doc__)(guard(ref))
 
 
 # ------------------------------------------------------------------------------------ heads
+class Metric(str, Enum):
+    logprob = "logprob"
+    bleu = "bleu"
+
+
 def heads(
     texts: Annotated[Optional[list[str]], typer.Argument(help="SOURCE REFERENCE (instead of --src/--ref).")] = None,
     src: SrcOpt = None,
     ref_file: RefOpt = None,
     limit: LimitOpt = 0,
+    metric: Annotated[Metric, typer.Option(help="logprob: mean log p(reference), teacher-forced (fast); "
+                                           "bleu: BLEU of a greedy re-decode (slow).")] = Metric.logprob,
+    prune: Annotated[bool, typer.Option("--prune", help="Also the pruning curve: heads removed one after "
+                                        "another, least damaging first, and the metric after each.")] = False,
     sinks: Annotated[bool, typer.Option("--sinks", help="Only the attention-sink diagnostics (no ablation).")] = False,
     model: ModelOpt = None,
     device: DeviceOpt = "cpu",
     threads: ThreadsOpt = 0,
     json_out: JsonOpt = False,
 ) -> None:
-    """Every head (encoder self, decoder self, cross × layer × head): the share of its attention
-    mass on </s>, on punctuation and on the first piece (teacher-forced on the references), with
-    heads that park their attention flagged (≥ 50% of the mass and ≥ 3× the uniform share)."""
+    """Every head (encoder self, decoder self, cross × layer × head): the change of the metric when
+    that head alone is switched off (a HeadMask argument of the forward pass), as a table and a
+    heatmap; and the share of its attention mass on </s>, punctuation and the first piece, with heads
+    that park their attention flagged (≥ 50% of the mass and ≥ 3× the uniform share)."""
     from dataclasses import asdict
 
     from core.analysis.sinks import head_sinks
@@ -165,10 +176,78 @@ def heads(
     pairs = _pairs(src, ref_file, texts, limit)
     loaded = _setup(model, device, threads)
     found = head_sinks(loaded, pairs)
-    if json_out:
-        _print_json({"sentences": len(pairs), "sinks": [_rounded(asdict(s)) for s in found]})
+    if sinks:
+        if json_out:
+            _print_json({"sentences": len(pairs), "sinks": [_rounded(asdict(s)) for s in found]})
+        else:
+            _show_sinks(_console(), found, len(pairs))
         return
-    _show_sinks(_console(), found, len(pairs))
+    from core.analysis.ablate import ablate_heads, prune_curve
+
+    ablation = ablate_heads(loaded, pairs, metric=metric.value)
+    curve = prune_curve(loaded, pairs, metric=metric.value, ablation=ablation) if prune else None
+    if json_out:
+        sink_of = {(s.family, s.layer, s.head): s for s in found}
+        rows = []
+        for e in ablation.effects:
+            s = sink_of[(e.head.family, e.head.layer, e.head.head)]
+            rows.append({**asdict(e.head), "value": e.value, "delta": e.delta, "sink_share": s.share,
+                         "parks_on": s.parks_on})
+        obj = {"metric": ablation.metric, "sentences": ablation.sentences, "intact": ablation.intact, "heads": rows}
+        if curve is not None:
+            obj["prune"] = [{"removed": p.removed, "head": None if p.head is None else str(p.head), "value": p.value}
+                            for p in curve]
+        _print_json(_rounded(obj))
+        return
+    console = _console()
+    _show_ablation(console, ablation, {(s.family, s.layer, s.head): s.parks_on for s in found})
+    if curve is not None:
+        _show_curve(console, curve, ablation.metric)
+
+
+def _show_ablation(console, ablation, parks: dict) -> None:
+    """A heatmap of the deltas (rows: family × layer, columns: heads; red = the metric drops)."""
+    from rich.table import Table
+    from rich.text import Text
+
+    unit = "mean log p(reference)" if ablation.metric == "logprob" else "BLEU"
+    console.print(f"{unit} with every head on: {ablation.intact:.3f} ({ablation.sentences} sentences); "
+                  f"cells: change when that head alone is off; * parks its attention")
+    scale = max((abs(e.delta) for e in ablation.effects), default=0.0) or 1.0
+    n_heads = max(e.head.head for e in ablation.effects) + 1
+    table = Table(box=None, header_style="bold")
+    table.add_column("family / layer")
+    for j in range(n_heads):
+        table.add_column(f"head {j}", justify="right")
+    rows: dict[tuple[str, int], list] = {}
+    for e in ablation.effects:
+        rows.setdefault((e.head.family, e.head.layer), [None] * n_heads)[e.head.head] = e
+    for (family, layer), effects in rows.items():
+        cells = []
+        for e in effects:
+            if e is None:
+                cells.append(Text(""))
+                continue
+            strength = min(abs(e.delta) / scale, 1.0)
+            colour = "red" if e.delta < 0 else "green"
+            style = f"on {colour}" if strength > 0.5 else (f"{colour}" if strength > 0.1 else "")
+            mark = "*" if parks.get((family, layer, e.head.head)) else " "
+            cells.append(Text(f"{e.delta:+.3f}{mark}", style=style))
+        table.add_row(f"{family} L{layer}", *cells)
+    console.print(table)
+    worst = sorted(ablation.effects, key=lambda e: e.delta)[:3]
+    console.print("most needed: " + ", ".join(f"{e.head} ({e.delta:+.3f})" for e in worst))
+
+
+def _show_curve(console, curve, metric: str) -> None:
+    from rich.table import Table
+
+    table = Table(title="pruning curve (least damaging head first)", box=None, header_style="bold")
+    for col in ("heads off", "head removed", metric):
+        table.add_column(col, justify="left" if col == "head removed" else "right")
+    for p in curve:
+        table.add_row(str(p.removed), "—" if p.head is None else str(p.head), f"{p.value:.3f}")
+    console.print(table)
 
 
 def _rounded(obj, digits: int = 4):
