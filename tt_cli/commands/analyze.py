@@ -322,3 +322,62 @@ def run(
 
 
 app.command("run", help=run.__doc__)(guard(run))
+
+
+# ------------------------------------------------------------------------------------ lens
+def lens(
+    text: Annotated[Optional[str], typer.Argument(help="A French sentence (its greedy translation is read).")] = None,
+    src: SrcOpt = None,
+    ref_file: RefOpt = None,
+    limit: LimitOpt = 0,
+    top_k: Annotated[int, typer.Option(help="Pieces listed per layer and step.", min=1, max=50)] = 5,
+    model: ModelOpt = None,
+    device: DeviceOpt = "cpu",
+    threads: ThreadsOpt = 0,
+    json_out: JsonOpt = False,
+) -> None:
+    """Logit lens: each decoder layer's output read through the final projection — per step of the
+    greedy translation of TEXT, every layer's top-k next pieces and the rank of the piece output;
+    over --src/--ref files, how often each layer's top piece is already the final one."""
+    if (text is None) == (src is None):
+        raise fail('give a sentence, or --src F --ref E: tt analyze lens "Je suis étudiant."', EXIT_USAGE)
+    if src is not None:
+        from core.analysis.lens import layer_agreement
+
+        pairs = _pairs(src, ref_file, None, limit)
+        found = layer_agreement(_setup(model, device, threads), pairs)
+        if json_out:
+            _print_json({"sentences": len(pairs), "steps": found.steps, "final": [round(x, 4) for x in found.final],
+                         "input": [round(x, 4) for x in found.input]})
+        else:
+            for i, (x, y) in enumerate(zip(found.final, found.input)):
+                typer.echo(f"decoder layer {i}: top piece = the final top piece at {100 * x:.1f}% of "
+                           f"{found.steps} steps, = its own input piece at {100 * y:.1f}%")
+        return
+    from core.analysis.lens import logit_lens
+    from core.decode.translate import TranslateOptions, translate_lines
+
+    loaded = _setup(model, device, threads)
+    t = next(translate_lines(loaded, [text], TranslateOptions(greedy=True)))
+    out_ids = t.tokens + [loaded.cfg.eos_id]
+    steps = logit_lens(loaded, t.source_tokens, out_ids, top_k=top_k)
+    if json_out:
+        _print_json({"source": text, "translation": t.text, "steps": [
+            {"index": s.index, "piece": s.piece, "layers": [
+                {"layer": la.layer, "rank": la.rank, "prob": round(la.prob, 4),
+                 "top": [[c.piece, round(c.prob, 4)] for c in la.top]} for la in s.layers]}
+            for s in steps]})
+        return
+    from rich.table import Table
+
+    table = Table(title=f"logit lens: {text!r} → {t.text!r}", box=None, header_style="bold")
+    table.add_column("step")
+    for i in range(len(steps[0].layers) if steps else 0):
+        table.add_column(f"layer {i}: top (rank of output)")
+    for s in steps:
+        table.add_row(f"{s.index} {s.piece}", *(
+            f"{la.top[0].piece} {la.top[0].prob:.2f} ({la.rank})" for la in s.layers))
+    _console().print(table)
+
+
+app.command("lens", help=lens.__doc__)(guard(lens))
