@@ -7,7 +7,8 @@ Inputs are the token embeddings (√d_model-scaled, §3.4) of the source and of 
 
     input × gradient  (ixg)  a_i = x_i · ∂f_t/∂x_i                        (Shrikumar et al. 2016)
     integrated grads  (ig)   a_i = (x_i − x'_i) · mean_k ∂f_t/∂x_i(x' + α_k (x − x'))
-                             with α_k = (k + ½) / m, the midpoint rule, m = ig_steps
+                             over m = ig_steps nodes α_k: the midpoint rule on a grid
+                             adapted per step to where f_t changes (see `_nodes`)
                              (Sundararajan et al. 2017)
 
 The baseline x' is all-zero token embeddings on both sides: "no token, position kept". IG is
@@ -76,6 +77,29 @@ def _step_logprobs(model, src, tgt_in, out, src_embeds, tgt_embeds, steps: torch
     return picked.gather(-1, out[rows, steps].unsqueeze(-1)).squeeze(-1)  # (R,)
 
 
+def _nodes(f: torch.Tensor, m: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Quadrature nodes and weights on [0, 1], per step, adapted to where f_t changes.
+
+    f (T, P+1): f_t on the probe grid α = p/P. The m intervals hold equal shares of a measure that
+    is half |df| along the path and half uniform, so a steep stretch (a log-probability that jumps
+    from −5 to −1 within Δα = 0.05 is common here) gets many nodes and a flat one still gets some.
+    Nodes are the intervals' midpoints, weights their widths (they sum to 1). Returns (T, m) each.
+    """
+    t_len, p1 = f.shape
+    grid = torch.linspace(0, 1, p1, dtype=torch.float64)  # (P+1,)
+    change = f.double().diff(dim=1).abs()  # (T, P)
+    change = change / change.sum(1, keepdim=True).clamp(min=1e-12)
+    cdf = torch.cat([torch.zeros(t_len, 1, dtype=torch.float64), (0.5 * change + 0.5 / (p1 - 1)).cumsum(1)], 1)  # (T, P+1)
+    levels = torch.linspace(0, 1, m + 1, dtype=torch.float64)  # (m+1,)
+    edges = torch.empty(t_len, m + 1, dtype=torch.float64)
+    for t in range(t_len):  # invert the piecewise-linear cdf at each level
+        i = torch.searchsorted(cdf[t], levels).clamp(1, p1 - 1)
+        lo, hi = cdf[t, i - 1], cdf[t, i]
+        edges[t] = grid[i - 1] + (levels - lo) / (hi - lo).clamp(min=1e-12) * (grid[i] - grid[i - 1])
+    edges[:, 0], edges[:, -1] = 0.0, 1.0
+    return ((edges[:, 1:] + edges[:, :-1]) / 2).float(), edges.diff(dim=1).float()
+
+
 def attribute(
     loaded: LoadedModel,
     src_ids: list[int],
@@ -83,10 +107,16 @@ def attribute(
     *,
     method: str = "ig",
     ig_steps: int = 32,
+    probe: int = 32,
     max_rows: int = 1024,
 ) -> Attribution:
     """Attributions of every output step of `out_ids` (EOS last to include the stopping step)
-    to the source pieces `src_ids` (EOS appended if missing) and the decoder inputs."""
+    to the source pieces `src_ids` (EOS appended if missing) and the decoder inputs.
+
+    IG integrates with `ig_steps` nodes per step; `probe` > 0 first evaluates f_t on that many
+    intervals of the path (a forward pass, no gradient) and places the nodes where f_t changes
+    (`_nodes`); probe=0 is the plain midpoint rule α_k = (k + ½) / ig_steps.
+    """
     if method not in METHODS:
         raise ConfigError(f"unknown attribution method {method!r}; use ixg or ig")
     if method == "ig" and ig_steps < 1:
@@ -104,42 +134,52 @@ def attribute(
     with torch.no_grad():
         x_src = model.src_embed(src)[0]  # (S, d_model)
         x_tgt = model.tgt_embed(tgt_in)[0]  # (T, d_model)
-    alphas = [1.0] if method == "ixg" else [(k + 0.5) / ig_steps for k in range(ig_steps)]
-    # Rows (t, α), t-major: each row is scored on its own step's f_t, so one backward of the sum
+
+    def scaled_f(steps: torch.Tensor, alphas: torch.Tensor, t_end: int, grad: bool):
+        """f at rows (steps[r], alphas[r]); with grad, also the embedding inputs to differentiate."""
+        scale = alphas.to(device)[:, None, None]  # (R, 1, 1)
+        es = (scale * x_src).requires_grad_(grad)  # (R, S, d_model)
+        et = (scale * x_tgt[:t_end]).requires_grad_(grad)  # (R, t_end, d_model)
+        r = steps.numel()
+        f = _step_logprobs(model, src.expand(r, -1), tgt_in[:, :t_end].expand(r, -1), out[:, :t_end].expand(r, -1),
+                           es, et, steps.to(device))  # (R,)
+        return f, es, et
+
+    delta = None
+    if method == "ixg":
+        alphas, weights = torch.ones(t_len, 1), torch.ones(t_len, 1)
+    else:
+        p = max(probe, 1)
+        with torch.no_grad():  # f_t on the probe grid α = 0, 1/p, ..., 1: its ends give f(x) − f(x')
+            grid = torch.linspace(0, 1, p + 1)
+            f_probe = scaled_f(torch.arange(t_len).repeat_interleave(p + 1), grid.repeat(t_len), t_len, False)[0]
+            f_probe = f_probe.view(t_len, p + 1).cpu()  # (T, P+1)
+        delta = f_probe[:, -1] - f_probe[:, 0]
+        if probe > 0:
+            alphas, weights = _nodes(f_probe, ig_steps)  # (T, m) each
+        else:
+            mid = (torch.arange(ig_steps) + 0.5) / ig_steps
+            alphas, weights = mid.expand(t_len, -1), torch.full((t_len, ig_steps), 1.0 / ig_steps)
+    # Rows (t, node), t-major: each row is scored on its own step's f_t, so one backward of the sum
     # gives every row its own gradient (rows do not interact). A chunk of rows runs the decoder only
     # up to its last row's step: later positions cannot change f_t (the look-ahead mask). Big chunks
     # still win on a CPU (one 512-row pass took half the time of eight 64-row ones).
-    rows = [(t, a) for t in range(t_len) for a in alphas]
+    m = alphas.size(1)
+    all_steps = torch.arange(t_len).repeat_interleave(m)  # (T·m,)
+    all_alphas, all_weights = alphas.reshape(-1), weights.reshape(-1)  # (T·m,)
     grad_src = torch.zeros(t_len, s_len, x_src.size(-1), device=device)  # (T, S, d_model)
     grad_tgt = torch.zeros(t_len, t_len, x_tgt.size(-1), device=device)  # (T, T, d_model)
     with torch.enable_grad():
-        for start in range(0, len(rows), max_rows):
-            chunk = rows[start : start + max_rows]
-            r = len(chunk)
-            steps = torch.tensor([t for t, _ in chunk], device=device)  # (R,)
-            scale = torch.tensor([a for _, a in chunk], device=device)[:, None, None]  # (R, 1, 1)
-            es = (scale * x_src).requires_grad_(True)  # (R, S, d_model)
+        for start in range(0, all_steps.numel(), max_rows):
+            steps = all_steps[start : start + max_rows]
             t_end = int(steps.max()) + 1
-            et = (scale * x_tgt[:t_end]).requires_grad_(True)  # (R, t_end, d_model)
-            f = _step_logprobs(model, src.expand(r, -1), tgt_in[:, :t_end].expand(r, -1), out[:, :t_end].expand(r, -1),
-                               es, et, steps)  # (R,)
+            f, es, et = scaled_f(steps, all_alphas[start : start + max_rows], t_end, True)
             gs, gt = torch.autograd.grad(f.sum(), [es, et])
-            grad_src.index_add_(0, steps, gs)
-            grad_tgt[:, :t_end].index_add_(0, steps, gt)
-    grad_src /= len(alphas)
-    grad_tgt /= len(alphas)
+            w = all_weights[start : start + max_rows].to(device)[:, None, None]  # (R, 1, 1)
+            grad_src.index_add_(0, steps.to(device), gs * w)
+            grad_tgt[:, :t_end].index_add_(0, steps.to(device), gt * w)
     source = (x_src[None] * grad_src).sum(-1)  # (T, S)
     target = (x_tgt[None] * grad_tgt).sum(-1)  # (T, T); the future (j > t) gets no gradient: 0
-    delta = None
-    if method == "ig":
-        with torch.no_grad():
-            steps = torch.arange(t_len, device=device).repeat(2)  # (2T,): every step, at input then baseline
-            both = _step_logprobs(
-                model, src.expand(2 * t_len, -1), tgt_in.expand(2 * t_len, -1), out.expand(2 * t_len, -1),
-                torch.cat([x_src.expand(t_len, -1, -1), torch.zeros(t_len, *x_src.shape, device=device)]),
-                torch.cat([x_tgt.expand(t_len, -1, -1), torch.zeros(t_len, *x_tgt.shape, device=device)]), steps,
-            ).view(2, t_len)  # row 0: f_t at the input, row 1: at the baseline
-            delta = (both[0] - both[1]).cpu()
     return Attribution(method, source.detach().cpu(), target.detach().cpu(), ig_steps if method == "ig" else 0, delta)
 
 
