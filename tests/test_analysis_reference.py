@@ -8,7 +8,8 @@ import pytest
 from typer.testing import CliRunner
 
 from core.analysis.reference import compare_pairs, summarize
-from core.decode.translate import TranslateOptions, trace_translation, translate_lines
+from core.analysis.trace import trace_steps
+from core.decode.translate import TranslateOptions, translate_lines
 from tt_cli.main import app
 
 PAIRS = [
@@ -52,7 +53,7 @@ def test_reference_logprob_matches_the_trace_of_one_sentence(tiny_loaded, compar
     tok = tiny_loaded.tokenizer
     for c in comparisons:
         ref = tok.encode(c.reference) + [tiny_loaded.cfg.eos_id]
-        _, steps = trace_translation(tiny_loaded, tok.encode(c.source), ref)
+        _, steps = trace_steps(tiny_loaded, tok.encode(c.source) + [tiny_loaded.cfg.eos_id], ref)
         assert c.ref_logprob == pytest.approx(sum(s.logprob for s in steps), abs=1e-4)
         assert [s.ref_prob for s in c.steps] == pytest.approx([2.718281828 ** s.logprob for s in steps], abs=1e-4)
 

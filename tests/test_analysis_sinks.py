@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from core.analysis.sinks import CATEGORIES, head_sinks, is_punctuation, parks_on
-from core.decode.translate import trace_translation
+from core.analysis.trace import trace_steps
 from tt_cli.main import app
 
 PAIRS = [("Je suis étudiant.", "I am a student."), ("Le chat dort.", "The cat is sleeping."),
@@ -42,11 +42,11 @@ def test_every_head_once_with_shares_in_range(tiny_loaded, sinks):
 
 
 def test_shares_match_the_per_sentence_trace(tiny_loaded, sinks):
-    """Recompute two shares from `trace_translation` (one sentence at a time, no padding)."""
+    """Recompute two shares from `trace_steps` (one sentence at a time, no padding)."""
     tok, eos = tiny_loaded.tokenizer, tiny_loaded.cfg.eos_id
     enc_eos, cross_first, uniform = [], [], []
     for src, ref in PAIRS:
-        source, steps = trace_translation(tiny_loaded, tok.encode(src), tok.encode(ref) + [eos])
+        source, steps = trace_steps(tiny_loaded, tok.encode(src) + [eos], tok.encode(ref) + [eos])
         w = source.encoder_self[1][0]  # layer 1, head 0: (S, S)
         enc_eos.append(float(w[:, -1].mean()))  # </s> is the last source piece
         cross_first.append(sum(float(s.cross[0][2, 0]) for s in steps) / len(steps))  # layer 0, head 2

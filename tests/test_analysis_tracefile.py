@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from core.analysis.attribute import Attribution
 from core.analysis.tracefile import FORMAT, load_trace, save_trace
-from core.decode.translate import trace_translation
+from core.analysis.trace import trace_steps
 from core.errors import DataError
 from tt_cli.main import app
 
@@ -19,7 +19,8 @@ from tt_cli.main import app
 def traced(tiny_loaded):
     tok = tiny_loaded.tokenizer
     out = tok.encode("I am a student.") + [tiny_loaded.cfg.eos_id]
-    return trace_translation(tiny_loaded, tok.encode("Je suis étudiant."), out)
+    src = tok.encode("Je suis étudiant.") + [tiny_loaded.cfg.eos_id]
+    return trace_steps(tiny_loaded, src, out, text="Je suis étudiant.")
 
 
 def test_round_trip_keeps_every_tensor_and_candidate(traced, tmp_path):

@@ -57,11 +57,6 @@ def parks_on(share: dict[str, float], uniform: dict[str, float]) -> list[str]:
     return [c for c in CATEGORIES if share[c] >= PARK_SHARE and share[c] >= PARK_RATIO * uniform[c]]
 
 
-def _weights(internals) -> torch.Tensor:
-    """(B, h, T_q, T_k) attention weights of one sub-layer's returned internals."""
-    return internals.weights if hasattr(internals, "weights") else internals
-
-
 def _key_categories(tokens: torch.Tensor, punct_ids: torch.Tensor, eos_id: int) -> dict[str, torch.Tensor]:
     """Per category, a (B, T_k) 0/1 float mask of the keys that belong to it."""
     first = torch.zeros_like(tokens, dtype=torch.float)
@@ -120,7 +115,7 @@ def head_sinks(
         ]
         for family, layers, visible, queries, cats in plans:
             for i, internals in enumerate(layers):
-                for name, (per_head, uniform) in _shares(_weights(internals).float(), visible, queries, cats).items():
+                for name, (per_head, uniform) in _shares(internals.weights.float(), visible, queries, cats).items():
                     acc = sums.setdefault((family, i), {})
                     acc[name] = acc.get(name, 0) + per_head.sum(0)
                     u = uniform_sums.setdefault((family, i), {})

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import torch
 
 from core.errors import ConfigError
+from core.model.attention import HeadMask
 from core.model.transformer import DecoderState, Encoded, Transformer
 
 
@@ -79,6 +80,7 @@ def next_logprobs(
     *,
     banned: torch.Tensor,
     ban_eos: bool,
+    head_mask: HeadMask | None = None,
 ) -> torch.Tensor:
     """One decoder step over the cache: step_input (N, 1) -> log p(next piece) (N, vocab), bans applied.
 
@@ -86,7 +88,7 @@ def next_logprobs(
     log_softmax is 2-3x cheaper than the logsumexp that would skip it (bench/README.md), so every
     rule takes the full log-softmax.
     """
-    logits = model.decode(step_input, enc, state=state).logits[:, -1]  # (N, vocab)
+    logits = model.decode(step_input, enc, state=state, head_mask=head_mask).logits[:, -1]  # (N, vocab)
     logprobs = logits.float().log_softmax(-1)
     logprobs.index_fill_(1, banned, float("-inf"))
     if ban_eos:
@@ -119,14 +121,17 @@ def _pick_loop(
     max_output: int | None,
     extra_len: int,
     min_len: int,
+    head_mask: HeadMask | None = None,
 ) -> list[Hypothesis]:
-    """The loop greedy search and sampling share: one piece per row per step, chosen by `pick`."""
+    """The loop greedy search and sampling share: one piece per row per step, chosen by `pick`.
+
+    `head_mask` (unbatched: it applies to every row) switches heads off for an ablation."""
     cfg = model.cfg
     b, device = src.size(0), src.device
     limits = output_limits(model, src, max_output, extra_len).to(device)  # (B,)
     steps = int(limits.max())
     banned = _banned(model, device)
-    enc = model.encode(src)
+    enc = model.encode(src, head_mask=head_mask)
     state = model.start_state(enc, capacity=steps)
     tokens = torch.full((b, steps), cfg.pad_id, dtype=torch.long, device=device)  # (B, L)
     logprobs = torch.zeros(b, steps, device=device)  # (B, L)
@@ -134,7 +139,7 @@ def _pick_loop(
     alive = torch.arange(b, device=device)  # the original row of each live batch row
     step_input = torch.full((b, 1), cfg.bos_id, dtype=torch.long, device=device)
     for step in range(steps):
-        lp = next_logprobs(model, step_input, enc, state, banned=banned, ban_eos=step < min_len)
+        lp = next_logprobs(model, step_input, enc, state, banned=banned, ban_eos=step < min_len, head_mask=head_mask)
         chosen = pick(lp)  # (n,)
         tokens[alive, step] = chosen
         logprobs[alive, step] = lp.gather(1, chosen[:, None]).squeeze(1)
@@ -152,7 +157,8 @@ def _pick_loop(
 
 @torch.inference_mode()
 def greedy(
-    model: Transformer, src: torch.Tensor, *, max_output: int | None = None, extra_len: int = 50, min_len: int = 0
+    model: Transformer, src: torch.Tensor, *, max_output: int | None = None, extra_len: int = 50, min_len: int = 0,
+    head_mask: HeadMask | None = None,
 ) -> list[Hypothesis]:
     """Pick the most probable piece at every step, for a batch of sources (B, S) at once.
 
@@ -160,7 +166,10 @@ def greedy(
     shrinks with the batch. max_output defaults to source length + `extra_len` (within the model's).
     `min_len` bans EOS for that many steps (benchmarks use it to decode a fixed length).
     """
-    return _pick_loop(model, src, lambda lp: lp.argmax(-1), max_output=max_output, extra_len=extra_len, min_len=min_len)
+    return _pick_loop(
+        model, src, lambda lp: lp.argmax(-1), max_output=max_output, extra_len=extra_len, min_len=min_len,
+        head_mask=head_mask,
+    )
 
 
 def check_sampling(temperature: float, top_k: int = 0, top_p: float = 1.0) -> None:

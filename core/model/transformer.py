@@ -149,12 +149,23 @@ class Transformer(nn.Module):
                 nn.init.zeros_(p)
 
     # ----------------------------------------------------------------------------------- encoder
-    def encode(self, src: torch.Tensor, *, need_weights: bool = False, head_mask: HeadMask | None = None) -> Encoded:
-        """src (B, S) token ids -> memory (B, S, d_model). `head_mask.encoder_self` silences heads."""
+    def encode(
+        self,
+        src: torch.Tensor,
+        *,
+        need_weights: bool = False,
+        head_mask: HeadMask | None = None,
+        src_embeds: torch.Tensor | None = None,
+    ) -> Encoded:
+        """src (B, S) token ids -> memory (B, S, d_model). `head_mask.encoder_self` silences heads.
+
+        `src_embeds` (B, S, d_model) replaces the token embeddings of `src` (src still gives the
+        padding mask): gradient attribution differentiates with respect to them.
+        """
         if src.size(1) > self.cfg.max_len:
             raise ValueError(f"source has {src.size(1)} pieces; this model takes at most {self.cfg.max_len}")
         src_mask = padding_mask(src, self.cfg.pad_id)  # (B, 1, 1, S)
-        x = self.src_pos(self.src_embed(src))  # (B, S, d_model)
+        x = self.src_pos(self.src_embed(src) if src_embeds is None else src_embeds)  # (B, S, d_model)
         weights = [] if need_weights else None
         for i, layer in enumerate(self.encoder_layers):
             x, w = layer(x, src_mask, need_weights, None if head_mask is None else head_mask.layer("encoder_self", i))
@@ -183,18 +194,20 @@ class Transformer(nn.Module):
         need_weights: bool = False,
         return_layers: bool = False,
         head_mask: HeadMask | None = None,
+        tgt_embeds: torch.Tensor | None = None,
     ) -> Decoded:
         """tgt (B, T) target ids (BOS first) -> next-token logits (B, T, vocab).
 
         Without `state`: all T positions at once under the look-ahead mask (teacher forcing).
         With `state`: tgt holds only the new positions; their keys/values join the cache (give the
         same `head_mask` at every step, so the cache holds what that masked model computed).
+        `tgt_embeds` (B, T, d_model) replaces the token embeddings of `tgt`, as `src_embeds` in encode.
         """
         offset = state.length if state is not None else 0
         t = tgt.size(1)
         if offset + t > self.cfg.max_len:
             raise ValueError(f"target reaches {offset + t} pieces; this model takes at most {self.cfg.max_len}")
-        x = self.tgt_pos(self.tgt_embed(tgt), offset)  # (B, T, d_model)
+        x = self.tgt_pos(self.tgt_embed(tgt) if tgt_embeds is None else tgt_embeds, offset)  # (B, T, d_model)
         # One new query needs no look-ahead mask: everything in the cache is its past.
         # Full-sequence training lets the fused kernel apply causality itself (is_causal).
         self_mask = None

@@ -418,7 +418,7 @@ def attribute(
         texts = lines[:limit] if limit else lines
     loaded = _setup(model, device, threads)
     results, agree, total = [], 0, 0
-    for t in translate_lines(loaded, texts, TranslateOptions(greedy=True, trace=True)):
+    for t in translate_lines(loaded, texts, TranslateOptions(greedy=True, with_attention=True)):
         if not t.steps:
             continue
         a = attribute_steps(loaded, t.source_tokens, [s.token for s in t.steps], method=method.value, ig_steps=ig_steps)

@@ -248,7 +248,8 @@ def translate(
     options = TranslateOptions(
         beam=beam, alpha=alpha, n_best=n_best, greedy=greedy, sample=sample, temperature=temperature,
         top_k=top_k, top_p=top_p, seed=seed, batch_size=batch_size,
-        with_attention=show_attention or align or attention != AttentionChoice.none or trace_file is not None,
+        with_attention=show_attention or align or attention != AttentionChoice.none or trace_file is not None
+        or attribution is not None,
     ).validate()
 
     from core.checkpoint import load_model
