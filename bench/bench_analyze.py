@@ -27,9 +27,9 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from core.analysis.ablate import ablate_heads, all_heads, head_mask, reference_logprob  # noqa: E402
-from core.analysis.attribute import attribute  # noqa: E402
-from core.checkpoint import load_model  # noqa: E402
+from core.analysis.ablate import ablate_heads, all_heads, head_mask, reference_logprob
+from core.analysis.attribute import attribute
+from core.checkpoint import load_model
 
 TATOEBA = ROOT.parent / "shared" / "data" / "tatoeba-fra-eng" / "fra-eng.tsv"
 SENTENCE = "Le chat s'est assis sur le tapis pendant que les enfants regardaient la pluie."

@@ -8,7 +8,14 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from core.analysis.ablate import Head, ablate_heads, all_heads, head_mask, prune_curve, reference_logprob
+from core.analysis.ablate import (
+    Head,
+    ablate_heads,
+    all_heads,
+    head_mask,
+    prune_curve,
+    reference_logprob,
+)
 from core.analysis.reference import compare_pairs
 from tt_cli.main import app
 
@@ -44,7 +51,7 @@ def test_batched_ablations_equal_single_passes(tiny_loaded):
     batched = reference_logprob(tiny_loaded, PAIRS, masks, max_tokens=30, max_rows_tokens=40)
     single = [_one_pass(tiny_loaded, m) for m in masks]
     assert batched == pytest.approx(single, abs=1e-4)
-    assert len(set(round(v, 4) for v in batched)) == len(masks)  # every head changes something
+    assert len({round(v, 4) for v in batched}) == len(masks)  # every head changes something
 
 
 def test_ablate_all_heads_and_prune_curve(tiny_loaded):

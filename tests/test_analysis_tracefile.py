@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-
 import pytest
 import torch
 from safetensors.torch import save_file
 from typer.testing import CliRunner
 
 from core.analysis.attribute import Attribution
-from core.analysis.tracefile import FORMAT, load_trace, save_trace
 from core.analysis.trace import trace_steps
+from core.analysis.tracefile import FORMAT, load_trace, save_trace
 from core.errors import DataError
 from tt_cli.main import app
 
@@ -72,7 +71,7 @@ def test_newer_version_other_format_and_bad_contents(traced, tmp_path):
     from safetensors import safe_open
 
     with safe_open(str(good), framework="pt") as f:
-        meta, tensors = f.metadata(), {k: f.get_tensor(k) for k in f.keys()}
+        meta, tensors = f.metadata(), {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 - safe_open is not a dict
 
     def write(name, tensors=tensors, **changes):
         path = tmp_path / name

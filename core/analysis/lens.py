@@ -54,7 +54,7 @@ def logit_lens(loaded: LoadedModel, src_ids: list[int], out_ids: list[int], *, t
     out_ids = list(out_ids)[: cfg.max_len]
     tgt_in = torch.tensor([[cfg.bos_id] + out_ids[:-1]], device=device)  # (1, T)
     logprobs = layer_logits(model, src, tgt_in)[:, 0].float().log_softmax(-1).cpu()  # (L, T, vocab)
-    top_lp, top_ids = logprobs.topk(min(top_k, cfg.vocab_size), dim=-1)  # (L, T, k)
+    top_ids = logprobs.topk(min(top_k, cfg.vocab_size), dim=-1).indices  # (L, T, k)
     steps = []
     for t, token in enumerate(out_ids):
         layers = []

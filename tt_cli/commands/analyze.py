@@ -10,7 +10,7 @@ import json
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -26,13 +26,13 @@ app = typer.Typer(
 EXIT_USAGE = 2
 
 ModelOpt = Annotated[
-    Optional[Path], typer.Option("--model", "-m", help="Model directory (default: $TT_MODEL, else the shipped model).")
+    Path | None, typer.Option("--model", "-m", help="Model directory (default: $TT_MODEL, else the shipped model).")
 ]
 DeviceOpt = Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:N or mps.")]
 ThreadsOpt = Annotated[int, typer.Option(help="CPU threads for torch (0 = torch's default).", min=0)]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout instead of tables.")]
-SrcOpt = Annotated[Optional[Path], typer.Option("--src", help="French sentences, one per line.")]
-RefOpt = Annotated[Optional[Path], typer.Option("--ref", help="Reference English translations, aligned with --src.")]
+SrcOpt = Annotated[Path | None, typer.Option("--src", help="French sentences, one per line.")]
+RefOpt = Annotated[Path | None, typer.Option("--ref", help="Reference English translations, aligned with --src.")]
 LimitOpt = Annotated[int, typer.Option(help="Use the first N pairs of the files (0 = all).", min=0)]
 
 
@@ -79,7 +79,7 @@ def _console():
 
 # ------------------------------------------------------------------------------------ ref
 def ref(
-    texts: Annotated[Optional[list[str]], typer.Argument(help="SOURCE REFERENCE (instead of --src/--ref).")] = None,
+    texts: Annotated[list[str] | None, typer.Argument(help="SOURCE REFERENCE (instead of --src/--ref).")] = None,
     src: SrcOpt = None,
     ref_file: RefOpt = None,
     limit: LimitOpt = 0,
@@ -109,9 +109,11 @@ def ref(
 
         _print_json({"summary": asdict(summary), "sentences": [sentence(c) for c in comparisons]})
         return
+    from tt_cli import analysis_views as views
+
     console = _console()
     if len(comparisons) == 1:
-        _show_comparison(console, comparisons[0])
+        views.show_comparison(console, comparisons[0])
         return
     s = summary
     console.print(
@@ -125,22 +127,6 @@ def ref(
     console.print("swaps (reference → model): " + ", ".join(f"{r!r}→{m!r} ×{n}" for r, m, n in s.swaps))
 
 
-def _show_comparison(console, c) -> None:
-    from rich.table import Table
-
-    console.print(f"source     {c.source}\nreference  {c.reference}\ngreedy     {c.output}")
-    table = Table(box=None, header_style="bold")
-    for col in ("step", "reference", "rank", "p(ref)", "model's choice", "p"):
-        table.add_column(col, justify="right" if col in ("step", "rank", "p(ref)", "p") else "left")
-    for s in c.steps:
-        style = "bold red" if s.index == c.first_divergence else ("" if s.agrees else "yellow")
-        table.add_row(str(s.index), s.ref_piece, str(s.ref_rank), f"{s.ref_prob:.3f}",
-                      s.model_piece, f"{s.model_prob:.3f}", style=style)
-    console.print(table)
-    where = "none: greedy output follows the reference" if c.first_divergence is None else f"step {c.first_divergence}"
-    console.print(f"first divergence: {where} · log p(reference) = {c.ref_logprob:.3f}")
-
-
 app.command("ref", help=ref.__doc__)(guard(ref))
 
 
@@ -151,7 +137,7 @@ class Metric(str, Enum):
 
 
 def heads(
-    texts: Annotated[Optional[list[str]], typer.Argument(help="SOURCE REFERENCE (instead of --src/--ref).")] = None,
+    texts: Annotated[list[str] | None, typer.Argument(help="SOURCE REFERENCE (instead of --src/--ref).")] = None,
     src: SrcOpt = None,
     ref_file: RefOpt = None,
     limit: LimitOpt = 0,
@@ -180,7 +166,9 @@ def heads(
         if json_out:
             _print_json({"sentences": len(pairs), "sinks": [_rounded(asdict(s)) for s in found]})
         else:
-            _show_sinks(_console(), found, len(pairs))
+            from tt_cli import analysis_views as views
+
+            views.show_sinks(_console(), found, len(pairs))
         return
     from core.analysis.ablate import ablate_heads, prune_curve
 
@@ -199,55 +187,12 @@ def heads(
                             for p in curve]
         _print_json(_rounded(obj))
         return
+    from tt_cli import analysis_views as views
+
     console = _console()
-    _show_ablation(console, ablation, {(s.family, s.layer, s.head): s.parks_on for s in found})
+    views.show_ablation(console, ablation, {(s.family, s.layer, s.head): s.parks_on for s in found})
     if curve is not None:
-        _show_curve(console, curve, ablation.metric)
-
-
-def _show_ablation(console, ablation, parks: dict) -> None:
-    """A heatmap of the deltas (rows: family × layer, columns: heads; red = the metric drops)."""
-    from rich.table import Table
-    from rich.text import Text
-
-    unit = "mean log p(reference)" if ablation.metric == "logprob" else "BLEU"
-    console.print(f"{unit} with every head on: {ablation.intact:.3f} ({ablation.sentences} sentences); "
-                  f"cells: change when that head alone is off; * parks its attention")
-    scale = max((abs(e.delta) for e in ablation.effects), default=0.0) or 1.0
-    n_heads = max(e.head.head for e in ablation.effects) + 1
-    table = Table(box=None, header_style="bold")
-    table.add_column("family / layer")
-    for j in range(n_heads):
-        table.add_column(f"head {j}", justify="right")
-    rows: dict[tuple[str, int], list] = {}
-    for e in ablation.effects:
-        rows.setdefault((e.head.family, e.head.layer), [None] * n_heads)[e.head.head] = e
-    for (family, layer), effects in rows.items():
-        cells = []
-        for e in effects:
-            if e is None:
-                cells.append(Text(""))
-                continue
-            strength = min(abs(e.delta) / scale, 1.0)
-            colour = "red" if e.delta < 0 else "green"
-            style = f"on {colour}" if strength > 0.5 else (f"{colour}" if strength > 0.1 else "")
-            mark = "*" if parks.get((family, layer, e.head.head)) else " "
-            cells.append(Text(f"{e.delta:+.3f}{mark}", style=style))
-        table.add_row(f"{family} L{layer}", *cells)
-    console.print(table)
-    worst = sorted(ablation.effects, key=lambda e: e.delta)[:3]
-    console.print("most needed: " + ", ".join(f"{e.head} ({e.delta:+.3f})" for e in worst))
-
-
-def _show_curve(console, curve, metric: str) -> None:
-    from rich.table import Table
-
-    table = Table(title="pruning curve (least damaging head first)", box=None, header_style="bold")
-    for col in ("heads off", "head removed", metric):
-        table.add_column(col, justify="left" if col == "head removed" else "right")
-    for p in curve:
-        table.add_row(str(p.removed), "—" if p.head is None else str(p.head), f"{p.value:.3f}")
-    console.print(table)
+        views.show_curve(console, curve, ablation.metric)
 
 
 def _rounded(obj, digits: int = 4):
@@ -258,24 +203,6 @@ def _rounded(obj, digits: int = 4):
     if isinstance(obj, list):
         return [_rounded(v, digits) for v in obj]
     return obj
-
-
-def _show_sinks(console, found, n: int) -> None:
-    from rich.table import Table
-
-    table = Table(title=f"attention sinks over {n} sentence(s): share of mass (uniform share)", box=None,
-                  header_style="bold")
-    for col in ("family", "layer", "head", "</s>", "punct", "first", "parks on"):
-        table.add_column(col, justify="left" if col in ("family", "parks on") else "right")
-    for s in found:
-        cells = [f"{s.share[c]:.2f} ({s.uniform[c]:.2f})" if not (c == "eos" and s.family == "decoder_self") else "–"
-                 for c in ("eos", "punct", "first")]
-        table.add_row(s.family, str(s.layer), str(s.head), *cells, ", ".join(s.parks_on),
-                      style="bold yellow" if s.parks_on else "")
-    console.print(table)
-    parked = [s for s in found if s.parks_on]
-    console.print(f"{len(parked)} of {len(found)} heads park their attention" + (
-        ": " + ", ".join(f"{s.family} L{s.layer}H{s.head} on {'/'.join(s.parks_on)}" for s in parked) if parked else "."))
 
 
 app.command("heads", help=heads.__doc__)(guard(heads))
@@ -326,7 +253,7 @@ app.command("run", help=run.__doc__)(guard(run))
 
 # ------------------------------------------------------------------------------------ lens
 def lens(
-    text: Annotated[Optional[str], typer.Argument(help="A French sentence (its greedy translation is read).")] = None,
+    text: Annotated[str | None, typer.Argument(help="A French sentence (its greedy translation is read).")] = None,
     src: SrcOpt = None,
     ref_file: RefOpt = None,
     limit: LimitOpt = 0,
@@ -390,7 +317,7 @@ class Method(str, Enum):
 
 
 def attribute(
-    texts: Annotated[Optional[list[str]], typer.Argument(help="French sentences (their greedy translations are explained).")] = None,
+    texts: Annotated[list[str] | None, typer.Argument(help="French sentences (their greedy translations are explained).")] = None,
     src: SrcOpt = None,
     limit: LimitOpt = 0,
     method: Annotated[Method, typer.Option(help="ixg = input×gradient, ig = integrated gradients.")] = Method.ig,
