@@ -10,7 +10,7 @@
 
     python bench/bench_analyze.py --threads 2 [--pairs 500]
 
-Pairs: the first N of the Tatoeba test split (../shared/data) when present, else the test fixture
+Pairs: the first N of the Tatoeba test split ($TT_SHARED_DATA, default ../shared/data) when present, else the test fixture
 sentences repeated (said in the output). Wall and CPU seconds are both printed: on a shared
 machine wall time inflates, CPU time (all threads) stays closer to the work done.
 """
@@ -18,6 +18,7 @@ machine wall time inflates, CPU time (all threads) stays closer to the work done
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -31,7 +32,7 @@ from core.analysis.ablate import ablate_heads, all_heads, head_mask, reference_l
 from core.analysis.attribute import attribute
 from core.checkpoint import load_model
 
-TATOEBA = ROOT.parent / "shared" / "data" / "tatoeba-fra-eng" / "fra-eng.tsv"
+TATOEBA = Path(os.environ.get("TT_SHARED_DATA", ROOT.parent / "shared" / "data")) / "tatoeba-fra-eng" / "fra-eng.tsv"
 SENTENCE = "Le chat s'est assis sur le tapis pendant que les enfants regardaient la pluie."
 
 
