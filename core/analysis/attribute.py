@@ -69,11 +69,17 @@ class Attribution:
 
 
 def _step_logprobs(model, src, tgt_in, out, src_embeds, tgt_embeds, steps: torch.Tensor) -> torch.Tensor:
-    """(R,) f_t of each row at its own step t = steps[r], the embeddings given as arguments."""
+    """(R,) f_t of each row at its own step t = steps[r], the embeddings given as arguments.
+
+    The output projection is re-applied to the one position each row explains (the residual stream
+    comes back with `return_layers`): decode's own logits for every position are left out of the
+    backward pass, which would otherwise cost a (R, T, vocab) matmul for gradients that are zero.
+    """
     enc = model.encode(src, src_embeds=src_embeds)
-    logits = model.decode(tgt_in, enc, tgt_embeds=tgt_embeds).logits  # (R, T, vocab)
-    rows = torch.arange(logits.size(0), device=logits.device)
-    picked = logits[rows, steps].float().log_softmax(-1)  # (R, vocab): only the step each row explains
+    dec = model.decode(tgt_in, enc, tgt_embeds=tgt_embeds, return_layers=True)
+    rows = torch.arange(steps.numel(), device=steps.device)
+    x = model.decoder_norm(dec.layers[-1][rows, steps])  # (R, d_model): the same path as dec.logits
+    picked = model.generator(x).float().log_softmax(-1)  # (R, vocab)
     return picked.gather(-1, out[rows, steps].unsqueeze(-1)).squeeze(-1)  # (R,)
 
 
