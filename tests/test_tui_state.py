@@ -169,3 +169,35 @@ def test_find_piece_and_mask_inputs(session):
     d = session.start("Je suis étudiant.")
     ids, pieces = d.mask_inputs()
     assert ids == [session.loaded.cfg.bos_id, d.steps[0].token] and pieces == tokenizer.pieces(ids)
+
+
+def test_candidates_of_a_replayed_trace_are_rescored_from_its_logits():
+    tokenizer = Tokenizer.load(FIXTURES / "tiny_model" / "spm.model")
+    logits = torch.linspace(3.0, -3.0, tokenizer.vocab_size)  # (vocab,)
+    step = StepTrace(index=0, token=0, piece="<pad>", logprob=0.0, candidates=top_candidates(logits, tokenizer, 10),
+                     logits=logits)
+    hot = view(top_k=3, temperature=2.0)
+    assert hot.candidates(step, None) == pytest.approx(hot.candidates(step, tokenizer))  # no tokenizer, same answer
+    no_logits = StepTrace(index=0, token=0, piece="<pad>", logprob=0.0, candidates=step.candidates)
+    assert hot.candidates(no_logits, None) == step.candidates[:3]
+
+
+def test_a_trace_session_walks_the_stored_steps_and_refuses_model_work(session, tmp_path):
+    from core.analysis.tracefile import load_trace, save_trace
+    from core.errors import TTError
+    from tt_cli.tui.session import TraceSession
+
+    live = session.start("Je suis étudiant.")
+    live = session.run()
+    path = save_trace(tmp_path / "t.trace", live.source, list(live.steps), translation=live.active.text)
+    replay = TraceSession(load_trace(path))
+    assert replay.dims == Dims.of(session.loaded.cfg)  # read off the tensors, no config
+    assert len(replay.start("ignored").steps) == 1 and len(replay.back().steps) == 1  # never below the first step
+    d = replay.run()
+    assert d.original.finished and d.original.text == live.active.text and d.limit == len(live.steps)
+    assert list(d.target_pieces)[1:] == list(live.target_pieces)[1:] and len(d.target_pieces) == len(d.steps)
+    assert len(replay.step().steps) == len(live.steps)  # never past the last
+    assert [s.token for s in replay.back().steps] == [s.token for s in live.steps[:-1]]
+    for ask in (lambda: replay.what_if(0, 5), lambda: replay.beam(4, 0.6), lambda: replay.positions(3)):
+        with pytest.raises(TTError, match="needs the model"):
+            ask()

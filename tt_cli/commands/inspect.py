@@ -22,12 +22,23 @@ def inspect(
     svg_dir: Annotated[
         Optional[Path], typer.Option(help="Where key s saves screenshots (SVG). Default: the current directory.")
     ] = None,
+    trace: Annotated[
+        Optional[Path],
+        typer.Option("--trace", help="Open a saved trace (tt translate --trace FILE) without loading the model: "
+                     "steps, attention and the distribution; what-if, beam and explain need the model."),
+    ] = None,
 ) -> None:
     """Step through decoding token by token: attention (cross, masked self, encoder), the next-piece
     distribution, what-if branches, beam search and Eq. 1 explained on the live model. Press ? inside."""
+    if trace is not None:
+        if text is not None or model is not None:
+            raise fail("--trace replays a saved trace without the model: give no sentence and no --model with it")
+        from core.analysis.tracefile import load_trace
+
+        replay = load_trace(trace)  # a bad, truncated or newer file: one DataError line, before the terminal check
     if text is not None and not text.strip():
         raise fail("the sentence is empty; give a French sentence, e.g. tt inspect \"Je suis étudiant.\"")
-    if text is None and not sys.stdin.isatty():
+    if trace is None and text is None and not sys.stdin.isatty():
         raise fail('no sentence given and stdin is not a terminal; pass one: tt inspect "Je suis étudiant."')
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise fail("tt inspect is interactive and needs a terminal; for a script use tt translate --json")
@@ -37,5 +48,8 @@ def inspect(
     from core.checkpoint import load_model
     from tt_cli.tui.app import make_app
 
+    if trace is not None:
+        make_app(None, top_k=top_k, svg_dir=svg_dir, trace=replay, trace_name=trace.name).run()
+        return
     loaded = load_model(model)
     make_app(loaded, text, top_k=top_k, beam_size=beam, alpha=alpha, svg_dir=svg_dir).run()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import queue
 import time
+from operator import methodcaller
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from textual.widgets import ContentSwitcher, Footer, OptionList, Static
 
 from core.analysis.beam import BeamStep
 from core.analysis.explain import Explanation
+from core.analysis.tracefile import TraceFile
 from core.checkpoint import LoadedModel
 from core.errors import TTError
 from core.files import atomic_write_bytes
@@ -31,7 +33,7 @@ from tt_cli.tui.picture import cell_text, picture
 from tt_cli.tui.screens.ask import AskScreen
 from tt_cli.tui.screens.help import HelpScreen
 from tt_cli.tui.screens.views import ViewsScreen
-from tt_cli.tui.session import Decoding, Session, find_piece
+from tt_cli.tui.session import Decoding, Session, TraceSession, find_piece
 from tt_cli.tui.state import Cell, ViewState
 from tt_cli.tui.widgets.beam import BeamView
 from tt_cli.tui.widgets.distribution import Distribution
@@ -80,15 +82,25 @@ class InspectApp(App[None]):
     explained: reactive[tuple[Explanation, str] | None] = reactive(None, init=False, always_update=True)
 
     def __init__(
-        self, loaded: LoadedModel, text: str | None = None, *, top_k: int = 10, beam_size: int = 4,
-        alpha: float = 0.6, svg_dir: Path | None = None,
+        self, loaded: LoadedModel | None, text: str | None = None, *, top_k: int = 10, beam_size: int = 4,
+        alpha: float = 0.6, svg_dir: Path | None = None, trace: TraceFile | None = None, trace_name: str = "",
     ) -> None:
+        """`loaded` runs the model live; without it, `trace` (a saved `tt translate --trace`) is replayed."""
         super().__init__()
         self.loaded, self.text = loaded, text
-        self.session = Session(loaded)  # touched on the model thread only
+        self.tokenizer = loaded.tokenizer if loaded is not None else None
+        # touched on the model thread only
+        self.session: Session | TraceSession = Session(loaded) if loaded is not None else TraceSession(trace)
+        if loaded is None:
+            self.text = trace.source.text
+            self.about = f"trace {trace_name or '(unnamed)'} · model {Path(trace.model).name or '?'} · replay, no model"
+        else:
+            cfg = loaded.cfg
+            self.about = (f"{loaded.path.name} · d_model {cfg.d_model}, h {cfg.h}, "
+                          f"{cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers")
         self.beam_size, self.alpha = beam_size, alpha
         self.svg_dir = svg_dir or Path.cwd()
-        self.set_reactive(InspectApp.view, ViewState.for_model(loaded.cfg, top_k=top_k))
+        self.set_reactive(InspectApp.view, ViewState.for_dims(self.session.dims, top_k=top_k))
         self.pending = 0  # jobs queued for the model thread; tests and benchmarks wait for 0
         self._jobs: queue.Queue[Job | None] = queue.Queue()
         self._beam_asked = False
@@ -152,12 +164,8 @@ class InspectApp(App[None]):
 
     # ------------------------------------------------------------------------------ watchers: every redraw
     def watch_decoding(self, d: Decoding | None) -> None:
-        cfg = self.loaded.cfg
         where = "what-if branch" if d is not None and d.branch else "greedy"
-        self.query_one("#title", Static).update(
-            f"[b]tt inspect[/b] · {self.loaded.path.name} · d_model {cfg.d_model}, h {cfg.h}, "
-            f"{cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers · {where} · ? for help"
-        )
+        self.query_one("#title", Static).update(f"[b]tt inspect[/b] · {self.about} · {where} · ? for help")
         self.query_one(SentenceView).show(d)
         self._draw_heatmap()
         self._draw_cell()
@@ -183,7 +191,7 @@ class InspectApp(App[None]):
         self._draw_explanation()
 
     def _draw_beam(self) -> None:
-        self.query_one(BeamView).show(self.beam, self.view.beam_index, self.loaded.tokenizer,
+        self.query_one(BeamView).show(self.beam, self.view.beam_index, self.tokenizer,
                                       beam_size=self.beam_size, alpha=self.alpha)
 
     def _draw_explanation(self) -> None:
@@ -203,7 +211,7 @@ class InspectApp(App[None]):
 
     def _draw_distribution(self) -> None:
         step = self.decoding.steps[-1] if self.decoding is not None and self.decoding.steps else None
-        candidates = self.view.candidates(step, self.loaded.tokenizer) if step else []
+        candidates = self.view.candidates(step, self.tokenizer) if step else []
         self.query_one(Distribution).show(step, candidates, temperature=self.view.temperature, top_k=self.view.top_k)
 
     # ------------------------------------------------------------------------------ the selected cell
@@ -222,7 +230,7 @@ class InspectApp(App[None]):
         self.submit(lambda: self.session.explain(d, cell), lambda ex: setattr(self, "explained", (ex, cell.note)))
 
     # ------------------------------------------------------------------------------ actions: keys -> state
-    def _move(self, beam_step: Callable[[int], int], decode: Callable[[Session], Decoding]) -> None:
+    def _move(self, beam_step: Callable[[int], int], decode: Callable[[Session | TraceSession], Decoding]) -> None:
         """n/p/r/0 walk the beam steps in beam mode (once there are some), else the decoding."""
         if self.view.mode == "beam" and self.beam:
             self.view = self.view.beam_at(beam_step(self.view.beam_index), len(self.beam))
@@ -230,22 +238,31 @@ class InspectApp(App[None]):
             self.submit(lambda: decode(self.session), self._decoded)
 
     def action_next(self) -> None:
-        self._move(lambda i: i + 1, Session.step)
+        self._move(lambda i: i + 1, methodcaller("step"))
 
     def action_back(self) -> None:
-        self._move(lambda i: i - 1 if i > 0 else 0, Session.back)
+        self._move(lambda i: i - 1 if i > 0 else 0, methodcaller("back"))
 
     def action_run(self) -> None:
-        self._move(lambda i: -1, Session.run)
+        self._move(lambda i: -1, methodcaller("run"))
 
     def action_restart(self) -> None:
-        self._move(lambda i: 0, Session.restart)
+        self._move(lambda i: 0, methodcaller("restart"))
 
     def action_view(self, change: str, *args: Any) -> None:
         """A key that only changes what is shown: `change` names the pure ViewState method."""
         self.view = getattr(self.view, change)(*args)
 
+    def live(self, what: str) -> bool:
+        """Whether a model runs behind the view; if not, say politely that `what` needs one."""
+        if not self.session.live:
+            self.notify(f"{what} needs the model: this is a saved trace, replayed without it. "
+                        f"Run tt inspect \"{self.text}\" to have it live.", title="tt")
+        return self.session.live
+
     def action_mode(self, mode: str) -> None:
+        if not self.live({"beam": "beam mode", "explain": "explain mode"}[mode]):
+            return
         self.view = self.view.toggle_mode(mode)
         if self.view.mode == "explain":
             self._explain()
@@ -260,7 +277,7 @@ class InspectApp(App[None]):
     def what_if(self, token: int) -> None:
         """Take `token` instead at the current step and decode on from there (a branch)."""
         d = self.decoding
-        if d is None or not d.steps:
+        if d is None or not d.steps or not self.live("what-if"):
             return
         if token == d.steps[-1].token:
             self.notify("that is the piece already chosen at this step")
@@ -270,7 +287,7 @@ class InspectApp(App[None]):
 
     def action_what_if(self) -> None:
         d = self.decoding
-        if d is None or not d.steps:
+        if d is None or not d.steps or not self.live("what-if"):
             return
 
         def forced(typed: str | None) -> None:
@@ -291,7 +308,7 @@ class InspectApp(App[None]):
 
     def action_views(self) -> None:
         d = self.decoding
-        if d is None:
+        if d is None or not self.live("the masks and positions view"):
             return
         ids, pieces = d.mask_inputs()
 
@@ -316,6 +333,6 @@ class InspectApp(App[None]):
         return path
 
 
-def make_app(loaded: LoadedModel, text: str | None = None, **options: Any) -> InspectApp:
+def make_app(loaded: LoadedModel | None, text: str | None = None, **options: Any) -> InspectApp:
     """The app without the CLI around it: tests and benchmarks build it this way."""
     return InspectApp(loaded, text, **options)

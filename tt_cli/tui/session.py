@@ -14,11 +14,13 @@ import torch
 from core.analysis.beam import BeamStep, beam_steps
 from core.analysis.explain import Explanation, explain
 from core.analysis.trace import SourceTrace, StepTrace
+from core.analysis.tracefile import TraceFile
 from core.checkpoint import LoadedModel
 from core.data.tokenizer import Tokenizer
 from core.decode.search import output_limits
 from core.decode.stepper import Stepper
-from tt_cli.tui.state import Cell
+from core.errors import TTError
+from tt_cli.tui.state import Cell, Dims
 
 EXTRA_LEN = 50  # output pieces beyond the source length: the Stepper's and beam search's default
 MASK_PIECES = 24  # decoder inputs drawn in the masks view: more would not fit a terminal
@@ -74,8 +76,11 @@ def find_piece(tokenizer: Tokenizer, typed: str, unk_id: int) -> int | None:
 
 
 class Session:
+    live = True  # a model runs behind it: what-if, beam, explain and the masks view work
+
     def __init__(self, loaded: LoadedModel) -> None:
         self.loaded = loaded
+        self.dims = Dims.of(loaded.cfg)
         self.original: Stepper | None = None
         self.branch: Stepper | None = None
         self.limit = 0
@@ -147,3 +152,73 @@ class Session:
         pos = self.loaded.model.src_pos
         with torch.inference_mode():
             return pos.positions(n).detach().cpu(), pos.kind
+
+
+BOS_PIECE = "<s>"  # a trace keeps no tokenizer; the decoder's first input is BOS by construction
+
+
+class TraceSession:
+    """A saved trace (`tt translate --trace`) replayed without the model: stepping walks the stored
+    steps. What needs the model says so in a TTError, which the App shows as a notice."""
+
+    live = False
+
+    def __init__(self, trace: TraceFile) -> None:
+        self.trace = trace
+        steps, source = trace.steps, trace.source
+        first = steps[0] if steps else None
+        vocab = first.logits.numel() if first is not None and first.logits is not None else len(first.candidates) if first else 1
+        self.dims = Dims(
+            n_encoder_layers=max(len(source.encoder_self), 1), n_decoder_layers=max(len(first.cross) if first else 1, 1),
+            h=source.encoder_self[0].size(0) if source.encoder_self else first.cross[0].size(0) if first else 1,
+            vocab_size=max(vocab, 1),
+        )
+        self.shown = 0  # steps on screen
+
+    def snapshot(self) -> Decoding:
+        steps = tuple(self.trace.steps[: self.shown])
+        done = self.shown == len(self.trace.steps)
+        text = self.trace.translation if done else "".join(s.piece for s in steps if not s.piece.startswith("</")).replace("\u2581", " ").strip()
+        score = sum(s.logprob for s in steps)
+        pieces = (BOS_PIECE, *(s.piece for s in steps[:-1]))  # what the decoder was fed: BOS, y_0 … y_{t-1}
+        return Decoding(
+            source=self.trace.source, original=Line(steps, done, text, score), branch=None,
+            target_inputs=(), target_pieces=pieces, limit=len(self.trace.steps),
+        )
+
+    def _show(self, n: int) -> Decoding:
+        self.shown = min(max(n, 1 if self.trace.steps else 0), len(self.trace.steps))
+        return self.snapshot()
+
+    def start(self, text: str) -> Decoding:
+        return self._show(1)
+
+    def step(self) -> Decoding:
+        return self._show(self.shown + 1)
+
+    def back(self) -> Decoding:
+        return self._show(self.shown - 1)
+
+    def run(self) -> Decoding:
+        return self._show(len(self.trace.steps))
+
+    def restart(self) -> Decoding:
+        return self._show(1)
+
+    def drop_branch(self) -> Decoding:
+        return self.snapshot()
+
+    def needs_model(self, what: str) -> TTError:
+        return TTError(f"{what} needs the model: this is a saved trace; run tt inspect \"{self.trace.source.text}\" to have it live")
+
+    def what_if(self, at: int, token: int) -> Decoding:
+        raise self.needs_model("what-if")
+
+    def beam(self, beam_size: int, alpha: float) -> list[BeamStep]:
+        raise self.needs_model("beam mode")
+
+    def explain(self, decoding: Decoding, cell: Cell) -> Explanation:
+        raise self.needs_model("explain mode")
+
+    def positions(self, n: int) -> tuple[torch.Tensor, str]:
+        raise self.needs_model("the masks and positions view")

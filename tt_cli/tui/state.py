@@ -69,7 +69,10 @@ class ViewState:
 
     @classmethod
     def for_model(cls, cfg: ModelConfig, *, top_k: int = 10) -> ViewState:
-        dims = Dims.of(cfg)
+        return cls.for_dims(Dims.of(cfg), top_k=top_k)
+
+    @classmethod
+    def for_dims(cls, dims: Dims, *, top_k: int = 10) -> ViewState:
         return cls(top_k=min(max(top_k, 1), min(MAX_TOP_K, dims.vocab_size)), dims=dims)
 
     @property
@@ -137,8 +140,13 @@ class ViewState:
             return None  # a cursor from before a step back; the redraw brings a fresh one
         return Cell(self.family, self.layer, self.head, row, col)
 
-    def candidates(self, step: StepTrace, tokenizer: Tokenizer) -> list[Candidate]:
-        """The step's top-k under this view's temperature (the step itself keeps the model's)."""
+    def candidates(self, step: StepTrace, tokenizer: Tokenizer | None) -> list[Candidate]:
+        """The step's top-k under this view's temperature (the step itself keeps the model's).
+        Without a tokenizer (a replayed trace) the stored candidates are the pieces there are names
+        for; a temperature keeps the logits' order, so re-scoring them from the logits is exact."""
         if step.logits is None:
             return step.candidates[: self.top_k]
+        if tokenizer is None:
+            probs = (step.logits.float() / self.temperature).softmax(-1)  # (vocab,)
+            return [replace(c, prob=float(probs[c.token])) for c in step.candidates[: self.top_k]]
         return top_candidates(step.logits, tokenizer, self.top_k, self.temperature)

@@ -1,0 +1,80 @@
+"""`tt inspect` analysis views through Textual's Pilot on the tiny real model: a replayed trace file,
+heads switched off live, and the word-alignment view."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from core.analysis.tracefile import load_trace, save_trace
+from core.decode.stepper import Stepper
+from tests.test_tui import SENTENCE, drive, keys, text_of
+from tt_cli.main import app as cli
+from tt_cli.tui.widgets.distribution import Distribution
+from tt_cli.tui.widgets.heatmap import Heatmap
+from tt_cli.tui.widgets.sentence import SentenceView
+
+
+@pytest.fixture(scope="module")
+def greedy(tiny_loaded):
+    stepper = Stepper(tiny_loaded, SENTENCE)
+    stepper.run()
+    return stepper
+
+
+@pytest.fixture(scope="module")
+def trace_file(greedy, tmp_path_factory):
+    path = tmp_path_factory.mktemp("trace") / "je-suis.trace"
+    return save_trace(path, greedy.source, greedy.steps, translation=greedy.output_text, model="tiny")
+
+
+# ------------------------------------------------------------------------------ 1. a replayed trace
+def test_a_trace_replays_steps_attention_and_distribution_without_the_model(trace_file, greedy):
+    trace = load_trace(trace_file)
+
+    async def script(app, pilot):
+        assert app.loaded is None and "replay, no model" in text_of(app.query_one("#title"))
+        assert len(app.decoding.steps) == 1 and app.decoding.source.pieces == greedy.source.pieces
+        await keys(pilot, "r")
+        d = app.decoding
+        assert [s.token for s in d.steps] == [s.token for s in greedy.steps]
+        assert d.original.finished and d.original.text == greedy.output_text
+        assert greedy.output_text in text_of(app.query_one(SentenceView))
+        # the stored cross-attention is what the heatmap draws
+        data = app.query_one(Heatmap).data
+        assert data.matrix[-1] == pytest.approx(greedy.steps[-1].cross[0].mean(0).tolist(), abs=1e-5)
+        dist, best = app.query_one(Distribution), greedy.steps[-1].candidates[0]
+        shown = app.view.candidates(app.decoding.steps[-1], None)[0]
+        assert dist.option_count == 10 and shown.piece == best.piece
+        assert shown.prob == pytest.approx(best.prob, abs=2e-3)  # from the trace's float16 logits
+        await keys(pilot, "t")  # the trace keeps the logits: the temperature still re-shapes them
+        hotter = app.view.candidates(app.decoding.steps[-1], None)[0]
+        assert hotter.piece == best.piece and hotter.prob < shown.prob - 1e-3
+        assert f"{hotter.prob:6.1%}".strip() in str(dist.get_option_at_index(0).prompt)
+        await keys(pilot, "p", "p")
+        assert len(app.decoding.steps) == len(greedy.steps) - 2
+        await keys(pilot, "f", "g")  # masked decoder self-attention, the grid
+        assert len(app.query_one(Heatmap).data.rows) == app.view.dims.n_decoder_layers * app.view.dims.h
+        for key in ("b", "e", "w", "m"):  # model-only actions say so, and change nothing
+            notes = len(app._notifications)
+            await keys(pilot, key)
+            assert len(app._notifications) == notes + 1
+            assert "needs the model" in list(app._notifications)[-1].message
+            assert app.view.mode == "dist" and app.screen is app.screen_stack[0]
+
+    drive(None, script, text=None, trace=trace, trace_name=trace_file.name)
+
+
+def test_inspect_trace_bad_file_is_a_one_line_error(tmp_path, trace_file):
+    bad = tmp_path / "bad.trace"
+    bad.write_bytes(trace_file.read_bytes()[:100])  # truncated
+    runner = CliRunner()
+    for path in (bad, tmp_path / "missing.trace"):
+        result = runner.invoke(cli, ["inspect", "--trace", str(path)])
+        assert result.exit_code == 1 and result.stdout == "" and "Traceback" not in result.stderr
+        assert result.stderr.startswith("tt: error:") and len(result.stderr.strip().splitlines()) == 1
+    result = runner.invoke(cli, ["inspect", "--trace", str(trace_file), SENTENCE])
+    assert result.exit_code == 1 and "--trace" in result.stderr
+    # a good file gets as far as the terminal check (the model is never loaded)
+    result = runner.invoke(cli, ["inspect", "--trace", str(trace_file)])
+    assert result.exit_code == 1 and "needs a terminal" in result.stderr
