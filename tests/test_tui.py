@@ -334,12 +334,12 @@ def test_snapshots_do_not_hang_on_float_rounding():
     assert screens[0] == screens[1]
 
 
-def snap(loaded, snap_compare, *names: str, **options) -> bool:
+def snap(loaded, snap_compare, *names: str, size: tuple[int, int] = SIZE, **options) -> bool:
     async def run_before(pilot) -> None:
         await settle(pilot)
         await keys(pilot, *names)
 
-    return snap_compare(make_app(loaded, SENTENCE, **options), terminal_size=SIZE, run_before=run_before)
+    return snap_compare(make_app(loaded, SENTENCE, **options), terminal_size=size, run_before=run_before)
 
 
 def test_snapshot_decoded_sentence(fixed_loaded, snap_compare):
@@ -359,4 +359,4 @@ def test_snapshot_decoder_self_grid(fixed_loaded, snap_compare):
 
 
 def test_snapshot_help_lists_every_binding(fixed_loaded, snap_compare):
-    assert snap(fixed_loaded, snap_compare, "question_mark")
+    assert snap(fixed_loaded, snap_compare, "question_mark", size=(120, 46))  # tall enough for every key

@@ -78,3 +78,33 @@ def test_inspect_trace_bad_file_is_a_one_line_error(tmp_path, trace_file):
     # a good file gets as far as the terminal check (the model is never loaded)
     result = runner.invoke(cli, ["inspect", "--trace", str(trace_file)])
     assert result.exit_code == 1 and "needs a terminal" in result.stderr
+
+
+# ------------------------------------------------------------------------------ 2. heads off, live
+def test_a_head_off_re_runs_greedy_decoding_and_shows_the_diff(tiny_loaded, greedy):
+    from core.model.attention import HeadMask
+
+    off = HeadMask.ones(tiny_loaded.cfg).off("cross", 0, 1).off("cross", 1, 1)
+    expected = Stepper(tiny_loaded, SENTENCE, head_mask=off)
+    expected.run()
+
+    async def script(app, pilot):
+        await keys(pilot, "o")  # the mean of heads is not one head: nothing happens but a notice
+        assert app.view.heads_off == frozenset() and app.decoding.ablated is None
+        await keys(pilot, "h", "h", "o", "l", "o")  # cross head 1 of layer 0, then of layer 1
+        a = app.decoding.ablated
+        assert a.heads_off == (("cross", 0, 1), ("cross", 1, 1))
+        assert [s.token for s in a.line.steps] == [s.token for s in expected.steps]
+        assert [s.token for s in a.intact.steps] == [s.token for s in greedy.steps]
+        assert len(app.decoding.steps) == 1  # the stepping view stays on the intact model
+        shown = text_of(app.query_one(SentenceView))
+        assert "ablated" in shown and "off: cross L0 h1, cross L1 h1" in shown
+        assert "switched off" in app.query_one(Heatmap).data.title
+        await keys(pilot, "g")  # the grid marks the heads that are off
+        assert [r for r in app.query_one(Heatmap).data.rows if r.endswith("off")] == ["L0 h1 off", "L1 h1 off"]
+        await keys(pilot, "g", "o")  # layer 1 head 1 back on
+        assert app.decoding.ablated.heads_off == (("cross", 0, 1),)
+        await keys(pilot, "L", "o")
+        assert app.decoding.ablated is None and "ablated" not in text_of(app.query_one(SentenceView))
+
+    drive(tiny_loaded, script)

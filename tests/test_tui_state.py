@@ -201,3 +201,34 @@ def test_a_trace_session_walks_the_stored_steps_and_refuses_model_work(session, 
     for ask in (lambda: replay.what_if(0, 5), lambda: replay.beam(4, 0.6), lambda: replay.positions(3)):
         with pytest.raises(TTError, match="needs the model"):
             ask()
+
+
+def test_the_selected_head_toggles_off_and_on():
+    v = view()
+    assert v.selected_head() is None and v.toggle_head_off() is v  # the mean is not one head
+    one = view(head=2, layer=1).toggle_head_off()
+    assert one.heads_off == {("cross", 1, 2)} and one.toggle_head_off().heads_off == frozenset()
+    grid = view(grid=True, family="decoder_self", cell=(5, 0))  # row 5 = layer 1, head 1 (h = 4)
+    assert grid.selected_head() == ("decoder_self", 1, 1)
+    assert grid.toggle_head_off().picture != grid.picture  # the heatmap redraws its marks
+
+
+def test_the_ablated_output_diff_marks_only_what_changed():
+    from tt_cli.tui.widgets.sentence import changed
+
+    assert changed(["▁I", "▁am", "▁a", "▁student"], ["▁I", "▁am", "▁student"]) == set()
+    assert changed(["▁I", "▁am", "▁a", "▁student"], ["▁I", "▁was", "▁a", "▁student", "."]) == {1, 4}
+
+
+def test_a_session_with_heads_off_matches_a_masked_stepper(session):
+    from core.decode.stepper import Stepper
+    from core.model.attention import HeadMask
+
+    session.start("Je suis étudiant.")
+    d = session.heads_off(frozenset({("encoder_self", 0, 0), ("cross", 1, 0)}))
+    masked = Stepper(session.loaded, "Je suis étudiant.", head_mask=HeadMask.ones(session.loaded.cfg)
+                     .off("encoder_self", 0, 0).off("cross", 1, 0))
+    masked.run()
+    assert [s.token for s in d.ablated.line.steps] == [s.token for s in masked.steps]
+    assert d.ablated.intact.text == "I am a student." and len(d.steps) == 1
+    assert session.heads_off(frozenset()).ablated is None

@@ -67,6 +67,8 @@ class InspectApp(App[None]):
         Binding("K", "view('top_k_by', -1)", "k−", show=False, tooltip="show one fewer candidate"),
         Binding("w", "what_if", "what-if", tooltip="what-if: type a piece to force at this step"),
         Binding("x", "drop_branch", "drop", show=False, tooltip="drop the what-if branch"),
+        Binding("o", "head_off", "head off", show=False,
+                tooltip="selected head off / on again: greedy re-runs, diff under the output"),
         Binding("b", "mode('beam')", "beam", tooltip="beam mode: hypotheses, survivors, pruned, re-ranking"),
         Binding("e", "mode('explain')", "explain",
                 tooltip="explain mode: q·k, ÷√d_k, mask, softmax, Σ·v for the selected cell"),
@@ -301,6 +303,16 @@ class InspectApp(App[None]):
 
         question = f"Piece to force at step {len(d.steps) - 1} (instead of {label(d.steps[-1].piece, 14)}):"
         self.push_screen(AskScreen(question), forced)
+
+    def action_head_off(self) -> None:
+        if self.decoding is None or not self.live("switching a head off"):
+            return
+        view = self.view.toggle_head_off()
+        if view is self.view:
+            self.notify("pick one head first (h, or a row of the grid g): the mean of heads is not one head")
+            return
+        self.view, heads = view, view.heads_off
+        self.submit(lambda: self.session.heads_off(heads), self._decoded)
 
     def action_drop_branch(self) -> None:
         if self.decoding is not None:

@@ -30,12 +30,15 @@ def picture(view: ViewState, d: Decoding) -> HeatmapData:
             query = len(steps) - 1
             query_name = f"step {query} → {label(steps[query].piece, 12)}"
         matrix = attention_grid(d.source, steps, family, query)
-        rows = [f"L{l} h{h}" for l in range(n_layers) for h in range(view.dims.h)]
+        off = {(l, h) for f, l, h in view.heads_off if f == family}
+        rows = [f"L{l} h{h}" + (" off" if (l, h) in off else "") for l in range(n_layers) for h in range(view.dims.h)]
         title = f"{name} · all layers × heads · query {query_name}"
         return HeatmapData(title, rows, key_pieces, matrix.tolist())
     matrix = attention_matrix(d.source, steps, family, view.layer, view.head)
     heads = "mean of heads" if view.head is None else f"head {view.head}"
     title = f"{name} · layer {view.layer}/{n_layers - 1} · {heads}"
+    if view.selected_head() in view.heads_off:
+        title += " · switched off (o): the decoding on the intact model"
     if family == "encoder_self":
         return HeatmapData(title, src_pieces, src_pieces, matrix.tolist())
     rows = [st.piece for st in steps]

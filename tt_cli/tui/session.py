@@ -20,6 +20,7 @@ from core.data.tokenizer import Tokenizer
 from core.decode.search import output_limits
 from core.decode.stepper import Stepper
 from core.errors import TTError
+from core.model.attention import HeadMask
 from tt_cli.tui.state import Cell, Dims
 
 EXTRA_LEN = 50  # output pieces beyond the source length: the Stepper's and beam search's default
@@ -37,6 +38,15 @@ class Line:
 
 
 @dataclass(frozen=True, eq=False)
+class Ablated:
+    """Whole greedy decodings without and with some heads: what switching them off changed."""
+
+    heads_off: tuple[tuple[str, int, int], ...]  # (family, layer, head), sorted
+    intact: Line
+    line: Line
+
+
+@dataclass(frozen=True, eq=False)
 class Decoding:
     """What the model has done so far: a snapshot, never changed after it is made."""
 
@@ -46,6 +56,7 @@ class Decoding:
     target_inputs: tuple[int, ...]  # what the active line's decoder was fed: BOS, y_0 … y_{t-1}
     target_pieces: tuple[str, ...]
     limit: int  # most output pieces (the length limit of greedy decoding)
+    ablated: Ablated | None = None  # the greedy decoding with heads switched off, when some are
 
     @property
     def active(self) -> Line:
@@ -84,6 +95,8 @@ class Session:
         self.original: Stepper | None = None
         self.branch: Stepper | None = None
         self.limit = 0
+        self.ablated: Ablated | None = None
+        self._intact: Line | None = None  # the whole greedy output of the sentence, made once
 
     @property
     def active(self) -> Stepper:
@@ -95,6 +108,7 @@ class Session:
         return Decoding(
             source=s.source, original=line(self.original), branch=line(self.branch) if self.branch else None,
             target_inputs=inputs, target_pieces=tuple(self.loaded.tokenizer.pieces(inputs)), limit=self.limit,
+            ablated=self.ablated,
         )
 
     def _source_tensor(self) -> torch.Tensor:
@@ -104,6 +118,7 @@ class Session:
     # ------------------------------------------------------------------------------ decoding
     def start(self, text: str) -> Decoding:
         self.original, self.branch = Stepper(self.loaded, text), None
+        self.ablated = self._intact = None
         self.limit = int(output_limits(self.loaded.model, self._source_tensor(), None, EXTRA_LEN)[0])
         self.original.step()
         return self.snapshot()
@@ -134,6 +149,27 @@ class Session:
     def drop_branch(self) -> Decoding:
         self.branch = None
         return self.snapshot()
+
+    def heads_off(self, heads: frozenset[tuple[str, int, int]]) -> Decoding:
+        """Re-run greedy decoding of the sentence with `heads` switched off (all of it: a head off
+        changes every step); the stepping view stays on the intact model."""
+        if not heads:
+            self.ablated = None
+            return self.snapshot()
+        text = self.original.source.text
+        if self._intact is None:
+            self._intact = line(self._run(Stepper(self.loaded, text)))
+        mask = HeadMask.ones(self.loaded.cfg)
+        for family, layer, head in heads:
+            mask = mask.off(family, layer, head)
+        ablated = self._run(Stepper(self.loaded, text, head_mask=mask))
+        self.ablated = Ablated(tuple(sorted(heads)), self._intact, line(ablated))
+        return self.snapshot()
+
+    @staticmethod
+    def _run(stepper: Stepper) -> Stepper:
+        stepper.run()
+        return stepper
 
     # ------------------------------------------------------------------------------ other views
     def beam(self, beam_size: int, alpha: float) -> list[BeamStep]:
@@ -213,6 +249,9 @@ class TraceSession:
 
     def what_if(self, at: int, token: int) -> Decoding:
         raise self.needs_model("what-if")
+
+    def heads_off(self, heads: frozenset[tuple[str, int, int]]) -> Decoding:
+        raise self.needs_model("switching a head off")
 
     def beam(self, beam_size: int, alpha: float) -> list[BeamStep]:
         raise self.needs_model("beam mode")

@@ -16,6 +16,7 @@ from core.data.tokenizer import Tokenizer
 from core.model.config import ModelConfig
 
 Mode = Literal["dist", "beam", "explain"]  # what the right-hand panel shows
+HeadKey = tuple[str, int, int]  # (family, layer, head): one attention head
 MIN_TEMPERATURE, MAX_TEMPERATURE = 0.05, 20.0
 MAX_TOP_K = 50
 
@@ -65,6 +66,7 @@ class ViewState:
     beam_index: int = 0  # the beam step shown in beam mode
     cell: tuple[int, int] = (0, 0)  # the heatmap's selected (row, column)
     enc_query: int = 0  # the source position the encoder grid shows
+    heads_off: frozenset[HeadKey] = frozenset()  # switched off: greedy decoding re-runs without them
     dims: Dims = Dims()
 
     @classmethod
@@ -78,7 +80,7 @@ class ViewState:
     @property
     def picture(self) -> tuple:
         """What the heatmap's picture depends on (the cursor excepted)."""
-        return self.family, self.layer, self.head, self.grid, self.enc_query
+        return self.family, self.layer, self.head, self.grid, self.enc_query, self.heads_off
 
     @property
     def n_layers(self) -> int:
@@ -115,6 +117,17 @@ class ViewState:
         if index < 0:
             index += n_steps
         return replace(self, beam_index=min(max(index, 0), max(n_steps - 1, 0)))
+
+    def selected_head(self) -> HeadKey | None:
+        """The one head the view points at: the grid's cursor row, else the shown head (None: the mean)."""
+        if self.grid:
+            return self.family, self.cell[0] // self.dims.h, self.cell[0] % self.dims.h
+        return None if self.head is None else (self.family, self.layer, self.head)
+
+    def toggle_head_off(self) -> ViewState:
+        """Switch the selected head off, or back on when it is off already."""
+        head = self.selected_head()
+        return self if head is None else replace(self, heads_off=self.heads_off ^ {head})
 
     def select(self, row: int, col: int) -> ViewState:
         """The heatmap's cursor moved. In encoder self-attention a row is a source position, and it

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from difflib import SequenceMatcher
+
 from rich.console import Group
 from rich.text import Text
 from textual.widgets import Static
@@ -18,6 +20,21 @@ def pieces_line(name: str, pieces: list[str], *, current: int | None = None, for
         text.append(label(piece, 14), style=style)
         text.append(" ")
     return text
+
+
+SHORT_FAMILY = {"cross": "cross", "decoder_self": "dec-self", "encoder_self": "enc-self"}
+
+
+def head_name(head: tuple[str, int, int]) -> str:
+    family, layer, h = head
+    return f"{SHORT_FAMILY[family]} L{layer} h{h}"
+
+
+def changed(intact: list[str], ablated: list[str]) -> set[int]:
+    """Positions of `ablated` that are not in its longest common matching with `intact`."""
+    same = {j for block in SequenceMatcher(a=intact, b=ablated, autojunk=False).get_matching_blocks()
+            for j in range(block.b, block.b + block.size)}
+    return set(range(len(ablated))) - same
 
 
 class SentenceView(Static):
@@ -42,4 +59,22 @@ class SentenceView(Static):
             summary.append(f"“{line.text}”", style="italic green" if active else "italic")
             summary.append(f"  {status} · log p {line.score:.2f}", style="dim")
             lines.append(summary)
+        if d.ablated is not None:
+            lines.extend(self._ablated(d))
         self.update(Group(*lines))
+
+    @staticmethod
+    def _ablated(d: Decoding) -> list[Text]:
+        """The whole greedy output with heads off, its changes against the intact output in red."""
+        a = d.ablated
+        intact, pieces = [s.piece for s in a.intact.steps], [s.piece for s in a.line.steps]
+        line, diff = pieces_line("ablated", []), changed(intact, pieces)
+        for i, piece in enumerate(pieces):
+            line.append(label(piece, 14), style="bold red" if i in diff else "")
+            line.append(" ")
+        summary = Text(" " * 9)
+        summary.append(f"“{a.line.text}”", style="italic")
+        same = "same as intact" if pieces == intact else f"was “{a.intact.text}”"
+        summary.append(f"  {same} · log p {a.line.score:.2f} · off: {', '.join(map(head_name, a.heads_off))} (o)",
+                       style="dim")
+        return [line, summary]
