@@ -108,3 +108,63 @@ def test_a_head_off_re_runs_greedy_decoding_and_shows_the_diff(tiny_loaded, gree
         assert app.decoding.ablated is None and "ablated" not in text_of(app.query_one(SentenceView))
 
     drive(tiny_loaded, script)
+
+
+# ------------------------------------------------------------------------------ 3. word links, head ranking
+@pytest.fixture(scope="module")
+def aligned_loaded(tiny_model_dir, tmp_path_factory):
+    """The tiny model with a stored alignment rule: head 1 of layer 0, shift, and a short ranking."""
+    import shutil
+
+    from core.analysis.aer import AlignmentScore
+    from core.analysis.align import AlignRule, save_rule
+    from core.checkpoint import load_model
+
+    model_dir = tmp_path_factory.mktemp("aligned") / "model"
+    shutil.copytree(tiny_model_dir, model_dir)
+    score = lambda aer: AlignmentScore(aer, 0.5, 0.5, 10, 10, 10)  # noqa: E731
+    save_rule(model_dir, [(AlignRule(0, 1, shift=True), score(0.41)), (AlignRule(1, None), score(0.45)),
+                          (AlignRule(-1, 0), score(0.52)), (AlignRule(1, 0, bidirectional=True), score(0.6))],
+              {"gold": "made up for the test"})
+    return load_model(model_dir)
+
+
+def test_word_links_replace_the_weights_on_cross_attention(aligned_loaded):
+    from core.analysis.align import AlignRule, align_steps, words
+
+    async def script(app, pilot):
+        await keys(pilot, "r", "a")
+        d, data = app.decoding, app.query_one(Heatmap).data
+        rule = AlignRule(0, 1, shift=True)
+        assert app.rule == rule and f"links: {rule.describe()}" in data.title
+        links = align_steps(d.source.pieces, list(d.steps), rule)
+        src, tgt = words(d.source.pieces), words([s.piece for s in d.steps])
+        expected = {(t, s) for i, j in links for t in tgt[j] for s in src[i]}
+        assert links and {(t, s) for t, row in enumerate(data.marks) for s, m in enumerate(row) if m} == expected
+        await keys(pilot, "a")  # back to the weights
+        assert not app.query_one(Heatmap).data.marks and "links:" not in app.query_one(Heatmap).data.title
+        await keys(pilot, "a", "f")  # links belong to cross-attention: other families keep their weights
+        assert not app.query_one(Heatmap).data.marks
+
+    drive(aligned_loaded, script)
+
+
+def test_the_cross_grid_labels_each_head_with_its_aer(aligned_loaded, tiny_loaded):
+    async def script(app, pilot):
+        await keys(pilot, "g")
+        data = app.query_one(Heatmap).data
+        # best AER per head: L0 h1 41% (layer -1 is layer 1: L1 h0 min(52%, 60%)); the mean is no head
+        labelled = {"L0 h1": "L0 h1 41%", "L1 h0": "L1 h0 52%"}
+        plain = [f"L{l} h{h}" for l in range(2) for h in range(app.view.dims.h)]
+        assert app.view.dims.n_decoder_layers == 2 and "AER" in data.title
+        assert data.rows == [labelled.get(r, r) for r in plain]
+        await keys(pilot, "f", "g", "g")  # decoder self-attention heads have no AER
+        assert all("%" not in r for r in app.query_one(Heatmap).data.rows)
+
+    drive(aligned_loaded, script)
+
+    async def no_ranking(app, pilot):
+        await keys(pilot, "g")
+        assert all("%" not in r for r in app.query_one(Heatmap).data.rows)
+
+    drive(tiny_loaded, no_ranking)

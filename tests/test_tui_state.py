@@ -232,3 +232,14 @@ def test_a_session_with_heads_off_matches_a_masked_stepper(session):
     assert [s.token for s in d.ablated.line.steps] == [s.token for s in masked.steps]
     assert d.ablated.intact.text == "I am a student." and len(d.steps) == 1
     assert session.heads_off(frozenset()).ablated is None
+
+
+def test_links_toggle_and_the_head_finder_labels():
+    from tt_cli.tui.picture import head_aer
+
+    v = view()
+    assert v.toggle_links().links and not v.toggle_links().toggle_links().links
+    assert v.toggle_links().picture != v.picture  # the heatmap redraws
+    ranking = [{"layer": -1, "head": 3, "aer": 0.5}, {"layer": 1, "head": 3, "aer": 0.4},
+               {"layer": 0, "head": None, "aer": 0.1}, {"layer": 0, "head": 2, "aer": 0.7}]
+    assert head_aer(ranking, 2) == {(1, 3): 0.4, (0, 2): 0.7}  # best rule per head; the mean is no head

@@ -23,6 +23,7 @@ from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.widgets import ContentSwitcher, Footer, OptionList, Static
 
+from core.analysis.align import DEFAULT_RULE, head_ranking, load_rule
 from core.analysis.beam import BeamStep
 from core.analysis.explain import Explanation
 from core.analysis.tracefile import TraceFile
@@ -69,6 +70,8 @@ class InspectApp(App[None]):
         Binding("x", "drop_branch", "drop", show=False, tooltip="drop the what-if branch"),
         Binding("o", "head_off", "head off", show=False,
                 tooltip="selected head off / on again: greedy re-runs, diff under the output"),
+        Binding("a", "view('toggle_links')", "links", show=False,
+                tooltip="cross-attention: raw weights ↔ word links of the model's alignment rule"),
         Binding("b", "mode('beam')", "beam", tooltip="beam mode: hypotheses, survivors, pruned, re-ranking"),
         Binding("e", "mode('explain')", "explain",
                 tooltip="explain mode: q·k, ÷√d_k, mask, softmax, Σ·v for the selected cell"),
@@ -100,6 +103,14 @@ class InspectApp(App[None]):
             cfg = loaded.cfg
             self.about = (f"{loaded.path.name} · d_model {cfg.d_model}, h {cfg.h}, "
                           f"{cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers")
+        model_dir = loaded.path if loaded is not None else Path(trace.model) if trace.model else None
+        self.rule, self.ranking, self._rule_problem = DEFAULT_RULE, [], ""
+        try:  # the rule tt align --find-heads stored with the model, else tt's default
+            dims = self.session.dims
+            self.rule = load_rule(model_dir).check(dims.n_decoder_layers, dims.h)
+            self.ranking = head_ranking(model_dir)
+        except TTError as exc:
+            self._rule_problem = f"{exc}; word links use the default rule"
         self.beam_size, self.alpha = beam_size, alpha
         self.svg_dir = svg_dir or Path.cwd()
         self.set_reactive(InspectApp.view, ViewState.for_dims(self.session.dims, top_k=top_k))
@@ -124,6 +135,8 @@ class InspectApp(App[None]):
 
     def on_mount(self) -> None:
         self.model_thread()
+        if self._rule_problem:
+            self.notify(self._rule_problem, severity="warning", title="tt")
         if self.text:
             self.start(self.text)
         else:
@@ -202,7 +215,7 @@ class InspectApp(App[None]):
 
     def _draw_heatmap(self) -> None:
         if self.decoding is not None:
-            self.query_one(Heatmap).show(picture(self.view, self.decoding))
+            self.query_one(Heatmap).show(picture(self.view, self.decoding, self.rule, self.ranking))
 
     def _draw_cell(self) -> None:
         """The line under the heatmap that reads out the selected cell."""

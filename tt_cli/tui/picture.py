@@ -3,6 +3,9 @@ under it that reads out the selected cell. Pure functions of (ViewState, Decodin
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from core.analysis.align import DEFAULT_RULE, AlignRule, align_steps, words
 from core.analysis.trace import attention_grid, attention_matrix
 from tt_cli.tui.session import Decoding
 from tt_cli.tui.state import Cell, ViewState
@@ -10,11 +13,13 @@ from tt_cli.tui.widgets.explain import FAMILY_NAMES
 from tt_cli.tui.widgets.heatmap import HeatmapData, label
 
 
-def picture(view: ViewState, d: Decoding) -> HeatmapData:
+def picture(view: ViewState, d: Decoding, rule: AlignRule = DEFAULT_RULE, ranking: Sequence[dict] = ()) -> HeatmapData:
     """The heatmap for a view: one family, layer and head (None = mean), or the grid of all of them.
 
     Rows of cross and decoder self-attention are decoding steps, labelled with the piece each step
     chose; in the grid, the encoder's query is `view.enc_query`, the decoder's the last step.
+    With `view.links`, the cross-attention matrix marks the cells of linked words under `rule`
+    instead; the cross grid labels each head with its AER from the head finder's `ranking`.
     """
     family, steps, n_layers = view.family, list(d.steps), view.n_layers
     src_pieces = d.source.pieces
@@ -31,8 +36,12 @@ def picture(view: ViewState, d: Decoding) -> HeatmapData:
             query_name = f"step {query} → {label(steps[query].piece, 12)}"
         matrix = attention_grid(d.source, steps, family, query)
         off = {(l, h) for f, l, h in view.heads_off if f == family}
-        rows = [f"L{l} h{h}" + (" off" if (l, h) in off else "") for l in range(n_layers) for h in range(view.dims.h)]
+        aer = head_aer(ranking, n_layers) if family == "cross" else {}
+        rows = [f"L{l} h{h}" + (" off" if (l, h) in off else f" {aer[l, h]:.0%}" if (l, h) in aer else "")
+                for l in range(n_layers) for h in range(view.dims.h)]
         title = f"{name} · all layers × heads · query {query_name}"
+        if aer:
+            title += " · AER of each head (tt align --find-heads; lower aligns better)"
         return HeatmapData(title, rows, key_pieces, matrix.tolist())
     matrix = attention_matrix(d.source, steps, family, view.layer, view.head)
     heads = "mean of heads" if view.head is None else f"head {view.head}"
@@ -42,9 +51,34 @@ def picture(view: ViewState, d: Decoding) -> HeatmapData:
     if family == "encoder_self":
         return HeatmapData(title, src_pieces, src_pieces, matrix.tolist())
     rows = [st.piece for st in steps]
+    if family == "cross" and view.links:
+        title = f"{name} · links: {rule.describe()}"  # a long title wraps and costs a row
+        return HeatmapData(title, rows, key_pieces, matrix.tolist(), current_row=len(rows) - 1 if rows else None,
+                           marks=link_marks(src_pieces, steps, rule))
     hidden = [[j > i for j in range(len(key_pieces))] for i in range(len(rows))] if family == "decoder_self" else []
     current = len(rows) - 1 if rows else None
     return HeatmapData(title, rows, key_pieces, matrix.tolist(), hidden, current)
+
+
+def link_marks(src_pieces: list[str], steps: list, rule: AlignRule) -> list[list[bool]]:
+    """(steps, source pieces): True on every piece pair of two linked words."""
+    marks = [[False] * len(src_pieces) for _ in steps]
+    src_words, tgt_words = words(src_pieces), words([st.piece for st in steps])
+    for i, j in align_steps(src_pieces, steps, rule):
+        for t in tgt_words[j]:
+            for s in src_words[i]:
+                marks[t][s] = True
+    return marks
+
+
+def head_aer(ranking: Sequence[dict], n_layers: int) -> dict[tuple[int, int], float]:
+    """(layer, head) → the best AER any rule reading that one head got in the head finder's ranking."""
+    best: dict[tuple[int, int], float] = {}
+    for row in ranking:
+        if row.get("head") is not None and "aer" in row:
+            key = (int(row["layer"]) % n_layers, int(row["head"]))
+            best[key] = min(best.get(key, 1.0), float(row["aer"]))
+    return best
 
 
 def cell_text(cell: Cell, data: HeatmapData, d: Decoding, row: int) -> str:

@@ -67,6 +67,7 @@ class ViewState:
     cell: tuple[int, int] = (0, 0)  # the heatmap's selected (row, column)
     enc_query: int = 0  # the source position the encoder grid shows
     heads_off: frozenset[HeadKey] = frozenset()  # switched off: greedy decoding re-runs without them
+    links: bool = False  # the cross-attention matrix shows word links (the model's rule) instead of weights
     dims: Dims = Dims()
 
     @classmethod
@@ -80,7 +81,7 @@ class ViewState:
     @property
     def picture(self) -> tuple:
         """What the heatmap's picture depends on (the cursor excepted)."""
-        return self.family, self.layer, self.head, self.grid, self.enc_query, self.heads_off
+        return self.family, self.layer, self.head, self.grid, self.enc_query, self.heads_off, self.links
 
     @property
     def n_layers(self) -> int:
@@ -101,6 +102,10 @@ class ViewState:
 
     def toggle_grid(self) -> ViewState:
         return replace(self, grid=not self.grid)
+
+    def toggle_links(self) -> ViewState:
+        """Raw attention ↔ word links; the links are drawn on the cross-attention matrix (f to reach it)."""
+        return replace(self, links=not self.links)
 
     def temperature_by(self, factor: float) -> ViewState:
         return replace(self, temperature=min(max(self.temperature * factor, MIN_TEMPERATURE), MAX_TEMPERATURE))

@@ -32,6 +32,7 @@ class HeatmapData:
     matrix: list[list[float]]  # (rows, cols) weights in [0, 1]
     hidden: list[list[bool]] = field(default_factory=list)  # True where a mask forbade attending
     current_row: int | None = None  # the row of the step being looked at
+    marks: list[list[bool]] = field(default_factory=list)  # when given, drawn instead of the weights
 
 
 class Heatmap(Widget, can_focus=True):
@@ -142,6 +143,9 @@ class Heatmap(Widget, can_focus=True):
                     line.append(value.center(width), style="bold black on yellow")
                 elif hidden:
                     line.append("·".center(width), style="grey35")
+                elif data.marks:
+                    line.append(("●" if data.marks[i][j] else "·").center(width),
+                                style="bold green" if data.marks[i][j] else "grey35")
                 else:
                     line.append(" " * width, style=f"on {shade(w)}")
             lines.append(line)
