@@ -19,13 +19,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _worker(rank: int, world: int, port: int, out: str, results: str) -> None:
+def _trainer(rank: int, world: int, port: int, out: str):
     # What torchrun would set for each process.
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank))
     torch.set_num_threads(1)
-    from safetensors.torch import save_file
-
-    from core.checkpoint import model_tensors
     from core.train.config import TrainConfig
     from core.train.trainer import Trainer
 
@@ -34,7 +31,15 @@ def _worker(rank: int, world: int, port: int, out: str, results: str) -> None:
         valid_every=4, bleu_sample=4, save_every=4, log_every=1, device="cpu", seed=5,
         model_overrides={"dropout": 0.1, "max_len": 64},
     )
-    trainer = Trainer(cfg)
+    return Trainer(cfg)
+
+
+def _worker(rank: int, world: int, port: int, out: str, results: str) -> None:
+    from safetensors.torch import save_file
+
+    from core.checkpoint import model_tensors
+
+    trainer = _trainer(rank, world, port, out)
     result = trainer.run()
     save_file(model_tensors(trainer.model), str(Path(results) / f"rank{rank}.safetensors"))
     # The input tokens (source + decoder input, no padding) of this rank's batch at each of the 8
@@ -86,3 +91,31 @@ def test_two_gloo_ranks_stay_in_lockstep(tmp_path):
     assert all(torch.equal(saved[k], w0[k]) for k in saved)
     init = load_file(str(out / "checkpoints" / "step_00000004" / "model.safetensors"))
     assert not all(torch.equal(saved[k], init[k]) for k in saved)  # training moved them
+
+
+def _refused_worker(rank: int, world: int, port: int, out: str, results: str) -> None:
+    from core.errors import ConfigError
+
+    try:
+        _trainer(rank, world, port, out).run()
+    except ConfigError as exc:
+        (Path(results) / f"rank{rank}.txt").write_text(str(exc))
+
+
+@pytest.mark.slow
+def test_a_locked_run_directory_stops_every_rank(tmp_path):
+    """Only rank 0 takes the lock; when it is refused the other ranks stop too, instead of waiting."""
+    import torch.multiprocessing as mp
+
+    from core.train.lock import lock_run_dir
+
+    out, results = tmp_path / "run", tmp_path / "results"
+    results.mkdir()
+    held = lock_run_dir(out)  # another run, here this test's process, holds it
+    try:
+        mp.spawn(_refused_worker, args=(2, free_port(), str(out), str(results)), nprocs=2, join=True)
+    finally:
+        held.release()
+    assert f"is in use by another training run (pid {os.getpid()} on" in (results / "rank0.txt").read_text()
+    assert (results / "rank1.txt").read_text() == f"{out} is in use by another training run (see rank 0's error)"
+    assert not (out / "metrics.jsonl").exists()

@@ -5,16 +5,19 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import signal
+import socket
 import threading
 
 import pytest
 import torch
 
 from core.checkpoint import load_model
-from core.device import autocast_context
+from core.device import autocast_context, native_bf16, resolve_precision
 from core.errors import CheckpointError, ConfigError
 from core.train.config import TrainConfig
+from core.train.lock import LOCK_FILE, RunLock, lock_run_dir
 from core.train.state import average_checkpoints, list_checkpoints
 from core.train.trainer import Trainer, label_smoothed_loss, noam_lr
 from tests.conftest import TINY_TSV
@@ -224,3 +227,47 @@ def test_autocast_context_changes_nothing_until_entered_and_restores_after():
         assert torch.is_autocast_enabled("cpu")
         assert torch.get_autocast_dtype("cpu") == torch.bfloat16
     assert not torch.is_autocast_enabled("cpu")
+
+
+def test_precision_auto_resolves_to_what_the_device_runs_natively():
+    cpu = torch.device("cpu")
+    assert resolve_precision(cpu, "auto") == ("bf16" if native_bf16(cpu) else "fp32")
+    for explicit in ("fp32", "bf16"):
+        assert resolve_precision(cpu, explicit) == explicit  # asked for, so kept even if emulated
+    with pytest.raises(ConfigError, match="fp16 needs a CUDA GPU"):
+        resolve_precision(cpu, "fp16")
+    with pytest.raises(ConfigError, match="unknown precision 'fp8'; use auto, fp32, bf16 or fp16"):
+        resolve_precision(cpu, "fp8")
+    assert resolve_precision(torch.device("mps"), "auto") == "fp32"
+
+
+def test_a_run_records_the_precision_auto_chose(tmp_path):
+    Trainer(tiny_cfg(tmp_path, max_steps=2, precision="auto", device="cpu")).run()
+    chosen = resolve_precision(torch.device("cpu"), "auto")
+    start = json.loads((tmp_path / "metrics.jsonl").read_text().splitlines()[0])
+    assert start["event"] == "start" and start["precision"] == chosen
+    # The checkpoint keeps the choice, so --resume trains on in the same precision.
+    info = json.loads((list_checkpoints(tmp_path)[-1] / "trainer.json").read_text())
+    assert info["train_config"]["precision"] == chosen
+
+
+def test_one_writer_per_run_directory(tmp_path):
+    first = lock_run_dir(tmp_path / "run")
+    assert (tmp_path / "run" / LOCK_FILE).read_text() == f"pid {os.getpid()} on {socket.gethostname()}\n"
+    # flock belongs to an open file, so a second opener is refused even within one process.
+    message = f"{tmp_path / 'run'} is in use by another training run (pid {os.getpid()} on {socket.gethostname()})"
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        RunLock(tmp_path / "run").acquire()
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        Trainer(tiny_cfg(tmp_path / "run", max_steps=2)).run()
+    assert not list_checkpoints(tmp_path / "run")  # refused before writing anything
+    first.release()
+    assert Trainer(tiny_cfg(tmp_path / "run", max_steps=2)).run()["status"] == "finished"
+    RunLock(tmp_path / "run").acquire().release()  # run() let go of it at the end
+
+
+def test_a_failed_setup_lets_go_of_the_run_directory(tmp_path):
+    Trainer(tiny_cfg(tmp_path, max_steps=2)).run()
+    with pytest.raises(ConfigError, match="already holds a training run"):
+        Trainer(tiny_cfg(tmp_path, max_steps=2)).run()
+    RunLock(tmp_path).acquire().release()

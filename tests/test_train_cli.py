@@ -5,15 +5,18 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+import torch
 from typer.testing import CliRunner
 
 from core.checkpoint import load_model
+from core.device import resolve_precision
 from core.train.state import list_checkpoints
 from tests.conftest import TINY_TSV
 from tt_cli.main import app
@@ -65,6 +68,8 @@ def test_malformed_line_names_file_and_line(tmp_path):
         (["--max-time", "ten minutes"], "--max-time 'ten minutes': give seconds or a duration"),
         (["--max-steps", "2", "--d-model", "30", "--heads", "4"], "d_model (30) must be divisible by h (4)"),
         (["--max-steps", "2", "--preset", "huge"], "unknown preset 'huge'"),
+        (["--max-steps", "2", "--device", "tpu"], "unknown device 'tpu'; use auto, cpu, cuda, cuda:N or mps"),
+        (["--max-steps", "2", "--threads", "-1"], "--threads must be 0 (auto) or positive, got -1"),
     ],
 )
 def test_bad_options_are_one_line(tmp_path, args, message):
@@ -119,6 +124,9 @@ def test_progress_lines_on_a_non_terminal(tmp_path):
     result = runner.invoke(app, tiny_args(tmp_path / "r", "--max-steps", "4", "--valid-every", "2", "--bleu-sample", "4"))
     assert result.exit_code == 0, result.stderr
     err = result.stderr
+    begin = json.loads((tmp_path / "r" / "metrics.jsonl").read_text().splitlines()[0])
+    assert begin["precision"] == resolve_precision(torch.device(begin["device"]), "auto")  # the default
+    assert err.startswith(f"training: {begin['params']:,} parameters on {begin['device']} in {begin['precision']}; ")
     assert "training: " in err and "step 4/4  loss " in err and " tok/s  ETA " in err
     assert "valid @ 2: loss " in err and "BLEU " in err and "translate with: tt translate --model" in err
 
@@ -148,10 +156,12 @@ def test_prefix_gzip_data_with_explicit_valid_and_dedup(tmp_path):
 
 # -- real processes, really killed ----------------------------------------------------------------------
 def start(args: list[str], cwd: Path) -> subprocess.Popen:
-    # Popen from Python leaves SIGINT at its default in the child (a shell's `cmd &` would ignore it).
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    # A child inherits an ignored SIGINT (pytest started with `&` from a script); tt train would
+    # then rightly keep ignoring it. Give the child the default, as a terminal would.
     return subprocess.Popen([sys.executable, "-m", "tt_cli.main", *args], cwd=cwd, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # noqa: PLW1509
 
 
 def wait_for(predicate, proc: subprocess.Popen, timeout: float = 120.0) -> None:
@@ -181,7 +191,7 @@ def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path, tiny_model_d
     assert 20 <= at < 120
 
     resumed = start(["train", "--out", str(killed), "--resume", "--quiet"], tmp_path)
-    stdout, stderr = resumed.communicate(timeout=300)
+    _, stderr = resumed.communicate(timeout=300)
     assert resumed.returncode == 0, stderr
     a, b = step_losses(tmp_path / "whole"), step_losses(killed)
     assert sorted(b) == list(range(1, 121))
@@ -212,3 +222,28 @@ def _spm(tmp_path: Path) -> Path:
     path = tmp_path / "spm.model"
     Tokenizer.train((s for p in read_tsv(TINY_TSV) for s in (p.src, p.tgt)), 120).save(path)
     return path
+
+
+def test_one_run_directory_one_writer(tmp_path):
+    out, spm = tmp_path / "run", _spm(tmp_path)
+    first = start(tiny_args(out, "--max-steps", "100000", "--save-every", "5", "--spm-model", str(spm)), tmp_path)
+    try:
+        wait_for(lambda: len(list_checkpoints(out)) >= 1, first)
+        # Started while the first trains: refused at once, before writing anything.
+        second = start(tiny_args(out, "--max-steps", "3", "--spm-model", str(spm)), tmp_path)
+        stdout, stderr = second.communicate(timeout=120)
+        assert second.returncode == 1 and stdout == ""
+        assert stderr == (f"tt: error: {out} is in use by another training run (pid {first.pid} on {socket.gethostname()}); "
+                          "wait for it to end, or choose another --out\n")
+        resume = start(["train", "--out", str(out), "--resume"], tmp_path)
+        assert resume.communicate(timeout=120)[1].startswith(f"tt: error: {out} is in use by another training run (pid {first.pid}")
+        assert first.poll() is None  # the first run never noticed
+    finally:
+        first.kill()
+        first.communicate()
+    # The kernel dropped the lock with the process: no stale lock stands in the way of --resume.
+    at = int(list_checkpoints(out)[-1].name.split("_")[1])
+    resumed = start(["train", "--out", str(out), "--resume", "--max-steps", str(at + 2), "--quiet"], tmp_path)
+    stdout, stderr = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, stderr
+    assert stdout == f"{out}\n" and list_checkpoints(out)[-1].name == f"step_{at + 2:08d}"

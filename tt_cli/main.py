@@ -6,32 +6,28 @@ Each command lives in tt_cli/commands/<name>.py and imports torch and core insid
 
 from __future__ import annotations
 
-import importlib
 from typing import Annotated
 
 import typer
 
+from tt_cli.commands.align import align
+from tt_cli.commands.analyze import app as analyze_app
+from tt_cli.commands.average import average
+from tt_cli.commands.data import app as data_app
+from tt_cli.commands.eval import evaluate
+from tt_cli.commands.inspect import inspect
+from tt_cli.commands.train import train
+from tt_cli.commands.translate import translate
 from tt_cli.errors import guard
 
 app = typer.Typer(
     name="tt",
     help="Train, run and open up the Transformer of 'Attention Is All You Need' (French→English by default).",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion, as users of Typer CLIs expect
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-
-# (command name, module in tt_cli.commands, function) — one module per command.
-COMMANDS = [
-    ("translate", "translate", "translate"),
-    ("eval", "eval", "evaluate"),
-    ("inspect", "inspect", "inspect"),
-    ("train", "train", "train"),
-    ("average", "average", "average"),
-    ("align", "align", "align"),
-]
-SUBAPPS = [("data", "data", "app"), ("analyze", "analyze", "app")]
 
 
 def _version(value: bool) -> None:
@@ -51,27 +47,13 @@ def root(
     """Exit codes: 0 ok · 1 bad input, data, model or option · 2 bad usage · 130 interrupted."""
 
 
-def _register() -> None:
-    for name, module_name, attr in COMMANDS:
-        try:
-            module = importlib.import_module(f"tt_cli.commands.{module_name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"tt_cli.commands.{module_name}":
-                raise
-            continue  # a command not written yet
-        function = getattr(module, attr)
-        app.command(name, help=function.__doc__)(guard(function))
-    for name, module_name, attr in SUBAPPS:
-        try:
-            module = importlib.import_module(f"tt_cli.commands.{module_name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"tt_cli.commands.{module_name}":
-                raise
-            continue
-        app.add_typer(getattr(module, attr), name=name)
-
-
-_register()
+for name, function in [
+    ("translate", translate), ("eval", evaluate), ("inspect", inspect), ("train", train), ("average", average),
+    ("align", align),
+]:
+    app.command(name, help=function.__doc__)(guard(function))
+app.add_typer(data_app, name="data")
+app.add_typer(analyze_app, name="analyze")
 
 
 def main() -> None:

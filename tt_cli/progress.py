@@ -74,7 +74,7 @@ class TrainProgress:
         how = "resumed at step {}".format(step) if data.get("resumed") else "training"
         world = f" × {data['world']} processes" if data.get("world", 1) > 1 else ""
         self._line(
-            f"{how}: {data['params']:,} parameters on {data['device']}{world}; "
+            f"{how}: {data['params']:,} parameters on {data['device']}{world} in {data['precision']}; "
             f"{data['train_pairs']} training pairs, {data['valid_pairs']} validation"
         )
         skipped = {k: data.get(f"skipped_{k}", 0) for k in ("malformed", "filtered", "duplicate")}

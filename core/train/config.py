@@ -32,7 +32,7 @@ class TrainConfig:
     clip_norm: float = 0.0  # 0 = no clipping
     accumulate: int = 1  # batches per optimizer step
     device: str = "auto"
-    precision: str = "fp32"  # fp32 | bf16 | fp16
+    precision: str = "fp32"  # auto | fp32 | bf16 | fp16; `tt train` passes auto, which setup() settles
     compile: bool = False
     max_steps: int = 0  # 0 = no limit
     epochs: float = 0.0  # 0 = no limit

@@ -25,10 +25,11 @@ import torch.nn.functional as F
 from core.checkpoint import save_model
 from core.data.prepare import Prepared, prepare_data  # noqa: F401 - re-exported
 from core.data.readers import collate, token_batches
-from core.device import autocast_context, resolve_device
+from core.device import autocast_context, resolve_device, resolve_precision
 from core.errors import CheckpointError, ConfigError, DataError
 from core.model.transformer import Transformer
 from core.train.config import TrainConfig
+from core.train.lock import RunLock, lock_run_dir
 from core.train.state import (  # noqa: F401 - TRAINER_* and average_checkpoints are re-exported
     TRAINER_JSON,
     TRAINER_STATE,
@@ -88,6 +89,7 @@ class Trainer:
         self.rank, self.world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
         self.is_main = self.rank == 0
         self.stop_requested: str | None = None
+        self.lock: RunLock | None = None  # held from setup() to the end of run()
 
     def request_stop(self, reason: str = "stopped") -> None:
         """Finish the current step, save a checkpoint and return (safe from another thread)."""
@@ -114,11 +116,9 @@ class Trainer:
                 torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
             torch.distributed.init_process_group(backend=backend)
         self.device = resolve_device(cfg.device)
-        autocast_context(self.device, cfg.precision)  # validates precision against the device early
-        if self.is_main:
-            self.run_dir.mkdir(parents=True, exist_ok=True)
-        if self.world > 1:
-            torch.distributed.barrier()
+        # "auto" becomes what this device runs natively; checkpoints then record it, so --resume keeps it.
+        cfg.precision = resolve_precision(self.device, cfg.precision)
+        self.lock = lock_run_dir(self.run_dir, is_main=self.is_main, world=self.world, device=self.device)
         if self.resume and not self.latest_checkpoint():
             raise CheckpointError(f"{self.run_dir}: nothing to resume (no checkpoints/ in the run directory)")
         if not self.resume and self.checkpoints():
@@ -338,13 +338,20 @@ class Trainer:
         return numbers, epoch_batches
 
     def run(self) -> dict[str, Any]:
+        try:
+            return self._run()
+        finally:
+            if self.lock is not None:
+                self.lock.release()
+
+    def _run(self) -> dict[str, Any]:
         self.setup()
         cfg = self.cfg
         self.t_start = time.time()
         start_step = self.step
         self.emit(
             "start", self.step, params=self.model.num_parameters(), device=str(self.device), world=self.world,
-            resumed=self.resume, model_config=self.model_cfg.to_dict(), **self.data.stats,
+            precision=cfg.precision, resumed=self.resume, model_config=self.model_cfg.to_dict(), **self.data.stats,
         )
         self.model.train()
         last: dict[str, Any] = {}

@@ -9,8 +9,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from tt_cli.commands.translate import BatchOpt, DeviceOpt, ModelOpt, ThreadsOpt, _json_line, set_threads
+from tt_cli.commands.translate import _json_line
 from tt_cli.errors import fail
+from tt_cli.options import BatchOpt, DeviceOpt, ModelOpt, ThreadsOpt, set_threads
 
 EXIT_USAGE = 2
 

@@ -15,6 +15,7 @@ from typing import Annotated
 import typer
 
 from tt_cli.errors import fail, guard
+from tt_cli.options import DeviceOpt, ModelOpt
 
 app = typer.Typer(
     help="Analyses that test what the pictures claim: reference mode, attention sinks, head ablation, "
@@ -25,10 +26,6 @@ app = typer.Typer(
 
 EXIT_USAGE = 2
 
-ModelOpt = Annotated[
-    Path | None, typer.Option("--model", "-m", help="Model directory (default: $TT_MODEL, else the shipped model).")
-]
-DeviceOpt = Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:N or mps.")]
 ThreadsOpt = Annotated[int, typer.Option(help="CPU threads for torch (0 = torch's default).", min=0)]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout instead of tables.")]
 SrcOpt = Annotated[Path | None, typer.Option("--src", help="French sentences, one per line.")]

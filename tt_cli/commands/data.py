@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import shlex
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from tt_cli.errors import guard
+from tt_cli.options import CacheDirOpt
 
 app = typer.Typer(
     help="Fetch public French–English corpora (Tatoeba, Multi30k, any OPUS corpus such as opus:Europarl) into a "
@@ -16,16 +16,6 @@ app = typer.Typer(
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-
-CacheDir = Annotated[
-    Path | None,
-    typer.Option(
-        "--cache-dir",
-        envvar="TT_CACHE",
-        show_envvar=True,
-        help="Where the corpora go (default: $XDG_CACHE_HOME/tt/data, that is ~/.cache/tt/data).",
-    ),
-]
 
 
 def get(
@@ -36,7 +26,7 @@ def get(
             "opus:Books/v1 (OPUS's fr–en Moses zip). `tt data list` shows them."
         ),
     ],
-    cache_dir: CacheDir = None,
+    cache_dir: CacheDirOpt = None,
     url: Annotated[
         str | None,
         typer.Option(
@@ -112,7 +102,7 @@ def _size(n: int) -> str:
     return f"{n / 1e9:.1f} GB" if n >= 1e9 else f"{n / 1e6:.1f} MB" if n >= 1e6 else f"{n / 1e3:.1f} kB" if n else "-"
 
 
-def list_corpora(cache_dir: CacheDir = None) -> None:
+def list_corpora(cache_dir: CacheDirOpt = None) -> None:
     """List what `tt data get` can fetch and what is in the cache, with sizes on disk and sentence pairs.
 
     Sizes before download (≈) are rough; the exact pair count shows once fetched. Any OPUS corpus can be fetched as

@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from tt_cli.commands.translate import (
+from tt_cli.options import (
     AlphaOpt,
     BatchOpt,
     BeamOpt,

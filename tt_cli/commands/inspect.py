@@ -9,13 +9,12 @@ from typing import Annotated, Optional
 import typer
 
 from tt_cli.errors import fail
+from tt_cli.options import ModelOpt
 
 
 def inspect(
     text: Annotated[Optional[str], typer.Argument(help="The French sentence to inspect (asked for when left out).")] = None,
-    model: Annotated[
-        Optional[Path], typer.Option("--model", "-m", help="Model directory (default: $TT_MODEL, else the shipped model).")
-    ] = None,
+    model: ModelOpt = None,
     top_k: Annotated[int, typer.Option(help="Candidates shown for the next piece.", min=1, max=50)] = 10,
     beam: Annotated[int, typer.Option(help="Beam size for beam mode (key b).", min=1, max=16)] = 4,
     alpha: Annotated[float, typer.Option(help="Length penalty α for beam mode's re-ranking.", min=0.0)] = 0.6,

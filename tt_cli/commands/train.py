@@ -9,6 +9,8 @@ from typing import Annotated, Any
 
 import typer
 
+from tt_cli.options import DeviceOpt, ThreadsOpt, in_panel, set_threads
+
 NO_DATA = (
     "no training data: pass --data FILE.tsv (source<TAB>target per line) or --data PREFIX "
     "(PREFIX.fr + PREFIX.en), or fetch a corpus with `tt data get tatoeba`"
@@ -24,16 +26,12 @@ MODEL_OPTIONS = {
 # Option name -> TrainConfig field, where the names differ.
 TRAIN_OPTIONS = {"max_pieces": "max_len", "skip_bad_lines": "strict"}
 CLI_ONLY = {"ctx", "resume", "quiet"}
-
-
-class Device(str, Enum):
-    auto = "auto"
-    cpu = "cpu"
-    cuda = "cuda"
-    mps = "mps"
+TrainDeviceOpt = in_panel(DeviceOpt, "Training")
+TrainThreadsOpt = in_panel(ThreadsOpt, "Training")
 
 
 class Precision(str, Enum):
+    auto = "auto"
     fp32 = "fp32"
     bf16 = "bf16"
     fp16 = "fp16"
@@ -145,11 +143,11 @@ def train(
     lr_scale: Annotated[float, typer.Option(help="Multiplies the paper's learning-rate schedule.", rich_help_panel="Training")] = 1.0,
     clip_norm: Annotated[float, typer.Option(help="Clip the gradient norm to this (0 = off).", rich_help_panel="Training")] = 0.0,
     accumulate: Annotated[int, typer.Option(help="Batches per optimizer step.", rich_help_panel="Training")] = 1,
-    device: Annotated[Device, typer.Option(help="Where to train.", rich_help_panel="Training")] = Device.auto,
-    precision: Annotated[Precision, typer.Option(help="fp32, or autocast to bf16 / fp16 (fp16 needs CUDA).", rich_help_panel="Training")] = Precision.fp32,
+    device: TrainDeviceOpt = "auto",
+    precision: Annotated[Precision, typer.Option(help="auto = bf16 where the CPU (AVX512-BF16, AMX) or GPU computes it natively, else fp32; or fp32, bf16, fp16 (fp16 needs CUDA). The first output line says which.", rich_help_panel="Training")] = Precision.auto,
     compile: Annotated[bool, typer.Option("--compile", help="torch.compile the model (slow start, faster steps on GPU).", rich_help_panel="Training")] = False,
     seed: Annotated[int, typer.Option(help="Seeds weights, dropout and batch order.", rich_help_panel="Training")] = 1,
-    threads: Annotated[int, typer.Option(help="CPU threads (0 = torch's default).", rich_help_panel="Training")] = 0,
+    threads: TrainThreadsOpt = 0,
     align_links: Annotated[Path | None, typer.Option(help="Guided alignment: Pharaoh links ('i-j', 0-based words), one line per pair of --data (see scripts/silver_links.py).", rich_help_panel="Alignment")] = None,
     align_layer: Annotated[int, typer.Option(help="Decoder layer of the guided head (-2 = the penultimate).", rich_help_panel="Alignment")] = -2,
     align_head: Annotated[int, typer.Option(help="The guided head.", rich_help_panel="Alignment")] = 0,
@@ -176,6 +174,7 @@ def train(
     from core.train.trainer import Trainer
     from tt_cli.progress import TrainProgress, duration
 
+    set_threads(threads, few=False)
     cfg = _config_from_options(ctx, options)
     err = Console(stderr=True)
     with TrainProgress(err, quiet) as progress:

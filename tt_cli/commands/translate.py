@@ -12,6 +12,18 @@ from typing import Annotated, Optional
 import typer
 
 from tt_cli.errors import fail
+from tt_cli.options import (
+    AlphaOpt,
+    BatchOpt,
+    BeamOpt,
+    DeviceOpt,
+    ErrorsChoice,
+    ErrorsOpt,
+    GreedyOpt,
+    ModelOpt,
+    ThreadsOpt,
+    set_threads,
+)
 
 EXIT_USAGE = 2
 MAX_WARNINGS = 20  # after this many, only a count at the end (a huge file must not flood stderr)
@@ -28,35 +40,9 @@ class AttributionChoice(str, Enum):
     ig = "ig"
 
 
-class ErrorsChoice(str, Enum):
-    strict = "strict"
-    replace = "replace"
-
-
 class QuantizeChoice(str, Enum):
     int8 = "int8"
     bf16 = "bf16"
-
-
-# Decoding options, shared with `tt eval`.
-ModelOpt = Annotated[
-    Optional[Path], typer.Option("--model", "-m", help="Model directory (default: $TT_MODEL, else the shipped model).")
-]
-DeviceOpt = Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:N or mps.")]
-BeamOpt = Annotated[int, typer.Option(help="Beam size (the paper's §6.1 value).")]
-AlphaOpt = Annotated[float, typer.Option(help="Length penalty α for beam scores (the paper's value).")]
-GreedyOpt = Annotated[bool, typer.Option("--greedy", help="Greedy search: fastest, a little worse than beam 4.")]
-BatchOpt = Annotated[int, typer.Option(help="Sentences per batch; lines are length-sorted within batches.")]
-ThreadsOpt = Annotated[
-    int,
-    typer.Option(
-        help="CPU threads for torch. 0 = auto: 1 for sentences given as arguments (a few short "
-        "sentences decode fastest on one thread, and start-up stays low), torch's default for files and stdin.",
-    ),
-]
-ErrorsOpt = Annotated[
-    ErrorsChoice, typer.Option(help="Invalid UTF-8 input: strict = stop with file:line; replace = use U+FFFD.")
-]
 
 
 def _json_line(obj: dict) -> str:
@@ -339,17 +325,6 @@ def _attribution_json(t, a) -> dict:
         if a.delta is not None:
             obj["ig_steps"], obj["delta"] = a.ig_steps, [round(float(x), 4) for x in a.delta]
     return obj
-
-
-def set_threads(threads: int, few: bool) -> None:
-    """Apply --threads. Thread start-up and synchronisation cost more than they save on the
-    small matrices of a few sentences, and much more when other work shares the cores."""
-    import torch
-
-    if threads < 0:
-        raise fail(f"--threads must be 0 (auto) or positive, got {threads}")
-    if threads or few:
-        torch.set_num_threads(threads or 1)
 
 
 def _show(console, t, layer: int, head: int | None) -> None:

@@ -1,0 +1,76 @@
+"""Options that several commands share, written once so that their names, defaults and help agree.
+
+Each is an `Annotated` type a command uses as a parameter's annotation (`model: ModelOpt = None`).
+Only typer and the standard library are imported here: `tt --help` must stay instant.
+"""
+
+from __future__ import annotations
+
+import copy
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from tt_cli.errors import fail
+
+# -- the model and where it runs ---------------------------------------------------------------------
+ModelOpt = Annotated[
+    Path | None, typer.Option("--model", "-m", help="Model directory (default: $TT_MODEL, else the shipped model).")
+]
+DeviceOpt = Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:N or mps.")]
+ThreadsOpt = Annotated[
+    int,
+    typer.Option(
+        help="CPU threads for torch. 0 = auto: torch's default, but 1 for sentences given as arguments "
+        "(a few short sentences decode fastest on one thread, and start-up stays low).",
+    ),
+]
+
+
+def set_threads(threads: int, few: bool) -> None:
+    """Apply --threads. Thread start-up and synchronisation cost more than they save on the
+    small matrices of a few sentences, and much more when other work shares the cores."""
+    import torch
+
+    if threads < 0:
+        raise fail(f"--threads must be 0 (auto) or positive, got {threads}")
+    if threads or few:
+        torch.set_num_threads(threads or 1)
+
+
+# -- decoding (translate, eval) ------------------------------------------------------------------------
+BeamOpt = Annotated[int, typer.Option(help="Beam size (the paper's §6.1 value).")]
+AlphaOpt = Annotated[float, typer.Option(help="Length penalty α for beam scores (the paper's value).")]
+GreedyOpt = Annotated[bool, typer.Option("--greedy", help="Greedy search: fastest, a little worse than beam 4.")]
+BatchOpt = Annotated[int, typer.Option(help="Sentences per batch; lines are length-sorted within batches.")]
+
+
+# -- reading text -------------------------------------------------------------------------------------
+class ErrorsChoice(str, Enum):
+    strict = "strict"
+    replace = "replace"
+
+
+ErrorsOpt = Annotated[
+    ErrorsChoice, typer.Option(help="Invalid UTF-8 input: strict = stop with file:line; replace = use U+FFFD.")
+]
+
+# -- corpora (tt data) --------------------------------------------------------------------------------
+CacheDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--cache-dir",
+        envvar="TT_CACHE",
+        show_envvar=True,
+        help="Where the corpora go (default: $XDG_CACHE_HOME/tt/data, that is ~/.cache/tt/data).",
+    ),
+]
+
+
+def in_panel(option: Any, panel: str) -> Any:
+    """The same option listed under `panel` in --help (tt train groups its many options so)."""
+    info = copy.copy(option.__metadata__[0])
+    info.rich_help_panel = panel
+    return Annotated[option.__origin__, info]
