@@ -5,9 +5,9 @@ then interleave metrics.jsonl and overwrite each other's checkpoints. The first 
 trains; the second stops at once with an error that names the holder.
 
 The lock is `flock` on `run_dir/train.lock`: the kernel drops it when the holding process exits,
-however it exits (SIGKILL, a crash, a power cut on a local disk), so a dead run never leaves a
-stale lock that blocks `--resume`. The file itself stays; only a held lock means anything, and its
-text (pid and host of the holder) is written by each new holder.
+however it exits (a crash, SIGKILL), so a dead run never leaves a stale lock that blocks
+`--resume`. The file itself stays; only a held lock means anything, and its text (pid and host of
+the holder) is written by each new holder.
 """
 
 from __future__ import annotations

@@ -343,6 +343,10 @@ class Trainer:
         finally:
             if self.lock is not None:
                 self.lock.release()
+            # Here, not at the end of the loop: a setup that fails (a refused lock) must end it too,
+            # or gloo aborts the process at exit.
+            if self.world > 1 and torch.distributed.is_initialized():
+                torch.distributed.destroy_process_group()
 
     def _run(self) -> dict[str, Any]:
         self.setup()
@@ -393,6 +397,4 @@ class Trainer:
         finally:
             for sig, handler in previous_handlers.items():
                 signal.signal(sig, handler)
-            if self.world > 1 and torch.distributed.is_initialized():
-                torch.distributed.destroy_process_group()
         return {"status": status, "step": self.step, "run_dir": str(self.run_dir), **{k: v for k, v in last.items() if k != "log"}}
