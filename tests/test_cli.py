@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 import typer
 from typer.testing import CliRunner
 
-from tests.conftest import TINY_TSV
 from tt_cli.main import app
 
 runner = CliRunner()
@@ -24,6 +21,7 @@ def test_every_command_is_wired():
 
 
 def test_shared_options_are_one_definition():
+    # That $TT_MODEL then picks the model of translate and eval: tests/test_api.py.
     helps = {name: params(name)["model"].help for name in ("translate", "eval", "inspect", "align")}
     assert set(helps.values()) == {"Model directory (default: $TT_MODEL, else the shipped model)."}
     for name in ("translate", "eval", "align", "train"):
@@ -31,23 +29,6 @@ def test_shared_options_are_one_definition():
         assert params(name)["device"].help == "auto, cpu, cuda, cuda:N or mps."
     assert params("train")["device"].rich_help_panel == "Training"  # grouped in train's --help only
     assert params("translate")["device"].rich_help_panel is None
-
-
-@pytest.mark.parametrize("command", [["translate", "Bonjour."], ["eval", "--src", str(TINY_TSV), "--ref", str(TINY_TSV)]])
-def test_tt_model_is_the_default_model(command, monkeypatch, tmp_path):
-    monkeypatch.setenv("TT_MODEL", str(tmp_path / "nowhere"))
-    result = runner.invoke(app, command)
-    assert result.exit_code == 1 and result.stderr == f"tt: error: {tmp_path / 'nowhere'}: no such model directory\n"
-
-
-def test_eval_reads_the_model_tt_model_names(monkeypatch, tiny_model_dir, tmp_path):
-    pairs = [line.split("\t") for line in TINY_TSV.read_text(encoding="utf-8").splitlines()][:4]
-    (tmp_path / "src.fr").write_text("".join(f"{fr}\n" for fr, _ in pairs), encoding="utf-8")
-    (tmp_path / "ref.en").write_text("".join(f"{en}\n" for _, en in pairs), encoding="utf-8")
-    monkeypatch.setenv("TT_MODEL", str(tiny_model_dir))
-    result = runner.invoke(app, ["eval", "--src", str(tmp_path / "src.fr"), "--ref", str(tmp_path / "ref.en"), "--greedy", "--json"])
-    assert result.exit_code == 0, result.stderr
-    assert json.loads(result.stdout)["model"] == str(tiny_model_dir)
 
 
 @pytest.mark.parametrize("shell, line", [("bash", "complete -o default -F _tt_completion tt"), ("zsh", "compdef _tt_completion tt")])

@@ -269,7 +269,7 @@ def interactive(
 
     from core.checkpoint import load_model
     from core.device import resolve_device
-    from tt_cli.commands.translate import set_threads
+    from tt_cli.options import set_threads
 
     set_threads(threads, few=True)  # one sentence at a time: one thread is fastest
     loaded = load_model(model, device=resolve_device(device))
