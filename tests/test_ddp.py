@@ -47,12 +47,12 @@ def _worker(rank: int, world: int, port: int, out: str, results: str) -> None:
     from core.data.readers import collate
 
     batches, epoch = [], 0
-    while len(batches) < cfg.max_steps:
+    while len(batches) < trainer.cfg.max_steps:
         batches += trainer.batches_for_epoch(epoch)
         epoch += 1
     pad = trainer.model_cfg.pad_id
     tokens = []
-    for batch in batches[: cfg.max_steps]:
+    for batch in batches[: trainer.cfg.max_steps]:
         src, tgt_in, _ = collate([trainer.data.train[i] for i in batch], pad)
         tokens.append(int((src != pad).sum()) + int((tgt_in != pad).sum()))
     (Path(results) / f"rank{rank}.json").write_text(

@@ -10,6 +10,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from tt_cli.errors import fail
 from tt_cli.options import (
     AlphaOpt,
     BatchOpt,
@@ -22,7 +23,6 @@ from tt_cli.options import (
     ThreadsOpt,
     set_threads,
 )
-from tt_cli.errors import fail
 
 EXIT_USAGE = 2
 
