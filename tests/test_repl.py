@@ -118,6 +118,9 @@ class Terminal:
         pid, fd = pty.fork()
         if pid == 0:  # the child: the pty is its controlling terminal (stdin, stdout, stderr)
             os.chdir(ROOT)
+            # A pytest started in the background (`&`) ignores SIGINT, and a child inherits that:
+            # give it the default, as a terminal would, so Ctrl-C reaches it.
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
             os.execvpe(sys.executable, [sys.executable, "-m", "tt_cli.main", *args], env)
         self.pid, self.fd, self.seen = pid, fd, b""
         fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))  # rows, cols (for the TUI)
