@@ -17,7 +17,7 @@ def params(command: str) -> dict:
 
 
 def test_every_command_is_wired():
-    assert set(typer.main.get_command(app).commands) == {"translate", "eval", "inspect", "train", "average", "align", "data"}
+    assert set(typer.main.get_command(app).commands) == {"translate", "eval", "inspect", "train", "average", "align", "data", "analyze"}
 
 
 def test_shared_options_are_one_definition():
