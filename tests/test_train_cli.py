@@ -247,3 +247,18 @@ def test_one_run_directory_one_writer(tmp_path):
     stdout, stderr = resumed.communicate(timeout=300)
     assert resumed.returncode == 0, stderr
     assert stdout == f"{out}\n" and list_checkpoints(out)[-1].name == f"step_{at + 2:08d}"
+
+
+def test_resume_reads_a_run_saved_when_the_length_filter_was_called_max_len(tmp_path, tiny_model_dir):
+    # TrainConfig.max_len (the training length filter) is now max_pieces, apart from the model's max_len.
+    out = tmp_path / "run"
+    spm = ["--spm-model", str(tiny_model_dir / "spm.model"), "--save-every", "5"]
+    first = runner.invoke(app, tiny_args(out, "--max-steps", "5", "--max-pieces", "77", "--quiet", *spm))
+    assert first.exit_code == 0, first.stderr
+    info_path = list_checkpoints(out)[-1] / "trainer.json"
+    info = json.loads(info_path.read_text())
+    info["train_config"]["max_len"] = info["train_config"].pop("max_pieces")  # as older runs wrote it
+    info_path.write_text(json.dumps(info))
+    resumed = runner.invoke(app, ["train", "--out", str(out), "--resume", "--max-steps", "10", "--quiet"])
+    assert resumed.exit_code == 0, resumed.stderr
+    assert json.loads((list_checkpoints(out)[-1] / "trainer.json").read_text())["train_config"]["max_pieces"] == 77

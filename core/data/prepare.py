@@ -83,16 +83,16 @@ def prepare_data(cfg: TrainConfig, run_dir: Path, is_main: bool = True, reuse_to
         tgts = tokenizer.encode_batch([p.tgt for p in ps])
         out = []
         for s, t in zip(srcs, tgts):
-            if filtered and not length_ok(len(s) + 1, len(t) + 1, cfg.max_len, cfg.max_ratio):
+            if filtered and not length_ok(len(s) + 1, len(t) + 1, cfg.max_pieces, cfg.max_ratio):
                 stats.skipped_filtered += 1
                 continue
-            out.append(Example(s[: cfg.max_len] + [tokenizer.sp.eos_id()], [tokenizer.sp.bos_id()] + t[: cfg.max_len] + [tokenizer.sp.eos_id()]))
+            out.append(Example(s[: cfg.max_pieces] + [tokenizer.sp.eos_id()], [tokenizer.sp.bos_id()] + t[: cfg.max_pieces] + [tokenizer.sp.eos_id()]))
         return out
 
     train = encode(pairs, True)
     valid = encode(valid_pairs, False)
     if not train:
-        raise DataError(f"no training pairs left after the length filters (--max-len {cfg.max_len}, --max-ratio {cfg.max_ratio})")
+        raise DataError(f"no training pairs left after the length filters (--max-pieces {cfg.max_pieces}, --max-ratio {cfg.max_ratio})")
     counts = {
         "pairs_read": stats.read,
         "train_pairs": len(train),

@@ -20,7 +20,8 @@ class TrainConfig:
     vocab_size: int = 8000
     spm_model: str | None = None  # reuse an existing SentencePiece model instead of training one
     strict: bool = True  # a malformed line is an error; False skips and counts it
-    max_len: int = 128  # drop pairs with more pieces than this on either side
+    max_pieces: int = 128  # drop pairs with more pieces than this on either side (the model's own
+    # max_len, its positional table, is ModelConfig.max_len; runs saved before the rename say max_len)
     max_ratio: float = 3.0  # drop pairs whose length ratio exceeds this
     dedup: bool = False
     valid_per_mille: int = 10  # held out for validation (by sentence hash) when --valid is not given
@@ -51,5 +52,5 @@ class TrainConfig:
 
     def model_config(self, vocab_size: int) -> ModelConfig:
         overrides = {k: v for k, v in self.model_overrides.items() if v is not None}
-        overrides.setdefault("max_len", max(self.max_len + 2, preset(self.preset).max_len))
+        overrides.setdefault("max_len", max(self.max_pieces + 2, preset(self.preset).max_len))
         return preset(self.preset, vocab_size=vocab_size, **overrides)

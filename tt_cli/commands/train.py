@@ -24,7 +24,7 @@ MODEL_OPTIONS = {
     "positional": "positional", "norm": "norm", "share_embeddings": "share_embeddings",
 }
 # Option name -> TrainConfig field, where the names differ.
-TRAIN_OPTIONS = {"max_pieces": "max_len", "skip_bad_lines": "strict"}
+TRAIN_OPTIONS = {"skip_bad_lines": "strict"}
 CLI_ONLY = {"ctx", "resume", "quiet"}
 TrainDeviceOpt = in_panel(DeviceOpt, "Training")
 TrainThreadsOpt = in_panel(ThreadsOpt, "Training")
@@ -88,6 +88,8 @@ def _config_from_options(ctx: typer.Context, options: dict[str, Any]):
         if not found:
             raise CheckpointError(f"{options['out']}: nothing to resume (no checkpoints/ in the run directory)")
         stored = read_trainer_info(found[-1]).get("train_config", {})
+        if "max_len" in stored:  # runs started before TrainConfig.max_len became max_pieces
+            stored.setdefault("max_pieces", stored.pop("max_len"))
         known = {f.name for f in fields(TrainConfig)}
         cfg = TrainConfig(**{k: v for k, v in stored.items() if k in known})
         names = given  # the run's own settings, except what this command line changes
