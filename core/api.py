@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from core.analysis.trace import SourceTrace, StepTrace
+from core.decode.translate import Translation
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ class Result:
     n_best: list[Alternative] = field(default_factory=list)  # best first, when n_best > 1
     source_trace: SourceTrace | None = None  # with trace=True: the source pieces, encoder self-attention
     steps: list[StepTrace] | None = None  # with trace=True: per output piece, attention and candidates
+    translation: Translation | None = field(default=None, repr=False, compare=False)  # core's own record
 
     @property
     def logprob(self) -> float:
@@ -51,24 +53,7 @@ class Result:
 
     def to_dict(self) -> dict:
         """JSON-ready, with the keys `tt translate --json` prints (without --attention / --align)."""
-        obj = {
-            "index": self.index,
-            "source": self.source,
-            "translation": self.text,
-            "tokens": self.pieces,
-            "token_ids": self.token_ids,
-            "token_logprobs": [round(x, 4) for x in self.token_logprobs],
-            "score": round(self.score, 4),
-            "logprob": round(self.logprob, 4),
-            "truncated": self.truncated,
-        }
-        if self.n_best:
-            obj["n_best"] = [
-                {"translation": a.text, "tokens": a.pieces, "token_logprobs": [round(x, 4) for x in a.token_logprobs],
-                 "score": round(a.score, 4)}
-                for a in self.n_best
-            ]
-        return obj
+        return self.translation.to_dict()
 
     def attention(self, family: str = "cross", layer: int = -1, head: int | None = None) -> list[list[float]]:
         """One attention matrix as nested lists (rows = queries): cross (output × source pieces),
@@ -119,5 +104,5 @@ def _result(t) -> Result:
         index=t.index, source=t.source, text=t.text, pieces=t.pieces, token_ids=t.tokens,
         token_logprobs=t.token_logprobs, score=t.score, truncated=t.truncated, warnings=t.warnings,
         n_best=[Alternative(a.text, a.pieces, a.token_logprobs, a.score) for a in t.alternatives],
-        source_trace=t.source_trace, steps=t.steps,
+        source_trace=t.source_trace, steps=t.steps, translation=t,
     )

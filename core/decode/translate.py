@@ -103,6 +103,28 @@ class Translation:
     steps: list[StepTrace] | None = None
 
 
+    def to_dict(self) -> dict:
+        """The keys of `tt translate --json` before --attention/--align (the Python API's to_dict too)."""
+        obj: dict = {
+            "index": self.index,
+            "source": self.source,
+            "translation": self.text,
+            "tokens": self.pieces,
+            "token_ids": self.tokens,
+            "token_logprobs": [round(x, 4) for x in self.token_logprobs],
+            "score": round(self.score, 4),  # beam search: length-normalised; greedy/sampling: = logprob
+            "logprob": round(sum(self.token_logprobs), 4),
+            "truncated": self.truncated,
+        }
+        if self.alternatives:
+            obj["n_best"] = [
+                {"translation": a.text, "tokens": a.pieces, "token_logprobs": [round(x, 4) for x in a.token_logprobs],
+                 "score": round(a.score, 4)}
+                for a in self.alternatives
+            ]
+        return obj
+
+
 # --------------------------------------------------------------------------------------- input
 def read_lines(stream: BinaryIO, name: str, errors: str = "strict") -> Iterator[str]:
     """Lines of a binary stream decoded as UTF-8, one at a time (no whole-file read).

@@ -64,23 +64,8 @@ def to_json(t, attention: str, align) -> dict:
     """The --json object of one Translation (see `tt translate --help`); align: False, True or an AlignRule."""
     from core.analysis.trace import attention_matrix
 
-    obj: dict = {
-        "index": t.index,
-        "source": _safe(t.source),
-        "translation": t.text,
-        "tokens": t.pieces,
-        "token_ids": t.tokens,
-        "token_logprobs": [round(x, 4) for x in t.token_logprobs],
-        "score": round(t.score, 4),  # beam search: length-normalised; greedy/sampling: = logprob
-        "logprob": round(sum(t.token_logprobs), 4),
-        "truncated": t.truncated,
-    }
-    if t.alternatives:
-        obj["n_best"] = [
-            {"translation": a.text, "tokens": a.pieces, "token_logprobs": [round(x, 4) for x in a.token_logprobs],
-             "score": round(a.score, 4)}
-            for a in t.alternatives
-        ]
+    obj = t.to_dict()
+    obj["source"] = _safe(t.source)
     steps = t.steps or []
     source = t.source_trace
     src_pieces = source.pieces if source else []
