@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from core.data.tokenizer import Tokenizer
-from core.errors import CheckpointError, ConfigError, TokenizerError
+from core.errors import CheckpointError, ConfigError, TokenizerError, TTError
 from core.files import atomic_path, atomic_write_bytes
 from core.model.config import ModelConfig
 
@@ -85,15 +85,25 @@ def read_weights(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
     return tensors, metadata
 
 
-def config_from_metadata(path: Path, metadata: dict[str, str]) -> ModelConfig:
-    if metadata.get("format") != FORMAT:
-        raise CheckpointError(f"{path}: not a tt model (safetensors metadata has no format={FORMAT!r})")
+def check_format(
+    path: Path, metadata: dict[str, str], *, fmt: str, newest: int, what: str, version_label: str, error: type[TTError]
+) -> int:
+    """The file's format version, after checking its safetensors metadata names `fmt` at a version
+    this tt reads (models and trace files share the rule); `error` is raised otherwise."""
+    if metadata.get("format") != fmt:
+        raise error(f"{path}: not a {what} (safetensors metadata has no format={fmt!r})")
     try:
         version = int(metadata.get("format_version", ""))
     except ValueError:
-        raise CheckpointError(f"{path}: bad format_version {metadata.get('format_version')!r}") from None
-    if version > FORMAT_VERSION:
-        raise CheckpointError(f"{path}: format version {version} is newer than this tt reads ({FORMAT_VERSION}); upgrade tt")
+        raise error(f"{path}: bad format_version {metadata.get('format_version')!r}") from None
+    if version > newest:
+        raise error(f"{path}: {version_label} {version} is newer than this tt reads ({newest}); upgrade tt")
+    return version
+
+
+def config_from_metadata(path: Path, metadata: dict[str, str]) -> ModelConfig:
+    check_format(path, metadata, fmt=FORMAT, newest=FORMAT_VERSION, what="tt model", version_label="format version",
+                 error=CheckpointError)
     try:
         return ModelConfig.from_json(metadata.get("config", ""))
     except ConfigError as exc:

@@ -34,7 +34,7 @@ import torch
 
 from core.analysis.attribute import Attribution
 from core.analysis.trace import Candidate, SourceTrace, StepTrace
-from core.checkpoint import read_weights
+from core.checkpoint import check_format, read_weights
 from core.errors import CheckpointError, DataError
 from core.files import atomic_path
 
@@ -120,14 +120,8 @@ def load_trace(path: str | Path) -> TraceFile:
     """Read a trace file back into SourceTrace + StepTraces, without the model."""
     path = Path(path)
     tensors, metadata = _read(path)
-    if metadata.get("format") != FORMAT:
-        raise DataError(f"{path}: not a tt trace file (safetensors metadata has no format={FORMAT!r})")
-    try:
-        version = int(metadata.get("format_version", ""))
-    except ValueError:
-        raise DataError(f"{path}: bad format_version {metadata.get('format_version')!r}") from None
-    if version > FORMAT_VERSION:
-        raise DataError(f"{path}: trace format version {version} is newer than this tt reads ({FORMAT_VERSION}); upgrade tt")
+    check_format(path, metadata, fmt=FORMAT, newest=FORMAT_VERSION, what="tt trace file",
+                 version_label="trace format version", error=DataError)
     try:
         meta = json.loads(metadata.get("trace", ""))
         s, t = (int(x) for x in meta["sizes"])
