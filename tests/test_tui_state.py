@@ -243,3 +243,19 @@ def test_links_toggle_and_the_head_finder_labels():
     ranking = [{"layer": -1, "head": 3, "aer": 0.5}, {"layer": 1, "head": 3, "aer": 0.4},
                {"layer": 0, "head": None, "aer": 0.1}, {"layer": 0, "head": 2, "aer": 0.7}]
     assert head_aer(ranking, 2) == {(1, 3): 0.4, (0, 2): 0.7}  # best rule per head; the mean is no head
+
+
+def test_i_cycles_attention_ixg_ig_and_changes_the_picture():
+    v = view()
+    seen = [v.attribution]
+    for _ in range(3):
+        nxt = v.next_attribution()
+        assert nxt.picture != v.picture  # the heatmap redraws on each press
+        v = nxt
+        seen.append(v.attribution)
+    assert seen == [None, "ixg", "ig", None]
+
+
+def test_y_toggles_the_lens_panel():
+    v = view().toggle_mode("lens")
+    assert v.mode == "lens" and v.toggle_mode("lens").mode == "dist"

@@ -30,7 +30,9 @@ from core.analysis.tracefile import TraceFile
 from core.checkpoint import LoadedModel
 from core.errors import TTError
 from core.files import atomic_write_bytes
-from tt_cli.tui.picture import cell_text, picture
+from core.analysis.attribute import Attribution
+from core.analysis.lens import LensStep
+from tt_cli.tui.picture import attribution_picture, attribution_text, cell_text, picture
 from tt_cli.tui.screens.ask import AskScreen
 from tt_cli.tui.screens.help import HelpScreen
 from tt_cli.tui.screens.views import ViewsScreen
@@ -40,6 +42,7 @@ from tt_cli.tui.widgets.beam import BeamView
 from tt_cli.tui.widgets.distribution import Distribution
 from tt_cli.tui.widgets.explain import ExplainView
 from tt_cli.tui.widgets.heatmap import Heatmap, label
+from tt_cli.tui.widgets.lens import LensView
 from tt_cli.tui.widgets.sentence import SentenceView
 
 Job = tuple[Callable[[], Any], Callable[[Any], None]]
@@ -72,6 +75,10 @@ class InspectApp(App[None]):
                 tooltip="selected head off / on again: greedy re-runs, diff under the output"),
         Binding("a", "view('toggle_links')", "links", show=False,
                 tooltip="cross-attention: raw weights ↔ word links of the model's alignment rule"),
+        Binding("i", "attribution", "attrib", show=False,
+                tooltip="heatmap: attention → input×gradient → integrated gradients (attribution, same steps)"),
+        Binding("y", "mode('lens')", "lens", show=False,
+                tooltip="logit lens: the top pieces read off each decoder layer at this step"),
         Binding("b", "mode('beam')", "beam", tooltip="beam mode: hypotheses, survivors, pruned, re-ranking"),
         Binding("e", "mode('explain')", "explain",
                 tooltip="explain mode: q·k, ÷√d_k, mask, softmax, Σ·v for the selected cell"),
@@ -118,6 +125,11 @@ class InspectApp(App[None]):
         self._jobs: queue.Queue[Job | None] = queue.Queue()
         self._beam_asked = False
         self._explaining: tuple[Decoding, Cell] | None = None  # the last explanation asked for
+        # model results kept for the decoding they were made on (a Decoding compares by identity)
+        self._attributed: tuple[Decoding, str, Attribution] | None = None
+        self._attr_asked: tuple[Decoding, str] | None = None
+        self._lensed: tuple[Decoding, list[LensStep]] | None = None
+        self._lens_asked: Decoding | None = None
 
     # ------------------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -131,6 +143,7 @@ class InspectApp(App[None]):
                 yield Distribution(id="dist")
                 yield BeamView(id="beam")
                 yield ExplainView(id="explain")
+                yield LensView(id="lens")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -185,6 +198,7 @@ class InspectApp(App[None]):
         self._draw_heatmap()
         self._draw_cell()
         self._draw_distribution()
+        self._draw_lens()
 
     def watch_view(self, old: ViewState, new: ViewState) -> None:
         """Redraw only what the change touches: a cursor move must not rebuild every panel."""
@@ -198,6 +212,8 @@ class InspectApp(App[None]):
             self._draw_beam()
         if new.mode == "explain":
             self._draw_explanation()
+        if new.mode == "lens":
+            self._draw_lens()
 
     def watch_beam(self) -> None:
         self._draw_beam()
@@ -214,12 +230,55 @@ class InspectApp(App[None]):
         self.query_one(ExplainView).show(ex, note, self.view.cell[1])
 
     def _draw_heatmap(self) -> None:
-        if self.decoding is not None:
-            self.query_one(Heatmap).show(picture(self.view, self.decoding, self.rule, self.ranking))
+        d, method = self.decoding, self.view.attribution
+        if d is None:
+            return
+        if method is not None:
+            self.query_one(Heatmap).show(attribution_picture(d, self._attribution(), method))
+        else:
+            self.query_one(Heatmap).show(picture(self.view, d, self.rule, self.ranking))
+
+    def _attribution(self) -> Attribution | None:
+        """The attribution of the decoding on screen, or None while the model thread computes it."""
+        d, method = self.decoding, self.view.attribution
+        if d is None or method is None or not d.steps:
+            return None
+        if self._attributed is not None and self._attributed[:2] == (d, method):
+            return self._attributed[2]
+        if self._attr_asked != (d, method):
+            self._attr_asked = (d, method)
+            self.submit(lambda: self.session.attribute(d, method), lambda a: self._attribution_came(d, method, a))
+        return None
+
+    def _attribution_came(self, d: Decoding, method: str, attr: Attribution) -> None:
+        self._attributed = (d, method, attr)
+        self._draw_heatmap()
+        self._draw_cell()
+
+    def _draw_lens(self) -> None:
+        d = self.decoding
+        if self.view.mode != "lens" or d is None or not d.steps:
+            return
+        if self._lensed is not None and self._lensed[0] is d:
+            self.query_one(LensView).show(self._lensed[1][-1])
+            return
+        self.query_one(LensView).show(None)
+        if self._lens_asked is not d:
+            self._lens_asked = d
+            self.submit(lambda: self.session.lens(d, 5), lambda steps: self._lens_came(d, steps))
+
+    def _lens_came(self, d: Decoding, steps: list[LensStep]) -> None:
+        self._lensed = (d, steps)
+        self._draw_lens()
 
     def _draw_cell(self) -> None:
         """The line under the heatmap that reads out the selected cell."""
         d, data, (row, col) = self.decoding, self.query_one(Heatmap).data, self.view.cell
+        if self.view.attribution is not None:
+            attr = self._attribution()
+            if d is not None and attr is not None and row < len(data.rows) and col < len(data.cols):
+                self.query_one("#cell", Static).update(attribution_text(attr, d, row, col))
+            return
         cell = self.view.selected(len(d.steps), len(d.source.tokens)) if d is not None else None
         if cell is not None and row < len(data.matrix) and col < len(data.cols):
             self.query_one("#cell", Static).update(cell_text(cell, data, d, row))
@@ -276,7 +335,7 @@ class InspectApp(App[None]):
         return self.session.live
 
     def action_mode(self, mode: str) -> None:
-        if not self.live({"beam": "beam mode", "explain": "explain mode"}[mode]):
+        if not self.live({"beam": "beam mode", "explain": "explain mode", "lens": "the logit lens"}[mode]):
             return
         self.view = self.view.toggle_mode(mode)
         if self.view.mode == "explain":
@@ -284,6 +343,11 @@ class InspectApp(App[None]):
         if self.view.mode == "beam" and not self._beam_asked and self.decoding is not None:
             self._beam_asked = True
             self.submit(lambda: self.session.beam(self.beam_size, self.alpha), lambda steps: setattr(self, "beam", steps))
+
+    def action_attribution(self) -> None:
+        if self.view.attribution is None and not self.live("attribution"):
+            return
+        self.view = self.view.next_attribution()
 
     @on(OptionList.OptionSelected, "#dist")
     def candidate_chosen(self, event: OptionList.OptionSelected) -> None:

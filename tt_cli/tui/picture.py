@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import torch
+
+from core.analysis.attribute import Attribution
 from core.analysis.align import DEFAULT_RULE, AlignRule, align_steps, words
 from core.analysis.trace import attention_grid, attention_matrix
 from tt_cli.tui.session import Decoding
@@ -93,3 +96,35 @@ def cell_text(cell: Cell, data: HeatmapData, d: Decoding, row: int) -> str:
         f"weight [b]{weight:.4f}[/b] · layer {cell.layer} · {heads}\n"
         f"query {q_piece} → key {label(data.cols[cell.key], 14)} (position {cell.key})"
     )
+
+
+ATTRIBUTION_NAMES = {"ixg": "input × gradient", "ig": "integrated gradients"}
+
+
+def attribution_picture(d: Decoding, attr: Attribution | None, method: str) -> HeatmapData:
+    """Each step's attribution to the source pieces, then to its decoder inputs (BOS, y_0 …), as
+    |a| ÷ the row's largest |a|: the same heatmap as attention, one key (i) apart."""
+    name = f"attribution · {ATTRIBUTION_NAMES[method]} · |a| ÷ row max"
+    if attr is None:
+        return HeatmapData(f"{name} · computing…", [], [], [])
+    rows = [st.piece for st in d.steps]
+    cols = [*d.source.pieces, *d.target_pieces][: attr.source.size(1) + attr.target.size(1)]
+    matrix = attribution_matrix(attr).tolist()
+    n_src = attr.source.size(1)
+    hidden = [[j >= n_src and j - n_src > i for j in range(len(cols))] for i in range(len(rows))]
+    return HeatmapData(name, rows, cols, matrix, hidden, len(rows) - 1 if rows else None)
+
+
+def attribution_matrix(attr: Attribution):
+    """(T, S + T): |attribution| over source then target inputs, each row scaled to its max."""
+    a = torch.cat([attr.source, attr.target], dim=1).abs()  # (T, S + T)
+    return a / a.amax(dim=1, keepdim=True).clamp(min=1e-12)
+
+
+def attribution_text(attr: Attribution, d: Decoding, row: int, col: int) -> str:
+    """The selected attribution, signed, and what it connects."""
+    n_src = attr.source.size(1)
+    value = float(attr.source[row, col] if col < n_src else attr.target[row, col - n_src])
+    key = f"source {label(d.source.pieces[col], 14)}" if col < n_src else f"input {label(d.target_pieces[col - n_src], 14)}"
+    return (f"attribution [b]{value:+.4f}[/b] nats ({attr.method}) · step {row} ({label(d.steps[row].piece, 12)})\n"
+            f"← {key} (position {col}) · row total {float(attr.totals()[row]):+.3f}")

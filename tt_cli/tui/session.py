@@ -11,7 +11,9 @@ from dataclasses import dataclass
 
 import torch
 
+from core.analysis.attribute import Attribution, attribute
 from core.analysis.beam import BeamStep, beam_steps
+from core.analysis.lens import LensStep, logit_lens
 from core.analysis.explain import Explanation, explain
 from core.analysis.trace import SourceTrace, StepTrace
 from core.analysis.tracefile import TraceFile
@@ -183,6 +185,14 @@ class Session:
             src_pieces=decoding.source.pieces, tgt_pieces=list(decoding.target_pieces),
         )
 
+    def attribute(self, decoding: Decoding, method: str) -> Attribution:
+        """Gradient attribution of every step of the decoding on screen to the source and the prefix."""
+        return attribute(self.loaded, list(decoding.source.tokens), [s.token for s in decoding.steps], method=method)
+
+    def lens(self, decoding: Decoding, top_k: int) -> list[LensStep]:
+        """The logit lens of every step on screen: each decoder layer's top-k, teacher-forced on them."""
+        return logit_lens(self.loaded, list(decoding.source.tokens), [s.token for s in decoding.steps], top_k=top_k)
+
     def positions(self, n: int) -> tuple[torch.Tensor, str]:
         """The positional encodings added to the first n source embeddings (n, d_model), and their kind."""
         pos = self.loaded.model.src_pos
@@ -261,3 +271,9 @@ class TraceSession:
 
     def positions(self, n: int) -> tuple[torch.Tensor, str]:
         raise self.needs_model("the masks and positions view")
+
+    def attribute(self, decoding: Decoding, method: str) -> Attribution:
+        raise self.needs_model("attribution")
+
+    def lens(self, decoding: Decoding, top_k: int) -> list[LensStep]:
+        raise self.needs_model("the logit lens")

@@ -15,10 +15,11 @@ from core.analysis.trace import Candidate, StepTrace, top_candidates
 from core.data.tokenizer import Tokenizer
 from core.model.config import ModelConfig
 
-Mode = Literal["dist", "beam", "explain"]  # what the right-hand panel shows
+Mode = Literal["dist", "beam", "explain", "lens"]  # what the right-hand panel shows
 HeadKey = tuple[str, int, int]  # (family, layer, head): one attention head
 MIN_TEMPERATURE, MAX_TEMPERATURE = 0.05, 20.0
 MAX_TOP_K = 50
+ATTRIBUTIONS = (None, "ixg", "ig")  # what the heatmap reads: attention, input×gradient, integrated gradients
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,7 @@ class ViewState:
     enc_query: int = 0  # the source position the encoder grid shows
     heads_off: frozenset[HeadKey] = frozenset()  # switched off: greedy decoding re-runs without them
     links: bool = False  # the cross-attention matrix shows word links (the model's rule) instead of weights
+    attribution: str | None = None  # "ixg"/"ig": the heatmap shows gradient attribution instead of attention
     dims: Dims = Dims()
 
     @classmethod
@@ -81,7 +83,7 @@ class ViewState:
     @property
     def picture(self) -> tuple:
         """What the heatmap's picture depends on (the cursor excepted)."""
-        return self.family, self.layer, self.head, self.grid, self.enc_query, self.heads_off, self.links
+        return self.family, self.layer, self.head, self.grid, self.enc_query, self.heads_off, self.links, self.attribution
 
     @property
     def n_layers(self) -> int:
@@ -106,6 +108,10 @@ class ViewState:
     def toggle_links(self) -> ViewState:
         """Raw attention ↔ word links; the links are drawn on the cross-attention matrix (f to reach it)."""
         return replace(self, links=not self.links)
+
+    def next_attribution(self) -> ViewState:
+        """Attention → input×gradient → integrated gradients → attention, for the same steps."""
+        return replace(self, attribution=ATTRIBUTIONS[(ATTRIBUTIONS.index(self.attribution) + 1) % len(ATTRIBUTIONS)])
 
     def temperature_by(self, factor: float) -> ViewState:
         return replace(self, temperature=min(max(self.temperature * factor, MIN_TEMPERATURE), MAX_TEMPERATURE))
