@@ -26,17 +26,26 @@ def inspect(
         typer.Option("--trace", help="Open a saved trace (tt translate --trace FILE) without loading the model: "
                      "steps, attention and the distribution; what-if, beam and explain need the model."),
     ] = None,
+    ref: Annotated[
+        Optional[str],
+        typer.Option("--ref", help="A reference translation: teacher-forced, each step shows its piece's rank "
+                     "and probability next to the model's choice, the first divergence highlighted (key c)."),
+    ] = None,
 ) -> None:
     """Step through decoding token by token: attention (cross, masked self, encoder), the next-piece
     distribution, what-if branches, beam search and Eq. 1 explained on the live model. Press ? inside."""
     if trace is not None:
         if text is not None or model is not None:
             raise fail("--trace replays a saved trace without the model: give no sentence and no --model with it")
+        if ref is not None:
+            raise fail("--ref teacher-forces the reference on the model: it cannot go with --trace")
         from core.analysis.tracefile import load_trace
 
         replay = load_trace(trace)  # a bad, truncated or newer file: one DataError line, before the terminal check
     if text is not None and not text.strip():
         raise fail("the sentence is empty; give a French sentence, e.g. tt inspect \"Je suis étudiant.\"")
+    if ref is not None and not ref.strip():
+        raise fail("the reference is empty; give an English translation, e.g. --ref \"I am a student.\"")
     if trace is None and text is None and not sys.stdin.isatty():
         raise fail('no sentence given and stdin is not a terminal; pass one: tt inspect "Je suis étudiant."')
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
@@ -51,4 +60,4 @@ def inspect(
         make_app(None, top_k=top_k, svg_dir=svg_dir, trace=replay, trace_name=trace.name).run()
         return
     loaded = load_model(model)
-    make_app(loaded, text, top_k=top_k, beam_size=beam, alpha=alpha, svg_dir=svg_dir).run()
+    make_app(loaded, text, top_k=top_k, beam_size=beam, alpha=alpha, svg_dir=svg_dir, reference=ref).run()

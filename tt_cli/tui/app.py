@@ -32,6 +32,7 @@ from core.errors import TTError
 from core.files import atomic_write_bytes
 from core.analysis.attribute import Attribution
 from core.analysis.lens import LensStep
+from core.analysis.reference import RefComparison
 from tt_cli.tui.picture import attribution_picture, attribution_text, cell_text, picture
 from tt_cli.tui.screens.ask import AskScreen
 from tt_cli.tui.screens.help import HelpScreen
@@ -43,6 +44,7 @@ from tt_cli.tui.widgets.distribution import Distribution
 from tt_cli.tui.widgets.explain import ExplainView
 from tt_cli.tui.widgets.heatmap import Heatmap, label
 from tt_cli.tui.widgets.lens import LensView
+from tt_cli.tui.widgets.reference import ReferenceView
 from tt_cli.tui.widgets.sentence import SentenceView
 
 Job = tuple[Callable[[], Any], Callable[[Any], None]]
@@ -79,6 +81,8 @@ class InspectApp(App[None]):
                 tooltip="heatmap: attention → input×gradient → integrated gradients (attribution, same steps)"),
         Binding("y", "mode('lens')", "lens", show=False,
                 tooltip="logit lens: the top pieces read off each decoder layer at this step"),
+        Binding("c", "reference", "ref", show=False,
+                tooltip="reference mode: the reference teacher-forced, its rank and p per step (--ref, or type one)"),
         Binding("b", "mode('beam')", "beam", tooltip="beam mode: hypotheses, survivors, pruned, re-ranking"),
         Binding("e", "mode('explain')", "explain",
                 tooltip="explain mode: q·k, ÷√d_k, mask, softmax, Σ·v for the selected cell"),
@@ -92,10 +96,12 @@ class InspectApp(App[None]):
     decoding: reactive[Decoding | None] = reactive(None)  # init: the first draw is of "nothing yet"
     beam: reactive[list[BeamStep] | None] = reactive(None, init=False, always_update=True)
     explained: reactive[tuple[Explanation, str] | None] = reactive(None, init=False, always_update=True)
+    compared: reactive[RefComparison | None] = reactive(None, init=False, always_update=True)
 
     def __init__(
         self, loaded: LoadedModel | None, text: str | None = None, *, top_k: int = 10, beam_size: int = 4,
         alpha: float = 0.6, svg_dir: Path | None = None, trace: TraceFile | None = None, trace_name: str = "",
+        reference: str | None = None,
     ) -> None:
         """`loaded` runs the model live; without it, `trace` (a saved `tt translate --trace`) is replayed."""
         super().__init__()
@@ -119,6 +125,7 @@ class InspectApp(App[None]):
         except TTError as exc:
             self._rule_problem = f"{exc}; word links use the default rule"
         self.beam_size, self.alpha = beam_size, alpha
+        self.reference = reference  # a reference translation: teacher-forced in reference mode (c)
         self.svg_dir = svg_dir or Path.cwd()
         self.set_reactive(InspectApp.view, ViewState.for_dims(self.session.dims, top_k=top_k))
         self.pending = 0  # jobs queued for the model thread; tests and benchmarks wait for 0
@@ -144,6 +151,7 @@ class InspectApp(App[None]):
                 yield BeamView(id="beam")
                 yield ExplainView(id="explain")
                 yield LensView(id="lens")
+                yield ReferenceView(id="ref")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -158,6 +166,13 @@ class InspectApp(App[None]):
 
     def start(self, text: str) -> None:
         self.submit(lambda: self.session.start(text), self._decoded)
+        if self.reference:
+            self.compare(self.reference)
+
+    def compare(self, reference: str) -> None:
+        """Teacher-force `reference` on the model thread, then show reference mode."""
+        self.reference = reference
+        self.submit(lambda: self.session.reference(reference), lambda c: setattr(self, "compared", c))
 
     # ------------------------------------------------------------------------------ the model thread
     @work(thread=True, group="model")
@@ -194,11 +209,12 @@ class InspectApp(App[None]):
     def watch_decoding(self, d: Decoding | None) -> None:
         where = "what-if branch" if d is not None and d.branch else "greedy"
         self.query_one("#title", Static).update(f"[b]tt inspect[/b] · {self.about} · {where} · ? for help")
-        self.query_one(SentenceView).show(d)
+        self.query_one(SentenceView).show(d, self.compared)
         self._draw_heatmap()
         self._draw_cell()
         self._draw_distribution()
         self._draw_lens()
+        self._draw_reference()
 
     def watch_view(self, old: ViewState, new: ViewState) -> None:
         """Redraw only what the change touches: a cursor move must not rebuild every panel."""
@@ -214,12 +230,23 @@ class InspectApp(App[None]):
             self._draw_explanation()
         if new.mode == "lens":
             self._draw_lens()
+        if new.mode == "ref":
+            self._draw_reference()
 
     def watch_beam(self) -> None:
         self._draw_beam()
 
     def watch_explained(self) -> None:
         self._draw_explanation()
+
+    def watch_compared(self) -> None:
+        self.view = self.view.toggle_mode("ref") if self.view.mode != "ref" else self.view
+        self.query_one(SentenceView).show(self.decoding, self.compared)
+        self._draw_reference()
+
+    def _draw_reference(self) -> None:
+        d = self.decoding
+        self.query_one(ReferenceView).show(self.compared, len(d.steps) - 1 if d is not None and d.steps else None)
 
     def _draw_beam(self) -> None:
         self.query_one(BeamView).show(self.beam, self.view.beam_index, self.tokenizer,
@@ -343,6 +370,16 @@ class InspectApp(App[None]):
         if self.view.mode == "beam" and not self._beam_asked and self.decoding is not None:
             self._beam_asked = True
             self.submit(lambda: self.session.beam(self.beam_size, self.alpha), lambda steps: setattr(self, "beam", steps))
+
+    def action_reference(self) -> None:
+        """Reference mode; without a reference yet, ask for one."""
+        if not self.live("reference mode") or self.decoding is None:
+            return
+        if self.compared is not None:
+            self.view = self.view.toggle_mode("ref")
+            return
+        self.push_screen(AskScreen("Reference translation (English), teacher-forced step by step:"),
+                         lambda ref: None if not ref or not ref.strip() else self.compare(ref.strip()))
 
     def action_attribution(self) -> None:
         if self.view.attribution is None and not self.live("attribution"):

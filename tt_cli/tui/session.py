@@ -13,6 +13,7 @@ import torch
 
 from core.analysis.attribute import Attribution, attribute
 from core.analysis.beam import BeamStep, beam_steps
+from core.analysis.reference import RefComparison, compare_pairs
 from core.analysis.lens import LensStep, logit_lens
 from core.analysis.explain import Explanation, explain
 from core.analysis.trace import SourceTrace, StepTrace
@@ -193,6 +194,10 @@ class Session:
         """The logit lens of every step on screen: each decoder layer's top-k, teacher-forced on them."""
         return logit_lens(self.loaded, list(decoding.source.tokens), [s.token for s in decoding.steps], top_k=top_k)
 
+    def reference(self, reference: str) -> RefComparison:
+        """The sentence's reference translation teacher-forced against the model's own choices."""
+        return compare_pairs(self.loaded, [(self.original.source.text, reference)])[0]
+
     def positions(self, n: int) -> tuple[torch.Tensor, str]:
         """The positional encodings added to the first n source embeddings (n, d_model), and their kind."""
         pos = self.loaded.model.src_pos
@@ -277,3 +282,6 @@ class TraceSession:
 
     def lens(self, decoding: Decoding, top_k: int) -> list[LensStep]:
         raise self.needs_model("the logit lens")
+
+    def reference(self, reference: str) -> RefComparison:
+        raise self.needs_model("reference mode")

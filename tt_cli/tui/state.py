@@ -15,7 +15,7 @@ from core.analysis.trace import Candidate, StepTrace, top_candidates
 from core.data.tokenizer import Tokenizer
 from core.model.config import ModelConfig
 
-Mode = Literal["dist", "beam", "explain", "lens"]  # what the right-hand panel shows
+Mode = Literal["dist", "beam", "explain", "lens", "ref"]  # what the right-hand panel shows
 HeadKey = tuple[str, int, int]  # (family, layer, head): one attention head
 MIN_TEMPERATURE, MAX_TEMPERATURE = 0.05, 20.0
 MAX_TOP_K = 50

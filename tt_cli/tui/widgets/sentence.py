@@ -8,6 +8,7 @@ from rich.console import Group
 from rich.text import Text
 from textual.widgets import Static
 
+from core.analysis.reference import RefComparison
 from tt_cli.tui.session import Decoding
 from tt_cli.tui.widgets.heatmap import label
 
@@ -42,7 +43,7 @@ class SentenceView(Static):
     SentenceView { height: auto; padding: 0 1; }
     """
 
-    def show(self, d: Decoding | None) -> None:
+    def show(self, d: Decoding | None, compared: RefComparison | None = None) -> None:
         if d is None:
             self.update(Text("type a French sentence to inspect", style="dim italic"))
             return
@@ -61,6 +62,8 @@ class SentenceView(Static):
             lines.append(summary)
         if d.ablated is not None:
             lines.extend(self._ablated(d))
+        if compared is not None:
+            lines.extend(self._reference(compared))
         self.update(Group(*lines))
 
     @staticmethod
@@ -77,4 +80,18 @@ class SentenceView(Static):
         same = "same as intact" if pieces == intact else f"was “{a.intact.text}”"
         summary.append(f"  {same} · log p {a.line.score:.2f} · off: {', '.join(map(head_name, a.heads_off))} (o)",
                        style="dim")
+        return [line, summary]
+
+    @staticmethod
+    def _reference(c: RefComparison) -> list[Text]:
+        """The reference's pieces, the first one the model would not take in red (reference mode, c)."""
+        from tt_cli.tui.widgets.reference import divergence_line
+
+        line = pieces_line("ref", [])
+        for s in c.steps:
+            line.append(label(s.ref_piece, 14), style="bold red" if s.index == c.first_divergence else
+                        ("" if s.agrees else "yellow"))
+            line.append(" ")
+        summary = Text(" " * 9)
+        summary.append(divergence_line(c), style="dim")
         return [line, summary]
