@@ -259,3 +259,10 @@ def test_i_cycles_attention_ixg_ig_and_changes_the_picture():
 def test_y_toggles_the_lens_panel():
     v = view().toggle_mode("lens")
     assert v.mode == "lens" and v.toggle_mode("lens").mode == "dist"
+
+
+def test_a_grid_label_keeps_its_width_with_the_sink_mark():
+    from tt_cli.tui.picture import SINK, grid_label
+
+    assert grid_label(0, 1, "off", False) == "L0 h1 off" and grid_label(0, 1, "", False) == "L0 h1"
+    assert grid_label(0, 1, "41%", True) == f"L0 h1{SINK}41%" and grid_label(0, 1, "", True) == f"L0 h1{SINK}"

@@ -108,3 +108,43 @@ def test_cli_ref_needs_the_model_and_a_text(tiny_model_dir, tmp_path):
     assert empty.exit_code == 1 and "reference is empty" in empty.output
     with_trace = CliRunner().invoke(cli, ["inspect", "--trace", str(tmp_path / "x.trace"), "--ref", REFERENCE])
     assert with_trace.exit_code == 1
+
+
+def test_the_grid_marks_the_heads_that_park_their_attention(tiny_loaded):
+    """The app asks sinks.py once, on the model thread, and marks exactly the heads it flags. The
+    tiny model parks no head on this sentence (no share reaches 0.5), so the marks themselves are
+    checked on picture() with a flagged head given."""
+    from core.analysis.sinks import head_sinks
+    from core.decode.stepper import Stepper
+    from tt_cli.tui.picture import SINK, picture
+    from tt_cli.tui.session import Session
+
+    greedy = Stepper(tiny_loaded, SENTENCE)
+    greedy.run()
+    parked = {(h.family, h.layer, h.head): h.parks_on
+              for h in head_sinks(tiny_loaded, [(SENTENCE, greedy.output_text)]) if h.parks_on}
+
+    async def script(app, pilot):
+        await keys(pilot, "g")
+        assert app._sinks == ((SENTENCE, None), parked)
+        for _ in range(3):  # cross → decoder self → encoder self
+            data = app.query_one(Heatmap).data
+            h = tiny_loaded.cfg.h
+            marked = {(app.view.family, i // h, i % h) for i, row in enumerate(data.rows) if SINK in row}
+            assert marked == {k for k in parked if k[0] == app.view.family}
+            await keys(pilot, "f")
+
+    drive(tiny_loaded, script)
+
+    session = Session(tiny_loaded)
+    d = session.start(SENTENCE)
+    grid = view_grid(tiny_loaded)
+    data = picture(grid, d, sinks={("cross", 0, 1): ["eos"]})
+    assert data.rows[1] == f"L0 h1{SINK}" and [r for r in data.rows if SINK in r] == [data.rows[1]]
+    assert SINK in data.title and SINK not in picture(grid, d).title
+
+
+def view_grid(loaded):
+    from tt_cli.tui.state import ViewState
+
+    return ViewState.for_model(loaded.cfg).toggle_grid()

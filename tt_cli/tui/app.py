@@ -137,6 +137,8 @@ class InspectApp(App[None]):
         self._attr_asked: tuple[Decoding, str] | None = None
         self._lensed: tuple[Decoding, list[LensStep]] | None = None
         self._lens_asked: Decoding | None = None
+        self._sinks: tuple[tuple[str, str | None], dict] | None = None
+        self._sinks_asked: tuple[str, str | None] | None = None
 
     # ------------------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -263,7 +265,23 @@ class InspectApp(App[None]):
         if method is not None:
             self.query_one(Heatmap).show(attribution_picture(d, self._attribution(), method))
         else:
-            self.query_one(Heatmap).show(picture(self.view, d, self.rule, self.ranking))
+            self.query_one(Heatmap).show(picture(self.view, d, self.rule, self.ranking, self._grid_sinks()))
+
+    def _grid_sinks(self) -> dict[tuple[str, int, int], list[str]]:
+        """The heads that park their attention, for the grid; asked for once per sentence (and reference)."""
+        if not self.view.grid or not self.session.live:
+            return {}
+        key = (self.decoding.source.text, self.reference)
+        if self._sinks is not None and self._sinks[0] == key:
+            return self._sinks[1]
+        if self._sinks_asked != key:
+            self._sinks_asked = key
+            self.submit(lambda: self.session.sinks(key[1]), lambda found: self._sinks_came(key, found))
+        return {}
+
+    def _sinks_came(self, key: tuple[str, str | None], found: dict) -> None:
+        self._sinks = (key, found)
+        self._draw_heatmap()
 
     def _attribution(self) -> Attribution | None:
         """The attribution of the decoding on screen, or None while the model thread computes it."""

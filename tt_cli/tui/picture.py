@@ -3,7 +3,7 @@ under it that reads out the selected cell. Pure functions of (ViewState, Decodin
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import torch
 
@@ -16,13 +16,15 @@ from tt_cli.tui.widgets.explain import FAMILY_NAMES
 from tt_cli.tui.widgets.heatmap import HeatmapData, label
 
 
-def picture(view: ViewState, d: Decoding, rule: AlignRule = DEFAULT_RULE, ranking: Sequence[dict] = ()) -> HeatmapData:
+def picture(view: ViewState, d: Decoding, rule: AlignRule = DEFAULT_RULE, ranking: Sequence[dict] = (),
+            sinks: Collection[tuple[str, int, int]] = ()) -> HeatmapData:
     """The heatmap for a view: one family, layer and head (None = mean), or the grid of all of them.
 
     Rows of cross and decoder self-attention are decoding steps, labelled with the piece each step
     chose; in the grid, the encoder's query is `view.enc_query`, the decoder's the last step.
     With `view.links`, the cross-attention matrix marks the cells of linked words under `rule`
-    instead; the cross grid labels each head with its AER from the head finder's `ranking`.
+    instead; the cross grid labels each head with its AER from the head finder's `ranking`, and
+    every grid marks the heads in `sinks` (those that park their attention, core/analysis/sinks.py).
     """
     family, steps, n_layers = view.family, list(d.steps), view.n_layers
     src_pieces = d.source.pieces
@@ -40,11 +42,14 @@ def picture(view: ViewState, d: Decoding, rule: AlignRule = DEFAULT_RULE, rankin
         matrix = attention_grid(d.source, steps, family, query)
         off = {(l, h) for f, l, h in view.heads_off if f == family}
         aer = head_aer(ranking, n_layers) if family == "cross" else {}
-        rows = [f"L{l} h{h}" + (" off" if (l, h) in off else f" {aer[l, h]:.0%}" if (l, h) in aer else "")
-                for l in range(n_layers) for h in range(view.dims.h)]
+        parked = {(l, h) for f, l, h in sinks if f == family}
+        rows = [grid_label(l, h, "off" if (l, h) in off else f"{aer[l, h]:.0%}" if (l, h) in aer else "",
+                           (l, h) in parked) for l in range(n_layers) for h in range(view.dims.h)]
         title = f"{name} · all layers × heads · query {query_name}"
         if aer:
             title += " · AER of each head (tt align --find-heads; lower aligns better)"
+        if parked:
+            title += f" · {SINK} parks on </s>, punctuation or the first piece"
         return HeatmapData(title, rows, key_pieces, matrix.tolist())
     matrix = attention_matrix(d.source, steps, family, view.layer, view.head)
     heads = "mean of heads" if view.head is None else f"head {view.head}"
@@ -61,6 +66,15 @@ def picture(view: ViewState, d: Decoding, rule: AlignRule = DEFAULT_RULE, rankin
     hidden = [[j > i for j in range(len(key_pieces))] for i in range(len(rows))] if family == "decoder_self" else []
     current = len(rows) - 1 if rows else None
     return HeatmapData(title, rows, key_pieces, matrix.tolist(), hidden, current)
+
+
+SINK = "◆"  # a head that parks its attention: one cell wide, unlike an anchor emoji
+
+
+def grid_label(layer: int, head: int, note: str, parked: bool) -> str:
+    """"L0 h1 off", "L0 h1◆41%": the sink mark takes the separator's place, so the label still fits."""
+    sep = SINK if parked else " "
+    return f"L{layer} h{head}" + (sep + note if note or parked else "")
 
 
 def link_marks(src_pieces: list[str], steps: list, rule: AlignRule) -> list[list[bool]]:

@@ -14,6 +14,7 @@ import torch
 from core.analysis.attribute import Attribution, attribute
 from core.analysis.beam import BeamStep, beam_steps
 from core.analysis.reference import RefComparison, compare_pairs
+from core.analysis.sinks import head_sinks
 from core.analysis.lens import LensStep, logit_lens
 from core.analysis.explain import Explanation, explain
 from core.analysis.trace import SourceTrace, StepTrace
@@ -198,6 +199,15 @@ class Session:
         """The sentence's reference translation teacher-forced against the model's own choices."""
         return compare_pairs(self.loaded, [(self.original.source.text, reference)])[0]
 
+    def sinks(self, reference: str | None) -> dict[tuple[str, int, int], list[str]]:
+        """(family, layer, head) → what the head parks its attention on (core/analysis/sinks.py), for
+        the heads that do, teacher-forced on this sentence and its reference, else its greedy output."""
+        text = self.original.source.text
+        if self._intact is None:
+            self._intact = line(self._run(Stepper(self.loaded, text)))
+        pairs = [(text, reference or self._intact.text)]
+        return {(h.family, h.layer, h.head): h.parks_on for h in head_sinks(self.loaded, pairs) if h.parks_on}
+
     def positions(self, n: int) -> tuple[torch.Tensor, str]:
         """The positional encodings added to the first n source embeddings (n, d_model), and their kind."""
         pos = self.loaded.model.src_pos
@@ -285,3 +295,6 @@ class TraceSession:
 
     def reference(self, reference: str) -> RefComparison:
         raise self.needs_model("reference mode")
+
+    def sinks(self, reference: str | None) -> dict[tuple[str, int, int], list[str]]:
+        raise self.needs_model("marking attention sinks")
