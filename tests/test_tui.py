@@ -359,4 +359,4 @@ def test_snapshot_decoder_self_grid(fixed_loaded, snap_compare):
 
 
 def test_snapshot_help_lists_every_binding(fixed_loaded, snap_compare):
-    assert snap(fixed_loaded, snap_compare, "question_mark", size=(120, 46))  # tall enough for every key
+    assert snap(fixed_loaded, snap_compare, "question_mark", size=(120, 50))  # tall enough for every key

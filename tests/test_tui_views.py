@@ -29,7 +29,7 @@ def test_i_cycles_the_heatmap_through_attention_ixg_and_ig_of_the_same_steps(tin
             assert "attribution" in str(app.query_one("#cell").content) and method in str(app.query_one("#cell").content)
         await keys(pilot, "n")  # a step re-computes the attribution of the new decoding
         assert len(app.query_one(Heatmap).data.rows) == len(app.decoding.steps) == len(out) + 1
-        assert app._attributed[0] is app.decoding
+        assert app.attributed.key[0] is app.decoding
         await keys(pilot, "i")
         assert app.view.attribution is None and "attribution" not in app.query_one(Heatmap).data.title
 
@@ -46,9 +46,9 @@ def test_y_shows_each_decoder_layers_top_pieces_for_the_current_step(tiny_loaded
         assert len(expected.layers) == tiny_loaded.cfg.n_decoder_layers
         for layer in expected.layers:
             assert f"{layer.top[0].prob:.2f}" in shown
-        assert app._lensed[1][-1].layers[-1].top[0].token == expected.layers[-1].top[0].token
+        assert app.lensed.value[-1].layers[-1].top[0].token == expected.layers[-1].top[0].token
         await keys(pilot, "n")  # the lens follows the step
-        assert app._lensed[0] is app.decoding and len(app._lensed[1]) == len(d.steps) + 1
+        assert app.lensed.key is app.decoding and len(app.lensed.value) == len(d.steps) + 1
         await keys(pilot, "y")
         assert app.view.mode == "dist"
 
@@ -126,7 +126,7 @@ def test_the_grid_marks_the_heads_that_park_their_attention(tiny_loaded):
 
     async def script(app, pilot):
         await keys(pilot, "g")
-        assert app._sinks == ((SENTENCE, None), parked)
+        assert (app.sinks.key, app.sinks.value) == ((SENTENCE, None), parked)
         for _ in range(3):  # cross → decoder self → encoder self
             data = app.query_one(Heatmap).data
             h = tiny_loaded.cfg.h
@@ -148,3 +148,20 @@ def view_grid(loaded):
     from tt_cli.tui.state import ViewState
 
     return ViewState.for_model(loaded.cfg).toggle_grid()
+
+
+def test_a_replayed_trace_says_these_views_need_the_model(tiny_loaded, tmp_path):
+    from core.analysis.tracefile import load_trace, save_trace
+    from core.decode.stepper import Stepper
+
+    greedy = Stepper(tiny_loaded, SENTENCE)
+    greedy.run()
+    path = save_trace(tmp_path / "t.trace", greedy.source, greedy.steps, translation=greedy.output_text, model="tiny")
+
+    async def script(app, pilot):
+        await keys(pilot, "i", "y", "c", "g")
+        assert app.view.attribution is None and app.view.mode == "dist" and app.compared is None
+        assert app.sinks.value is None and app.pending == 0  # nothing was asked of a model that is not there
+        assert sum("needs the model" in n.message for n in app._notifications) == 3
+
+    drive(None, script, text=None, trace=load_trace(path))

@@ -31,8 +31,8 @@ from core.checkpoint import LoadedModel
 from core.errors import TTError
 from core.files import atomic_write_bytes
 from core.analysis.attribute import Attribution
-from core.analysis.lens import LensStep
 from core.analysis.reference import RefComparison
+from tt_cli.tui.kept import Kept
 from tt_cli.tui.picture import attribution_picture, attribution_text, cell_text, picture
 from tt_cli.tui.screens.ask import AskScreen
 from tt_cli.tui.screens.help import HelpScreen
@@ -78,11 +78,11 @@ class InspectApp(App[None]):
         Binding("a", "view('toggle_links')", "links", show=False,
                 tooltip="cross-attention: raw weights ↔ word links of the model's alignment rule"),
         Binding("i", "attribution", "attrib", show=False,
-                tooltip="heatmap: attention → input×gradient → integrated gradients (attribution, same steps)"),
+                tooltip="heatmap: attention → input×gradient → integrated gradients"),
         Binding("y", "mode('lens')", "lens", show=False,
                 tooltip="logit lens: the top pieces read off each decoder layer at this step"),
         Binding("c", "reference", "ref", show=False,
-                tooltip="reference mode: the reference teacher-forced, its rank and p per step (--ref, or type one)"),
+                tooltip="reference, teacher-forced: its rank and p per step (--ref, or type one)"),
         Binding("b", "mode('beam')", "beam", tooltip="beam mode: hypotheses, survivors, pruned, re-ranking"),
         Binding("e", "mode('explain')", "explain",
                 tooltip="explain mode: q·k, ÷√d_k, mask, softmax, Σ·v for the selected cell"),
@@ -132,13 +132,8 @@ class InspectApp(App[None]):
         self._jobs: queue.Queue[Job | None] = queue.Queue()
         self._beam_asked = False
         self._explaining: tuple[Decoding, Cell] | None = None  # the last explanation asked for
-        # model results kept for the decoding they were made on (a Decoding compares by identity)
-        self._attributed: tuple[Decoding, str, Attribution] | None = None
-        self._attr_asked: tuple[Decoding, str] | None = None
-        self._lensed: tuple[Decoding, list[LensStep]] | None = None
-        self._lens_asked: Decoding | None = None
-        self._sinks: tuple[tuple[str, str | None], dict] | None = None
-        self._sinks_asked: tuple[str, str | None] | None = None
+        # model results kept for what they were made from (tt_cli/tui/kept.py)
+        self.attributed, self.lensed, self.sinks = Kept(), Kept(), Kept()
 
     # ------------------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -271,50 +266,26 @@ class InspectApp(App[None]):
         """The heads that park their attention, for the grid; asked for once per sentence (and reference)."""
         if not self.view.grid or not self.session.live:
             return {}
-        key = (self.decoding.source.text, self.reference)
-        if self._sinks is not None and self._sinks[0] == key:
-            return self._sinks[1]
-        if self._sinks_asked != key:
-            self._sinks_asked = key
-            self.submit(lambda: self.session.sinks(key[1]), lambda found: self._sinks_came(key, found))
-        return {}
-
-    def _sinks_came(self, key: tuple[str, str | None], found: dict) -> None:
-        self._sinks = (key, found)
-        self._draw_heatmap()
+        key, ref = (self.decoding.source.text, self.reference), self.reference
+        return self.sinks.get(key, lambda: self.session.sinks(ref), self._draw_heatmap, self.submit) or {}
 
     def _attribution(self) -> Attribution | None:
         """The attribution of the decoding on screen, or None while the model thread computes it."""
         d, method = self.decoding, self.view.attribution
         if d is None or method is None or not d.steps:
             return None
-        if self._attributed is not None and self._attributed[:2] == (d, method):
-            return self._attributed[2]
-        if self._attr_asked != (d, method):
-            self._attr_asked = (d, method)
-            self.submit(lambda: self.session.attribute(d, method), lambda a: self._attribution_came(d, method, a))
-        return None
+        return self.attributed.get((d, method), lambda: self.session.attribute(d, method),
+                                   self._redraw_attribution, self.submit)
 
-    def _attribution_came(self, d: Decoding, method: str, attr: Attribution) -> None:
-        self._attributed = (d, method, attr)
+    def _redraw_attribution(self) -> None:
         self._draw_heatmap()
         self._draw_cell()
 
     def _draw_lens(self) -> None:
         d = self.decoding
-        if self.view.mode != "lens" or d is None or not d.steps:
-            return
-        if self._lensed is not None and self._lensed[0] is d:
-            self.query_one(LensView).show(self._lensed[1][-1])
-            return
-        self.query_one(LensView).show(None)
-        if self._lens_asked is not d:
-            self._lens_asked = d
-            self.submit(lambda: self.session.lens(d, 5), lambda steps: self._lens_came(d, steps))
-
-    def _lens_came(self, d: Decoding, steps: list[LensStep]) -> None:
-        self._lensed = (d, steps)
-        self._draw_lens()
+        if self.view.mode == "lens" and d is not None and d.steps:
+            steps = self.lensed.get(d, lambda: self.session.lens(d, 5), self._draw_lens, self.submit)
+            self.query_one(LensView).show(steps[-1] if steps else None)
 
     def _draw_cell(self) -> None:
         """The line under the heatmap that reads out the selected cell."""
