@@ -3,6 +3,7 @@ teacher-forced reference (--ref) and attention sinks in the grid, through Pilot 
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from core.analysis.attribute import attribute
@@ -165,3 +166,42 @@ def test_a_replayed_trace_says_these_views_need_the_model(tiny_loaded, tmp_path)
         assert sum("needs the model" in n.message for n in app._notifications) == 3
 
     drive(None, script, text=None, trace=load_trace(path))
+
+
+def test_run_scrubs_the_sentence_across_checkpoints(tmp_path):
+    from typer.testing import CliRunner
+
+    from core.analysis.scrub import scrub
+    from core.train.config import TrainConfig
+    from core.train.trainer import Trainer
+    from tests.conftest import TINY_TSV
+    from tt_cli.main import app as cli
+    from tt_cli.tui.widgets.sentence import SentenceView
+
+    cfg = TrainConfig(data=[str(TINY_TSV)], out=str(tmp_path / "run"), preset="tiny", vocab_size=120, max_steps=40,
+                      warmup=20, max_tokens=512, valid_every=0, save_every=20, keep_last=0, bleu_sample=0, seed=1,
+                      model_overrides={"max_len": 64})
+    Trainer(cfg).run()
+    points = list(scrub(tmp_path / "run", SENTENCE, top_k=5))
+    assert [p.step for p in points] == [20, 40]
+
+    async def script(app, pilot):
+        assert "checkpoint step 40 (2/2)" in text_of(app.query_one("#title"))
+        await keys(pilot, "r")
+        assert [s.token for s in app.decoding.steps] == [s.token for s in points[1].steps]
+        await keys(pilot, "left_square_bracket")
+        assert "checkpoint step 20 (1/2)" in text_of(app.query_one("#title"))
+        n = min(len(points[0].steps), len(points[1].steps))
+        assert [s.token for s in app.decoding.steps][:n] == [s.token for s in points[0].steps][:n]
+        if app.decoding.original.finished:  # the older checkpoint's output is not longer: all of it is shown
+            assert app.decoding.original.text == points[0].translation
+            assert points[0].translation in text_of(app.query_one(SentenceView))
+        data = app.query_one(Heatmap).data  # that checkpoint's cross-attention, mean of heads, layer 0
+        assert data.matrix[0] == pytest.approx(points[0].steps[0].cross[0].mean(0).tolist(), abs=1e-5)
+        await keys(pilot, "left_square_bracket")  # stays at the oldest
+        assert "(1/2)" in text_of(app.query_one("#title"))
+
+    drive(None, script, text=None, scrub=points, run_name="run")
+
+    missing = CliRunner().invoke(cli, ["inspect", "--run", str(tmp_path / "nope"), SENTENCE])
+    assert missing.exit_code == 1 and "no such run directory" in missing.output

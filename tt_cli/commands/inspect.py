@@ -26,6 +26,11 @@ def inspect(
         typer.Option("--trace", help="Open a saved trace (tt translate --trace FILE) without loading the model: "
                      "steps, attention and the distribution; what-if, beam and explain need the model."),
     ] = None,
+    run: Annotated[
+        Optional[Path],
+        typer.Option("--run", help="A training run directory: the sentence at each of its checkpoints, "
+                     "keys [ and ] move across them (translation, distribution, attention of each)."),
+    ] = None,
     ref: Annotated[
         Optional[str],
         typer.Option("--ref", help="A reference translation: teacher-forced, each step shows its piece's rank "
@@ -44,6 +49,12 @@ def inspect(
         replay = load_trace(trace)  # a bad, truncated or newer file: one DataError line, before the terminal check
     if text is not None and not text.strip():
         raise fail("the sentence is empty; give a French sentence, e.g. tt inspect \"Je suis étudiant.\"")
+    if run is not None and (trace is not None or model is not None or ref is not None or text is None):
+        raise fail("--run replays a run's checkpoints: give the sentence, and no --trace, --model or --ref with it")
+    if run is not None:
+        from core.analysis.scrub import run_checkpoints
+
+        checkpoints = run_checkpoints(run)  # no run or no checkpoint: one line, before the terminal check
     if ref is not None and not ref.strip():
         raise fail("the reference is empty; give an English translation, e.g. --ref \"I am a student.\"")
     if trace is None and text is None and not sys.stdin.isatty():
@@ -56,6 +67,12 @@ def inspect(
     from core.checkpoint import load_model
     from tt_cli.tui.app import make_app
 
+    if run is not None:
+        from core.analysis.scrub import scrub
+
+        points = list(scrub(run, text, top_k=top_k, checkpoints=checkpoints))  # every checkpoint once, before the terminal opens
+        make_app(None, top_k=top_k, svg_dir=svg_dir, scrub=points, run_name=run.name).run()
+        return
     if trace is not None:
         make_app(None, top_k=top_k, svg_dir=svg_dir, trace=replay, trace_name=trace.name).run()
         return

@@ -37,7 +37,8 @@ from tt_cli.tui.picture import attribution_picture, attribution_text, cell_text,
 from tt_cli.tui.screens.ask import AskScreen
 from tt_cli.tui.screens.help import HelpScreen
 from tt_cli.tui.screens.views import ViewsScreen
-from tt_cli.tui.session import Decoding, Session, TraceSession, find_piece
+from core.analysis.scrub import ScrubPoint
+from tt_cli.tui.session import Decoding, ScrubSession, Session, TraceSession, find_piece
 from tt_cli.tui.state import Cell, ViewState
 from tt_cli.tui.widgets.beam import BeamView
 from tt_cli.tui.widgets.distribution import Distribution
@@ -83,6 +84,9 @@ class InspectApp(App[None]):
                 tooltip="logit lens: the top pieces read off each decoder layer at this step"),
         Binding("c", "reference", "ref", show=False,
                 tooltip="reference, teacher-forced: its rank and p per step (--ref, or type one)"),
+        Binding("left_square_bracket", "checkpoint(-1)", "ckpt−", show=False,
+                tooltip="--run: the previous checkpoint (the same step, as the model was then)"),
+        Binding("right_square_bracket", "checkpoint(1)", "ckpt+", show=False, tooltip="--run: the next checkpoint"),
         Binding("b", "mode('beam')", "beam", tooltip="beam mode: hypotheses, survivors, pruned, re-ranking"),
         Binding("e", "mode('explain')", "explain",
                 tooltip="explain mode: q·k, ÷√d_k, mask, softmax, Σ·v for the selected cell"),
@@ -101,15 +105,23 @@ class InspectApp(App[None]):
     def __init__(
         self, loaded: LoadedModel | None, text: str | None = None, *, top_k: int = 10, beam_size: int = 4,
         alpha: float = 0.6, svg_dir: Path | None = None, trace: TraceFile | None = None, trace_name: str = "",
-        reference: str | None = None,
+        reference: str | None = None, scrub: list[ScrubPoint] | None = None, run_name: str = "",
     ) -> None:
         """`loaded` runs the model live; without it, `trace` (a saved `tt translate --trace`) is replayed."""
         super().__init__()
         self.loaded, self.text = loaded, text
         self.tokenizer = loaded.tokenizer if loaded is not None else None
         # touched on the model thread only
-        self.session: Session | TraceSession = Session(loaded) if loaded is not None else TraceSession(trace)
-        if loaded is None:
+        self.run_name = run_name
+        if scrub is not None:  # a run's checkpoints, each replayed like a trace
+            self.session: Session | TraceSession = ScrubSession(scrub)
+            trace = self.session.trace
+        else:
+            self.session = Session(loaded) if loaded is not None else TraceSession(trace)
+        if scrub is not None:
+            self.text = trace.source.text
+            self.about = f"run {run_name or '?'} · {self.session.where} · [ ] move across checkpoints"
+        elif loaded is None:
             self.text = trace.source.text
             self.about = f"trace {trace_name or '(unnamed)'} · model {Path(trace.model).name or '?'} · replay, no model"
         else:
@@ -369,6 +381,18 @@ class InspectApp(App[None]):
             return
         self.push_screen(AskScreen("Reference translation (English), teacher-forced step by step:"),
                          lambda ref: None if not ref or not ref.strip() else self.compare(ref.strip()))
+
+    def action_checkpoint(self, delta: int) -> None:
+        if not isinstance(self.session, ScrubSession):
+            self.notify("[ and ] move across a run's checkpoints: start with tt inspect --run runs/NAME \"…\"")
+            return
+        session = self.session
+
+        def moved(d: Decoding) -> None:
+            self.about = f"run {self.run_name or '?'} · {session.where} · [ ] move across checkpoints"
+            self.decoding = d
+
+        self.submit(lambda: session.checkpoint_by(delta), moved)
 
     def action_attribution(self) -> None:
         if self.view.attribution is None and not self.live("attribution"):

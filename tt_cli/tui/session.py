@@ -18,6 +18,7 @@ from core.analysis.sinks import head_sinks
 from core.analysis.lens import LensStep, logit_lens
 from core.analysis.explain import Explanation, explain
 from core.analysis.trace import SourceTrace, StepTrace
+from core.analysis.scrub import ScrubPoint
 from core.analysis.tracefile import TraceFile
 from core.checkpoint import LoadedModel
 from core.data.tokenizer import Tokenizer
@@ -298,3 +299,27 @@ class TraceSession:
 
     def sinks(self, reference: str | None) -> dict[tuple[str, int, int], list[str]]:
         raise self.needs_model("marking attention sinks")
+
+
+class ScrubSession(TraceSession):
+    """A run's checkpoints (core/analysis/scrub.py), each replayed like a trace: [ and ] move to the
+    previous or next checkpoint and keep the step on screen, so one step is seen as it was learned."""
+
+    def __init__(self, points: list[ScrubPoint]) -> None:
+        if not points:
+            raise TTError("the run has no checkpoints to scrub")
+        self.points, self.at = points, len(points) - 1  # the newest first: the model as it ended
+        super().__init__(self._trace())
+
+    def _trace(self) -> TraceFile:
+        p = self.points[self.at]
+        return TraceFile(p.source, p.steps, p.translation, model=str(p.path))
+
+    def checkpoint_by(self, delta: int) -> Decoding:
+        self.at = min(max(self.at + delta, 0), len(self.points) - 1)
+        self.trace = self._trace()
+        return self._show(self.shown)
+
+    @property
+    def where(self) -> str:
+        return f"checkpoint step {self.points[self.at].step} ({self.at + 1}/{len(self.points)})"
