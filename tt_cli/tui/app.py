@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import queue
 import time
-from operator import methodcaller
 from collections.abc import Callable
+from operator import methodcaller
 from pathlib import Path
 from typing import Any
 
@@ -26,18 +26,18 @@ from textual.widgets import ContentSwitcher, Footer, OptionList, Static
 from core.analysis.align import DEFAULT_RULE, head_ranking, load_rule
 from core.analysis.beam import BeamStep
 from core.analysis.explain import Explanation
+from core.analysis.reference import RefComparison
+from core.analysis.scrub import ScrubPoint
 from core.analysis.tracefile import TraceFile
 from core.checkpoint import LoadedModel
 from core.errors import TTError
 from core.files import atomic_write_bytes
-from core.analysis.attribute import Attribution
-from core.analysis.reference import RefComparison
+from tt_cli.tui.analysis import AnalysisViews
 from tt_cli.tui.kept import Kept
 from tt_cli.tui.picture import attribution_picture, attribution_text, cell_text, picture
 from tt_cli.tui.screens.ask import AskScreen
 from tt_cli.tui.screens.help import HelpScreen
 from tt_cli.tui.screens.views import ViewsScreen
-from core.analysis.scrub import ScrubPoint
 from tt_cli.tui.session import Decoding, ScrubSession, Session, TraceSession, find_piece
 from tt_cli.tui.state import Cell, ViewState
 from tt_cli.tui.widgets.beam import BeamView
@@ -51,7 +51,7 @@ from tt_cli.tui.widgets.sentence import SentenceView
 Job = tuple[Callable[[], Any], Callable[[Any], None]]
 
 
-class InspectApp(App[None]):
+class InspectApp(AnalysisViews, App[None]):
     CSS_PATH = "app.tcss"
     # The candidates list takes the keys first: ↑/↓ pick a candidate, ←/→ step. Tab reaches the heatmap.
     AUTO_FOCUS = "#dist"
@@ -178,11 +178,6 @@ class InspectApp(App[None]):
         if self.reference:
             self.compare(self.reference)
 
-    def compare(self, reference: str) -> None:
-        """Teacher-force `reference` on the model thread, then show reference mode."""
-        self.reference = reference
-        self.submit(lambda: self.session.reference(reference), lambda c: setattr(self, "compared", c))
-
     # ------------------------------------------------------------------------------ the model thread
     @work(thread=True, group="model")
     def model_thread(self) -> None:
@@ -248,15 +243,6 @@ class InspectApp(App[None]):
     def watch_explained(self) -> None:
         self._draw_explanation()
 
-    def watch_compared(self) -> None:
-        self.view = self.view.toggle_mode("ref") if self.view.mode != "ref" else self.view
-        self.query_one(SentenceView).show(self.decoding, self.compared)
-        self._draw_reference()
-
-    def _draw_reference(self) -> None:
-        d = self.decoding
-        self.query_one(ReferenceView).show(self.compared, len(d.steps) - 1 if d is not None and d.steps else None)
-
     def _draw_beam(self) -> None:
         self.query_one(BeamView).show(self.beam, self.view.beam_index, self.tokenizer,
                                       beam_size=self.beam_size, alpha=self.alpha)
@@ -273,31 +259,6 @@ class InspectApp(App[None]):
             self.query_one(Heatmap).show(attribution_picture(d, self._attribution(), method))
         else:
             self.query_one(Heatmap).show(picture(self.view, d, self.rule, self.ranking, self._grid_sinks()))
-
-    def _grid_sinks(self) -> dict[tuple[str, int, int], list[str]]:
-        """The heads that park their attention, for the grid; asked for once per sentence (and reference)."""
-        if not self.view.grid or not self.session.live:
-            return {}
-        key, ref = (self.decoding.source.text, self.reference), self.reference
-        return self.sinks.get(key, lambda: self.session.sinks(ref), self._draw_heatmap, self.submit) or {}
-
-    def _attribution(self) -> Attribution | None:
-        """The attribution of the decoding on screen, or None while the model thread computes it."""
-        d, method = self.decoding, self.view.attribution
-        if d is None or method is None or not d.steps:
-            return None
-        return self.attributed.get((d, method), lambda: self.session.attribute(d, method),
-                                   self._redraw_attribution, self.submit)
-
-    def _redraw_attribution(self) -> None:
-        self._draw_heatmap()
-        self._draw_cell()
-
-    def _draw_lens(self) -> None:
-        d = self.decoding
-        if self.view.mode == "lens" and d is not None and d.steps:
-            steps = self.lensed.get(d, lambda: self.session.lens(d, 5), self._draw_lens, self.submit)
-            self.query_one(LensView).show(steps[-1] if steps else None)
 
     def _draw_cell(self) -> None:
         """The line under the heatmap that reads out the selected cell."""
@@ -371,33 +332,6 @@ class InspectApp(App[None]):
         if self.view.mode == "beam" and not self._beam_asked and self.decoding is not None:
             self._beam_asked = True
             self.submit(lambda: self.session.beam(self.beam_size, self.alpha), lambda steps: setattr(self, "beam", steps))
-
-    def action_reference(self) -> None:
-        """Reference mode; without a reference yet, ask for one."""
-        if not self.live("reference mode") or self.decoding is None:
-            return
-        if self.compared is not None:
-            self.view = self.view.toggle_mode("ref")
-            return
-        self.push_screen(AskScreen("Reference translation (English), teacher-forced step by step:"),
-                         lambda ref: None if not ref or not ref.strip() else self.compare(ref.strip()))
-
-    def action_checkpoint(self, delta: int) -> None:
-        if not isinstance(self.session, ScrubSession):
-            self.notify("[ and ] move across a run's checkpoints: start with tt inspect --run runs/NAME \"…\"")
-            return
-        session = self.session
-
-        def moved(d: Decoding) -> None:
-            self.about = f"run {self.run_name or '?'} · {session.where} · [ ] move across checkpoints"
-            self.decoding = d
-
-        self.submit(lambda: session.checkpoint_by(delta), moved)
-
-    def action_attribution(self) -> None:
-        if self.view.attribution is None and not self.live("attribution"):
-            return
-        self.view = self.view.next_attribution()
 
     @on(OptionList.OptionSelected, "#dist")
     def candidate_chosen(self, event: OptionList.OptionSelected) -> None:

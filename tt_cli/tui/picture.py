@@ -7,8 +7,8 @@ from collections.abc import Collection, Sequence
 
 import torch
 
-from core.analysis.attribute import Attribution
 from core.analysis.align import DEFAULT_RULE, AlignRule, align_steps, words
+from core.analysis.attribute import Attribution
 from core.analysis.trace import attention_grid, attention_matrix
 from tt_cli.tui.session import Decoding
 from tt_cli.tui.state import Cell, ViewState

@@ -13,12 +13,12 @@ import torch
 
 from core.analysis.attribute import Attribution, attribute
 from core.analysis.beam import BeamStep, beam_steps
-from core.analysis.reference import RefComparison, compare_pairs
-from core.analysis.sinks import head_sinks
-from core.analysis.lens import LensStep, logit_lens
 from core.analysis.explain import Explanation, explain
-from core.analysis.trace import SourceTrace, StepTrace
+from core.analysis.lens import LensStep, logit_lens
+from core.analysis.reference import RefComparison, compare_pairs
 from core.analysis.scrub import ScrubPoint
+from core.analysis.sinks import head_sinks
+from core.analysis.trace import SourceTrace, StepTrace
 from core.analysis.tracefile import TraceFile
 from core.checkpoint import LoadedModel
 from core.data.tokenizer import Tokenizer
