@@ -213,10 +213,10 @@ def test_beam_mode_shows_hypotheses_and_reranking(tiny_loaded):
 
     async def script(app, pilot):
         await keys(pilot, "b")
-        assert app.view.mode == "beam" and app.beam is not None
+        assert app.view.mode == "beam" and app.beam_steps is not None
         src = torch.tensor([app.decoding.source.tokens])
         want = beam_steps(tiny_loaded.model, src, 3, 0.6, EXTRA_LEN)
-        assert [c.tokens for c in app.beam[0].candidates] == [c.tokens for c in want[0].candidates]
+        assert [c.tokens for c in app.beam_steps[0].candidates] == [c.tokens for c in want[0].candidates]
         view = app.query_one(BeamView)
         assert "step 0/" in str(view.border_subtitle) and "beam 3" in str(view.border_title)
         text = text_of(view)
@@ -224,8 +224,8 @@ def test_beam_mode_shows_hypotheses_and_reranking(tiny_loaded):
         await keys(pilot, "n")
         assert app.view.beam_index == 1 and len(app.decoding.steps) == 1  # n walks the beam, not the greedy steps
         await keys(pilot, "r")
-        assert app.view.beam_index == len(app.beam) - 1
-        best = tiny_loaded.tokenizer.decode(app.beam[-1].ranking[0].tokens)
+        assert app.view.beam_index == len(app.beam_steps) - 1
+        best = tiny_loaded.tokenizer.decode(app.beam_steps[-1].ranking[0].tokens)
         assert "re-ranking" in text_of(view) and best in text_of(view)
         await keys(pilot, "b")
         assert app.view.mode == "dist"

@@ -2,7 +2,7 @@
 
 A thin App: keys -> state -> widgets. What the reader asks to see is the reactive `view` (a
 `ViewState`, tt_cli/tui/state.py); what the model did is the reactive `decoding` (a snapshot from
-tt_cli/tui/session.py), with `beam` and `explained`. Every redraw comes from a `watch_*` method.
+tt_cli/tui/session.py), with `beam_steps` and `explained`. Every redraw comes from a `watch_*` method.
 Model work runs on ONE thread that blocks on a queue, in the order the keys were pressed, and
 reports back with `call_from_thread`; the widgets only ever get data.
 """
@@ -98,7 +98,7 @@ class InspectApp(AnalysisViews, App[None]):
 
     view: reactive[ViewState] = reactive(ViewState, init=False)
     decoding: reactive[Decoding | None] = reactive(None)  # init: the first draw is of "nothing yet"
-    beam: reactive[list[BeamStep] | None] = reactive(None, init=False, always_update=True)
+    beam_steps: reactive[list[BeamStep] | None] = reactive(None, init=False, always_update=True)
     explained: reactive[tuple[Explanation, str] | None] = reactive(None, init=False, always_update=True)
     compared: reactive[RefComparison | None] = reactive(None, init=False, always_update=True)
 
@@ -237,14 +237,14 @@ class InspectApp(AnalysisViews, App[None]):
         if new.mode == "ref":
             self._draw_reference()
 
-    def watch_beam(self) -> None:
+    def watch_beam_steps(self) -> None:
         self._draw_beam()
 
     def watch_explained(self) -> None:
         self._draw_explanation()
 
     def _draw_beam(self) -> None:
-        self.query_one(BeamView).show(self.beam, self.view.beam_index, self.tokenizer,
+        self.query_one(BeamView).show(self.beam_steps, self.view.beam_index, self.tokenizer,
                                       beam_size=self.beam_size, alpha=self.alpha)
 
     def _draw_explanation(self) -> None:
@@ -295,8 +295,8 @@ class InspectApp(AnalysisViews, App[None]):
     # ------------------------------------------------------------------------------ actions: keys -> state
     def _move(self, beam_step: Callable[[int], int], decode: Callable[[Session | TraceSession], Decoding]) -> None:
         """n/p/r/0 walk the beam steps in beam mode (once there are some), else the decoding."""
-        if self.view.mode == "beam" and self.beam:
-            self.view = self.view.beam_at(beam_step(self.view.beam_index), len(self.beam))
+        if self.view.mode == "beam" and self.beam_steps:
+            self.view = self.view.beam_at(beam_step(self.view.beam_index), len(self.beam_steps))
         elif self.decoding is not None:
             self.submit(lambda: decode(self.session), self._decoded)
 
@@ -331,7 +331,7 @@ class InspectApp(AnalysisViews, App[None]):
             self._explain()
         if self.view.mode == "beam" and not self._beam_asked and self.decoding is not None:
             self._beam_asked = True
-            self.submit(lambda: self.session.beam(self.beam_size, self.alpha), lambda steps: setattr(self, "beam", steps))
+            self.submit(lambda: self.session.beam(self.beam_size, self.alpha), lambda steps: setattr(self, "beam_steps", steps))
 
     @on(OptionList.OptionSelected, "#dist")
     def candidate_chosen(self, event: OptionList.OptionSelected) -> None:
