@@ -91,3 +91,14 @@ def test_cli_heads_json_table_and_prune(tiny_model_dir, tmp_path):
     table = CliRunner().invoke(app, args)
     assert table.exit_code == 0, table.stderr
     assert "most needed:" in table.stdout and "cross L0" in table.stdout
+
+
+def test_restarting_from_a_changed_layer_equals_full_passes_on_top_of_a_base(tiny_loaded):
+    # masks[0] is the base the others restart from: here it already has a head off, and the others
+    # differ from it at every depth (encoder, decoder layer 0 and 1, none at all).
+    cfg = tiny_loaded.cfg
+    base = [Head("cross", 1, 1)]
+    extra = [[], [Head("encoder_self", 1, 2)], [Head("decoder_self", 0, 3)], [Head("cross", 1, 0)]]
+    masks = [head_mask(cfg, base)] + [head_mask(cfg, [*base, *e]) for e in extra] + [head_mask(cfg, [])]
+    restarted = reference_logprob(tiny_loaded, PAIRS, masks, max_tokens=30, max_rows_tokens=40)
+    assert restarted == pytest.approx([_one_pass(tiny_loaded, m) for m in masks], abs=1e-4)

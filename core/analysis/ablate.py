@@ -7,10 +7,10 @@ W^O, §3.2.2); nothing is hooked or patched. Two metrics:
     logprob  the mean log-probability of the references, teacher-forced (cheap: one batched pass)
     bleu     corpus BLEU (sacreBLEU) of a greedy re-decode of the sources, against the references
 
-For logprob, all ablations of a batch of pairs go through the model together: the batch is
+For logprob, a head of layer L cannot change anything below L: the model runs once under the
+base mask, keeping each layer's input, and each ablation restarts from its first changed layer
+(`reference_logprob`). Ablations restarting at the same layer go through together: the batch is
 repeated once per ablation along the batch dimension, each copy with its own row of the head mask.
-The encoder runs once per *distinct encoder mask* (so the 24 decoder-side ablations share one
-encoding), and its memory is repeated for the decoder.
 
 `prune_curve` removes heads one after another, in order of increasing single-ablation damage
 (Michel et al. §4: importance estimated once, then heads pruned in that order), and measures the
@@ -28,7 +28,7 @@ from core.analysis.reference import encode_pairs, pair_batches
 from core.checkpoint import LoadedModel
 from core.errors import ConfigError
 from core.model.attention import HeadMask
-from core.model.transformer import Encoded
+from core.model.masks import padding_mask
 
 METRICS = ("logprob", "bleu")
 FAMILIES = ("encoder_self", "decoder_self", "cross")
@@ -90,6 +90,50 @@ def _stack(masks: Sequence[HeadMask], repeat: int) -> HeadMask:
     return HeadMask(rows("encoder_self"), rows("decoder_self"), rows("cross"))
 
 
+def _first_change(a: torch.Tensor, b: torch.Tensor) -> int:
+    """The first layer where two (L, h) masks differ; L when they are equal."""
+    changed = (a != b).any(-1).nonzero()
+    return int(changed[0]) if changed.numel() else a.size(0)
+
+
+def _encoder_from(model, x, src_mask, start: int, mask: HeadMask, inputs: list | None = None) -> torch.Tensor:
+    """Encoder layers start.. on x, their residual stream before the final norm, through the layers' own
+    forward. `inputs` collects each layer's input (and, last, the output): a later start resumes there."""
+    for i in range(start, len(model.encoder_layers)):
+        if inputs is not None:
+            inputs.append(x)
+        x, _ = model.encoder_layers[i](x, src_mask, False, mask.layer("encoder_self", i))
+    if inputs is not None:
+        inputs.append(x)
+    return x
+
+
+def _decoder_from(model, x, memory, src_mask, start: int, mask: HeadMask, inputs: list | None = None) -> torch.Tensor:
+    """Decoder layers start.. on x (teacher-forced, look-ahead mask), as `_encoder_from`."""
+    for i in range(start, len(model.decoder_layers)):
+        if inputs is not None:
+            inputs.append(x)
+        x, _, _ = model.decoder_layers[i](
+            x, memory, src_mask, None, None, None, False, mask.layer("decoder_self", i), mask.layer("cross", i)
+        )
+    if inputs is not None:
+        inputs.append(x)
+    return x
+
+
+def _sum_logprob(model, x: torch.Tensor, out: torch.Tensor, pad_id: int, m: int) -> torch.Tensor:
+    """(M,) summed log p(out) of the M blocks of rows of the final residual stream x (M·B, T, d_model).
+
+    Only non-pad positions go through the output projection; log p = logit − logsumexp(logits)
+    does not materialise a second (N, vocab) tensor as log_softmax would.
+    """
+    keep = out != pad_id  # (M·B, T)
+    logits = model.generator(model.decoder_norm(x[keep])).float()  # (N, vocab)
+    lp = logits.gather(-1, out[keep].unsqueeze(-1)).squeeze(-1) - logits.logsumexp(-1)  # (N,)
+    block = torch.arange(m, device=out.device).repeat_interleave(out.size(0) // m)[:, None].expand_as(out)[keep]
+    return torch.zeros(m, dtype=torch.float64, device=out.device).index_add_(0, block, lp.double())
+
+
 @torch.inference_mode()
 def reference_logprob(
     loaded: LoadedModel, pairs: Sequence[tuple[str, str]], masks: Sequence[HeadMask], *,
@@ -97,37 +141,55 @@ def reference_logprob(
 ) -> list[float]:
     """Mean log p(reference | source) per sentence, under each of `masks` (one value per mask).
 
+    A head of layer L changes nothing below L. So the model runs once under masks[0] (the base),
+    keeping each layer's input, and every other mask restarts from the first layer where it differs
+    from the base: an encoder-side change at encoder layer L re-runs encoder layers L.. (then the
+    whole decoder on its memory); a decoder-side change at decoder layer L re-runs only decoder
+    layers L.. on the base memory. Masks restarting at the same layer go through together, each
+    copy of the batch with its own row of the head mask.
+
     max_tokens: source + target pieces per batch of pairs; max_rows_tokens: target pieces per
     decoder pass (the batch × ablations), which bounds the (rows, T, vocab) logits in memory.
     """
     model, cfg = loaded.model, loaded.cfg
     device = next(model.parameters()).device
     totals = torch.zeros(len(masks), dtype=torch.float64)
+    if not masks:
+        return []
     ids = encode_pairs(loaded, pairs)
-    # Distinct encoder masks: decoder-side ablations all share the intact encoder's memory.
-    enc_keys = [tuple(m.encoder_self.flatten().tolist()) for m in masks]
-    distinct = list(dict.fromkeys(enc_keys))
-    enc_of = [distinct.index(k) for k in enc_keys]
-    enc_masks = [masks[enc_keys.index(k)] for k in distinct]
+    base, n_enc, n_dec = masks[0], len(model.encoder_layers), len(model.decoder_layers)
+    enc_start = [_first_change(m.encoder_self, base.encoder_self) for m in masks]
+    dec_start = [
+        0 if e < n_enc else min(_first_change(m.decoder_self, base.decoder_self), _first_change(m.cross, base.cross))
+        for m, e in zip(masks, enc_start)
+    ]
     for batch in pair_batches(ids, cfg.pad_id, cfg.bos_id, max_tokens, device):
         b, t = batch.tgt_in.shape
-        group = max(1, max_rows_tokens // (b * t))  # ablations per decoder pass
-        memories = []
-        for start in range(0, len(enc_masks), group):
-            chunk = enc_masks[start : start + group]
-            enc = model.encode(batch.src.repeat(len(chunk), 1), head_mask=_stack(chunk, b))  # (U·B, S, d_model)
-            memories.append(enc.memory.view(len(chunk), b, *enc.memory.shape[1:]))  # (U, B, S, d_model)
-        memory = torch.cat(memories)  # (U_all, B, S, d_model)
-        src_mask = enc.src_mask[:b]  # (B, 1, 1, S)
-        for start in range(0, len(masks), group):
-            chunk = list(range(start, min(start + group, len(masks))))
-            m = len(chunk)
-            enc = Encoded(memory[[enc_of[i] for i in chunk]].flatten(0, 1), src_mask.repeat(m, 1, 1, 1))  # (M·B, S, d)
-            logits = model.decode(batch.tgt_in.repeat(m, 1), enc, head_mask=_stack([masks[i] for i in chunk], b)).logits
-            out = batch.tgt_out.repeat(m, 1)  # (M·B, T)
-            lp = logits.float().log_softmax(-1).gather(-1, out.unsqueeze(-1)).squeeze(-1)  # (M·B, T)
-            lp = lp.masked_fill(out == cfg.pad_id, 0.0).view(m, b, t).sum((1, 2))  # (M,)
-            totals[chunk] += lp.double().cpu()
+        group = max(1, max_rows_tokens // (b * t))  # ablations per pass
+        src_mask = padding_mask(batch.src, cfg.pad_id)  # (B, 1, 1, S)
+        enc_in: list[torch.Tensor] = []
+        _encoder_from(model, model.src_pos(model.src_embed(batch.src)), src_mask, 0, base, enc_in)
+        memory_of = {i: model.encoder_norm(enc_in[-1]) for i, e in enumerate(enc_start) if e == n_enc}  # (B, S, d)
+        for layer in range(n_enc):
+            todo = [i for i, e in enumerate(enc_start) if e == layer]
+            for start in range(0, len(todo), group):
+                chunk = todo[start : start + group]
+                m = len(chunk)
+                x = _encoder_from(model, enc_in[layer].repeat(m, 1, 1), src_mask.repeat(m, 1, 1, 1), layer,
+                                  _stack([masks[i] for i in chunk], b))  # (M·B, S, d_model)
+                memory = model.encoder_norm(x).view(m, b, *x.shape[1:])  # (M, B, S, d_model)
+                memory_of.update(zip(chunk, memory))
+        dec_in: list[torch.Tensor] = []
+        _decoder_from(model, model.tgt_pos(model.tgt_embed(batch.tgt_in)), memory_of[0], src_mask, 0, base, dec_in)
+        for layer in range(n_dec + 1):
+            todo = [i for i, d in enumerate(dec_start) if d == layer]
+            for start in range(0, len(todo), group):
+                chunk = todo[start : start + group]
+                m = len(chunk)
+                memory = torch.cat([memory_of[i] for i in chunk])  # (M·B, S, d_model)
+                x = _decoder_from(model, dec_in[layer].repeat(m, 1, 1), memory, src_mask.repeat(m, 1, 1, 1), layer,
+                                  _stack([masks[i] for i in chunk], b))  # (M·B, T, d_model)
+                totals[chunk] += _sum_logprob(model, x, batch.tgt_out.repeat(m, 1), cfg.pad_id, m).cpu()
     return (totals / max(len(pairs), 1)).tolist()
 
 
