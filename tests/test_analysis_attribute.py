@@ -26,6 +26,19 @@ def test_integrated_gradients_are_complete_within_5_percent(tiny_loaded, ids):
     assert float(a.completeness_error().max()) < 0.05
 
 
+def test_ig_delta_is_the_log_probability_gap_to_the_baseline(tiny_loaded, ids):
+    """The probe reads every step's f_t off one row per α: its ends must be f_t(x) and f_t(0)."""
+    model, cfg = tiny_loaded.model, tiny_loaded.cfg
+    src_ids, out_ids = ids
+    src, tgt_in = torch.tensor([src_ids]), torch.tensor([[cfg.bos_id] + out_ids[:-1]])
+    with torch.no_grad():
+        xs, xt = model.src_embed(src), model.tgt_embed(tgt_in)
+        f = [model.decode(tgt_in, model.encode(src, src_embeds=k * xs), tgt_embeds=k * xt).logits[0].log_softmax(-1)
+             [torch.arange(len(out_ids)), out_ids] for k in (1.0, 0.0)]
+    a = attribute(tiny_loaded, src_ids, out_ids, method="ig", ig_steps=4)
+    assert torch.allclose(a.delta, f[0] - f[1], atol=1e-5)
+
+
 def test_target_attribution_respects_the_look_ahead_mask(tiny_loaded, ids):
     for method in ("ixg", "ig"):
         a = attribute(tiny_loaded, *ids, method=method, ig_steps=8)

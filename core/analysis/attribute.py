@@ -157,9 +157,13 @@ def attribute(
     else:
         p = max(probe, 1)
         with torch.no_grad():  # f_t on the probe grid α = 0, 1/p, ..., 1: its ends give f(x) − f(x')
-            grid = torch.linspace(0, 1, p + 1)
-            f_probe = scaled_f(torch.arange(t_len).repeat_interleave(p + 1), grid.repeat(t_len), t_len, False)[0]
-            f_probe = f_probe.view(t_len, p + 1).cpu()  # (T, P+1)
+            # The grid is the same for every step, so one row per α gives f_t of all T steps at once
+            # (teacher forcing: position t sees only y_<t).
+            scale = torch.linspace(0, 1, p + 1, device=device)[:, None, None]  # (P+1, 1, 1)
+            enc = model.encode(src.expand(p + 1, -1), src_embeds=scale * x_src)
+            logits = model.decode(tgt_in.expand(p + 1, -1), enc, tgt_embeds=scale * x_tgt).logits  # (P+1, T, vocab)
+            f_probe = logits.float().log_softmax(-1).gather(-1, out.expand(p + 1, -1).unsqueeze(-1)).squeeze(-1)
+            f_probe = f_probe.T.cpu()  # (T, P+1)
         delta = f_probe[:, -1] - f_probe[:, 0]
         if probe > 0:
             alphas, weights = _nodes(f_probe, ig_steps)  # (T, m) each
