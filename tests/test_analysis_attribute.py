@@ -39,6 +39,15 @@ def test_ig_delta_is_the_log_probability_gap_to_the_baseline(tiny_loaded, ids):
     assert torch.allclose(a.delta, f[0] - f[1], atol=1e-5)
 
 
+def test_bf16_gradient_passes_stay_complete_and_close_to_fp32(tiny_loaded, ids):
+    full = attribute(tiny_loaded, *ids, method="ig", ig_steps=32)
+    half = attribute(tiny_loaded, *ids, method="ig", ig_steps=32, precision="bf16")
+    assert torch.equal(half.delta, full.delta)  # the probe stays fp32
+    assert float(half.completeness_error().max()) < 0.05
+    gap = float((half.source - full.source).abs().max())
+    assert 0 < gap < 0.1 * float(full.source.abs().max())  # bf16 did run, and stays near fp32
+
+
 def test_target_attribution_respects_the_look_ahead_mask(tiny_loaded, ids):
     for method in ("ixg", "ig"):
         a = attribute(tiny_loaded, *ids, method=method, ig_steps=8)

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import torch
 
 from core.checkpoint import LoadedModel
+from core.device import autocast_context
 from core.errors import ConfigError
 
 METHODS = ("ixg", "ig")
@@ -115,6 +116,7 @@ def attribute(
     ig_steps: int = 32,
     probe: int = 32,
     max_rows: int = 1024,
+    precision: str = "fp32",
 ) -> Attribution:
     """Attributions of every output step of `out_ids` (EOS last to include the stopping step)
     to the source pieces `src_ids` (EOS appended if missing) and the decoder inputs.
@@ -122,6 +124,8 @@ def attribute(
     IG integrates with `ig_steps` nodes per step; `probe` > 0 first evaluates f_t on that many
     intervals of the path (a forward pass, no gradient) and places the nodes where f_t changes
     (`_nodes`); probe=0 is the plain midpoint rule α_k = (k + ½) / ig_steps.
+    precision "bf16" autocasts the gradient passes (the probe, and so Δ, stays fp32): about 1.4×
+    faster on a CPU with bf16 instructions, at the cost of gradient noise (see bench/README.md).
     """
     if method not in METHODS:
         raise ConfigError(f"unknown attribution method {method!r}; use ixg or ig")
@@ -179,12 +183,12 @@ def attribute(
     all_alphas, all_weights = alphas.reshape(-1), weights.reshape(-1)  # (T·m,)
     grad_src = torch.zeros(t_len, s_len, x_src.size(-1), device=device)  # (T, S, d_model)
     grad_tgt = torch.zeros(t_len, t_len, x_tgt.size(-1), device=device)  # (T, T, d_model)
-    with torch.enable_grad():
+    with torch.enable_grad(), autocast_context(device, precision):
         for start in range(0, all_steps.numel(), max_rows):
             steps = all_steps[start : start + max_rows]
             t_end = int(steps.max()) + 1
             f, es, et = scaled_f(steps, all_alphas[start : start + max_rows], t_end, True)
-            gs, gt = torch.autograd.grad(f.sum(), [es, et])
+            gs, gt = (g.float() for g in torch.autograd.grad(f.sum(), [es, et]))
             w = all_weights[start : start + max_rows].to(device)[:, None, None]  # (R, 1, 1)
             grad_src.index_add_(0, steps.to(device), gs * w)
             grad_tgt[:, :t_end].index_add_(0, steps.to(device), gt * w)
