@@ -48,6 +48,13 @@ BatchOpt = Annotated[int, typer.Option(help="Sentences per batch; lines are leng
 
 
 # -- reading text -------------------------------------------------------------------------------------
+class AttributionChoice(str, Enum):
+    """Gradient attribution methods (core.analysis.attribute): tt translate --attribution, tt analyze attribute."""
+
+    ixg = "ixg"  # input × gradient
+    ig = "ig"  # integrated gradients
+
+
 class ErrorsChoice(str, Enum):
     strict = "strict"
     replace = "replace"

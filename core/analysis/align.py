@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 import torch
 
-from core.analysis.aer import AlignmentScore, GoldPair, Links, score_links, symmetrize
+from core.analysis.aer import AlignmentScore, GoldPair, score_links, symmetrize
 from core.errors import CheckpointError, ConfigError, DataError
 
 RULE_FILE = "alignment.json"

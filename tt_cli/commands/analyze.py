@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 
 from tt_cli.errors import fail, guard
-from tt_cli.options import DeviceOpt, ModelOpt
+from tt_cli.options import AttributionChoice, DeviceOpt, ModelOpt
 
 app = typer.Typer(
     help="Analyses that test what the pictures claim: reference mode, attention sinks, head ablation, "
@@ -308,16 +308,11 @@ app.command("lens", help=lens.__doc__)(guard(lens))
 
 
 # ------------------------------------------------------------------------------------ attribute
-class Method(str, Enum):
-    ixg = "ixg"
-    ig = "ig"
-
-
 def attribute(
     texts: Annotated[list[str] | None, typer.Argument(help="French sentences (their greedy translations are explained).")] = None,
     src: SrcOpt = None,
     limit: LimitOpt = 0,
-    method: Annotated[Method, typer.Option(help="ixg = input×gradient, ig = integrated gradients.")] = Method.ig,
+    method: Annotated[AttributionChoice, typer.Option(help="ixg = input×gradient, ig = integrated gradients.")] = AttributionChoice.ig,
     ig_steps: Annotated[int, typer.Option(help="Integration steps for ig.", min=1)] = 32,
     layer: Annotated[int, typer.Option(help="Decoder layer whose cross-attention (mean over heads) is compared.")] = -1,
     model: ModelOpt = None,
@@ -351,7 +346,7 @@ def attribute(
         agree, total = agree + sum(same), total + len(same)
         results.append((t, a, cross, same))
     if json_out:
-        _print_json({"method": method.value, "ig_steps": ig_steps if method == Method.ig else 0,
+        _print_json({"method": method.value, "ig_steps": ig_steps if method == AttributionChoice.ig else 0,
                      "agreement": round(agree / max(total, 1), 4), "steps": total, "sentences": [
             {"source": t.source, "translation": t.text, "source_pieces": t.source_trace.pieces,
              "output_pieces": [s.piece for s in t.steps], "source_attribution": _rounded(a.source.tolist()),

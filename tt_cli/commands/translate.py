@@ -14,6 +14,7 @@ import typer
 from tt_cli.errors import fail
 from tt_cli.options import (
     AlphaOpt,
+    AttributionChoice,
     BatchOpt,
     BeamOpt,
     DeviceOpt,
@@ -33,11 +34,6 @@ class AttentionChoice(str, Enum):
     none = "none"
     cross = "cross"
     all = "all"
-
-
-class AttributionChoice(str, Enum):
-    ixg = "ixg"
-    ig = "ig"
 
 
 class QuantizeChoice(str, Enum):
