@@ -22,7 +22,6 @@ from core.analysis.trace import SourceTrace, StepTrace
 from core.analysis.tracefile import TraceFile
 from core.checkpoint import LoadedModel
 from core.data.tokenizer import Tokenizer
-from core.decode.search import output_limits
 from core.decode.stepper import Stepper
 from core.errors import TTError
 from core.model.attention import HeadMask
@@ -122,9 +121,9 @@ class Session:
 
     # ------------------------------------------------------------------------------ decoding
     def start(self, text: str) -> Decoding:
-        self.original, self.branch = Stepper(self.loaded, text), None
+        self.original, self.branch = Stepper(self.loaded, text, extra_len=EXTRA_LEN), None
         self.ablated = self._intact = None
-        self.limit = int(output_limits(self.loaded.model, self._source_tensor(), None, EXTRA_LEN)[0])
+        self.limit = self.original.limit  # the Stepper's own length limit: one rule, one place
         self.original.step()
         return self.snapshot()
 
