@@ -271,3 +271,37 @@ def test_a_failed_setup_lets_go_of_the_run_directory(tmp_path):
     with pytest.raises(ConfigError, match="already holds a training run"):
         Trainer(tiny_cfg(tmp_path, max_steps=2)).run()
     RunLock(tmp_path).acquire().release()
+
+
+def test_init_from_fine_tunes_the_given_model(tmp_path):
+    """--init-from starts from the model's weights, architecture and vocabulary, with a fresh optimizer."""
+    Trainer(tiny_cfg(tmp_path / "base", max_steps=40)).run()
+    base = load_model(tmp_path / "base")
+    # The preset and vocabulary size asked for here are ignored: the architecture is the model's.
+    tuned_cfg = tiny_cfg(tmp_path / "tuned", max_steps=1, warmup=1, lr_scale=1e-9, init_from=str(tmp_path / "base"),
+                         vocab_size=50, model_overrides={"dropout": 0.0})
+    Trainer(tuned_cfg).run()
+    tuned = load_model(tmp_path / "tuned")
+    assert (tmp_path / "tuned" / "spm.model").read_bytes() == (tmp_path / "base" / "spm.model").read_bytes()
+    assert tuned.cfg.dropout == 0.0 and tuned.cfg.vocab_size == base.cfg.vocab_size
+    # One step at a negligible learning rate: the weights are the base's, not a fresh init.
+    for (name, a), b in zip(base.model.state_dict().items(), tuned.model.state_dict().values()):
+        assert torch.allclose(a, b, atol=1e-6), name
+    # The first step's loss is the trained model's, far below a fresh model's.
+    assert step_losses(tmp_path / "tuned")[1] < step_losses(tmp_path / "base")[1] * 0.8
+    # Resuming a fine-tune takes the checkpoint's weights and keeps going.
+    resumed = tiny_cfg(tmp_path / "tuned", max_steps=3, init_from=str(tmp_path / "base"), model_overrides={"dropout": 0.0})
+    assert Trainer(resumed, resume=True).run()["step"] == 3
+
+
+def test_init_from_refuses_a_different_architecture_or_vocabulary(tmp_path):
+    Trainer(tiny_cfg(tmp_path / "base", max_steps=2)).run()
+    with pytest.raises(ConfigError, match="the architecture is the model's own; drop d_model"):
+        Trainer(tiny_cfg(tmp_path / "a", init_from=str(tmp_path / "base"), model_overrides={"d_model": 24, "max_len": 64})).run()
+    other = tmp_path / "other.model"
+    Trainer(tiny_cfg(tmp_path / "b", max_steps=1, vocab_size=90)).run()
+    other.write_bytes((tmp_path / "b" / "spm.model").read_bytes())
+    with pytest.raises(ConfigError, match="differs from .*a fine-tune keeps the model's vocabulary"):
+        Trainer(tiny_cfg(tmp_path / "c", init_from=str(tmp_path / "base"), spm_model=str(other))).run()
+    with pytest.raises(CheckpointError, match="no such model directory"):
+        Trainer(tiny_cfg(tmp_path / "d", init_from=str(tmp_path / "missing"))).run()

@@ -19,6 +19,7 @@ class TrainConfig:
     tgt_lang: str = "en"
     vocab_size: int = 8000
     spm_model: str | None = None  # reuse an existing SentencePiece model instead of training one
+    init_from: str | None = None  # fine-tune: start from this model directory's weights, config and tokenizer
     strict: bool = True  # a malformed line is an error; False skips and counts it
     max_pieces: int = 128  # drop pairs with more pieces than this on either side (the model's own
     # max_len, its positional table, is ModelConfig.max_len; runs saved before the rename say max_len)

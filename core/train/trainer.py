@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from core.data.prepare import Prepared, prepare_data  # noqa: F401 - re-exported
 from core.data.readers import collate, token_batches
 from core.device import autocast_context, resolve_device, resolve_precision
 from core.errors import CheckpointError, ConfigError, DataError
+from core.model.config import ModelConfig
 from core.model.transformer import Transformer
 from core.train.config import TrainConfig
 from core.train.lock import RunLock, lock_run_dir
@@ -123,6 +124,7 @@ class Trainer:
             raise CheckpointError(f"{self.run_dir}: nothing to resume (no checkpoints/ in the run directory)")
         if not self.resume and self.checkpoints():
             raise ConfigError(f"{self.run_dir} already holds a training run; use --resume to continue it or choose another --out")
+        init = self.init_model() if cfg.init_from else None  # (config, weights) to fine-tune
         # Rank 0 trains the tokenizer; the others wait and load it, so all agree on the vocabulary.
         if self.is_main:
             self.data = prepare_data(cfg, self.run_dir, True, reuse_tokenizer=self.resume)
@@ -130,7 +132,7 @@ class Trainer:
             torch.distributed.barrier()
             if not self.is_main:
                 self.data = prepare_data(cfg, self.run_dir, False, reuse_tokenizer=True)
-        self.model_cfg = cfg.model_config(self.data.tokenizer.vocab_size)
+        self.model_cfg = init[0] if init else cfg.model_config(self.data.tokenizer.vocab_size)
         self.guide = None  # guided alignment (core/train/align_loss.py), with --align-links
         if cfg.align_links:
             from core.train.align_loss import GuidedAlignment
@@ -139,7 +141,10 @@ class Trainer:
                 raise ConfigError("--align-links runs in one process (it reads attention weights past DDP's forward)")
             self.guide = GuidedAlignment.build(cfg, self.data.tokenizer, self.model_cfg.n_decoder_layers, self.model_cfg.h)
         torch.manual_seed(cfg.seed)
-        self.model = Transformer(self.model_cfg).to(self.device)
+        self.model = Transformer(self.model_cfg)
+        if init and not self.resume:  # a resumed fine-tune takes its weights from the checkpoint below
+            self.model.load_state_dict(init[1])
+        self.model = self.model.to(self.device)
         if self.world > 1:  # same initial weights everywhere, but each rank its own dropout masks
             torch.manual_seed(cfg.seed + 1000 * self.rank)
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=0.0, betas=(0.9, 0.98), eps=1e-9)
@@ -163,6 +168,25 @@ class Trainer:
             self.net = DistributedDataParallel(self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
         if cfg.compile:
             self.net = torch.compile(self.net)
+
+    def init_model(self) -> tuple[ModelConfig, dict[str, torch.Tensor]]:
+        """--init-from: the model to fine-tune. Its architecture and tokenizer are the run's."""
+        from core.checkpoint import TOKENIZER_FILE, load_model
+
+        cfg = self.cfg
+        loaded = load_model(cfg.init_from)
+        own = loaded.cfg.to_dict()
+        differ = sorted(k for k, v in cfg.model_overrides.items()
+                        if v is not None and k not in ("dropout", "attention_dropout") and own.get(k) != v)
+        if differ:
+            raise ConfigError(f"--init-from {cfg.init_from}: the architecture is the model's own; drop {', '.join(differ)}")
+        spm = Path(cfg.init_from) / TOKENIZER_FILE
+        if cfg.spm_model and Path(cfg.spm_model).read_bytes() != spm.read_bytes():
+            raise ConfigError(f"--spm-model {cfg.spm_model} differs from {spm}; a fine-tune keeps the model's vocabulary")
+        cfg.spm_model = str(spm)
+        # Dropout may differ from the pre-training's; the rest of the config is the loaded model's.
+        overrides = {k: cfg.model_overrides[k] for k in ("dropout", "attention_dropout") if cfg.model_overrides.get(k) is not None}
+        return replace(loaded.cfg, **overrides), loaded.model.state_dict()
 
     # -- checkpoints ---------------------------------------------------------------------------
     def checkpoints(self) -> list[Path]:

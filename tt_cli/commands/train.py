@@ -71,7 +71,7 @@ def _config_from_options(ctx: typer.Context, options: dict[str, Any]):
             return parse_duration(v)
         if name in ("data", "valid"):
             return [str(p) for p in v or []]
-        if name in ("spm_model", "align_links"):
+        if name in ("spm_model", "align_links", "init_from"):
             return str(v) if v else None
         if name == "out":
             return str(v)
@@ -127,6 +127,7 @@ def train(
     test_per_mille: Annotated[int, typer.Option(help="Share held out as a test set, written to the run dir as test.fr/test.en.", rich_help_panel="Data")] = 0,
     vocab_size: Annotated[int, typer.Option(help="Pieces in the joint SentencePiece vocabulary trained on the training text.", rich_help_panel="Data")] = 8000,
     spm_model: Annotated[Path | None, typer.Option(help="Use this SentencePiece model instead of training one.", rich_help_panel="Data")] = None,
+    init_from: Annotated[Path | None, typer.Option(help="Fine-tune: start from this model directory (its weights, architecture and vocabulary; a fresh optimizer). Use a short --warmup and a small --lr-scale.", rich_help_panel="Model")] = None,
     preset: Annotated[str, typer.Option(help="Model size: tiny, small, base (the paper's base) or big.", rich_help_panel="Model")] = "small",
     d_model: Annotated[int | None, typer.Option(help="Width of the residual stream.", rich_help_panel="Model")] = None,
     heads: Annotated[int | None, typer.Option(help="Attention heads h.", rich_help_panel="Model")] = None,
