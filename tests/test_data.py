@@ -80,6 +80,10 @@ def test_gzip_and_prefix_forms(tmp_path):
     assert [p.tgt for p in read_corpus(tmp_path / "t.tsv.gz")] == ["A cat."]
     # Languages swap with the suffixes.
     assert [p.src for p in read_corpus(tmp_path / "c", src_lang="en", tgt_lang="fr")] == ["A cat.", "Two dogs."]
+    # --swap reads any form target→source, a TSV included; the origin still names the file and line.
+    swapped = list(read_corpus(tmp_path / "t.tsv.gz", swap=True))
+    assert [(p.src, p.tgt) for p in swapped] == [("A cat.", "Un chat.")] and swapped[0].origin.endswith("t.tsv.gz:1")
+    assert [p.tgt for p in read_corpus(tmp_path / "c", swap=True)] == ["Un chat.", "Deux chiens."]
 
 
 def test_missing_data_says_which_forms_work(tmp_path):

@@ -305,3 +305,16 @@ def test_init_from_refuses_a_different_architecture_or_vocabulary(tmp_path):
         Trainer(tiny_cfg(tmp_path / "c", init_from=str(tmp_path / "base"), spm_model=str(other))).run()
     with pytest.raises(CheckpointError, match="no such model directory"):
         Trainer(tiny_cfg(tmp_path / "d", init_from=str(tmp_path / "missing"))).run()
+
+
+def test_swap_trains_the_other_direction(tmp_path):
+    Trainer(tiny_cfg(tmp_path, max_steps=1, swap=True, valid_per_mille=0)).run()
+    from core.data.prepare import prepare_data
+    from core.data.readers import read_tsv
+
+    data = prepare_data(tiny_cfg(tmp_path, swap=True), tmp_path)
+    first = next(iter(read_tsv(TINY_TSV)))
+    tok = data.tokenizer
+    # The training examples' sources are the TSV's second column.
+    sources = {tok.decode(e.src[:-1]) for e in data.train} | {p.src for p in data.valid_pairs}
+    assert first.tgt in sources and first.src not in sources

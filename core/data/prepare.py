@@ -47,7 +47,7 @@ def prepare_data(cfg: TrainConfig, run_dir: Path, is_main: bool = True, reuse_to
     stats = ReadStats()
     pairs: list[Pair] = []
     for spec in cfg.data:
-        pairs.extend(read_corpus(spec, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, strict=cfg.strict, stats=stats))
+        pairs.extend(read_corpus(spec, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, strict=cfg.strict, stats=stats, swap=cfg.swap))
     if not pairs:
         raise DataError("the training data holds no sentence pairs")
     if cfg.dedup:
@@ -59,7 +59,7 @@ def prepare_data(cfg: TrainConfig, run_dir: Path, is_main: bool = True, reuse_to
         stats.skipped_duplicate = len(pairs) - len(unique)
         pairs = unique
     if cfg.valid:
-        valid_pairs = [p for spec in cfg.valid for p in read_corpus(spec, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, strict=cfg.strict)]
+        valid_pairs = [p for spec in cfg.valid for p in read_corpus(spec, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, strict=cfg.strict, swap=cfg.swap)]
     else:
         pairs, valid_pairs, test_pairs = split_heldout(pairs, cfg.valid_per_mille, cfg.test_per_mille)
         if not valid_pairs:  # a tiny corpus: hold out a few pairs all the same

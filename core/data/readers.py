@@ -128,12 +128,13 @@ def resolve(spec: str | Path, src_lang: str = "fr", tgt_lang: str = "en") -> tup
 
 
 def read_corpus(
-    spec: str | Path, *, src_lang: str = "fr", tgt_lang: str = "en", strict: bool = True, stats: ReadStats | None = None
+    spec: str | Path, *, src_lang: str = "fr", tgt_lang: str = "en", strict: bool = True, stats: ReadStats | None = None,
+    swap: bool = False,
 ) -> Iterator[Pair]:
+    """The pairs of a --data argument; swap=True reads them target→source (a TSV's second column first)."""
     files = resolve(spec, src_lang, tgt_lang)
-    if len(files) == 1:
-        return read_tsv(files[0], strict=strict, stats=stats)
-    return read_aligned(*files, strict=strict, stats=stats)
+    pairs = read_tsv(files[0], strict=strict, stats=stats) if len(files) == 1 else read_aligned(*files, strict=strict, stats=stats)
+    return (Pair(p.tgt, p.src, p.origin) for p in pairs) if swap else pairs
 
 
 @dataclass(frozen=True)

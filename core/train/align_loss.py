@@ -59,7 +59,7 @@ class GuidedAlignment:
             raise DataError(f"{path}: cannot read the alignment links ({exc})") from None
         if lines and lines[-1] == "":
             lines.pop()
-        pairs = [p for spec in cfg.data for p in read_corpus(spec, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, strict=cfg.strict)]
+        pairs = [p for spec in cfg.data for p in read_corpus(spec, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, strict=cfg.strict, swap=cfg.swap)]
         if len(lines) != len(pairs):
             raise DataError(f"{path} has {len(lines)} lines but the training data has {len(pairs)} pairs; they must be line-aligned")
         table: dict[Key, list[tuple[int, int]]] = {}

@@ -17,6 +17,7 @@ class TrainConfig:
     model_overrides: dict[str, Any] = field(default_factory=dict)  # any ModelConfig field
     src_lang: str = "fr"
     tgt_lang: str = "en"
+    swap: bool = False  # train target→source: every --data/--valid pair read the other way round
     vocab_size: int = 8000
     spm_model: str | None = None  # reuse an existing SentencePiece model instead of training one
     init_from: str | None = None  # fine-tune: start from this model directory's weights, config and tokenizer
