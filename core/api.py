@@ -81,7 +81,7 @@ class Translator:
         from core.device import resolve_device
 
         self.options = TranslateOptions(**decoding).validate()
-        self.loaded = load_model(model, device=resolve_device(device))
+        self.loaded = load_model(model, device=resolve_device(device), packed=True)
 
     @property
     def path(self) -> Path:

@@ -156,8 +156,12 @@ class LoadedModel:
         return self.model.cfg
 
 
-def load_model(directory: str | Path | None = None, *, device: str | torch.device = "cpu") -> LoadedModel:
-    """Load a model directory (fp16 or fp32 on disk; fp32 in memory); None = the default model."""
+def load_model(directory: str | Path | None = None, *, device: str | torch.device = "cpu", packed: bool = False) -> LoadedModel:
+    """Load a model directory (fp16 or fp32 on disk; fp32 in memory); None = the default model.
+
+    packed=True (inference and attribution on the CPU, never training): the Linear layers run on
+    oneDNN with packed weights (core.model.fast.packed_model), the same function computed faster.
+    """
     from core.model.transformer import Transformer
 
     directory = Path(directory) if directory is not None else default_model_dir()
@@ -184,4 +188,9 @@ def load_model(directory: str | Path | None = None, *, device: str | torch.devic
         model = Transformer(cfg)
     # copy_ converts fp16 on disk to the model's fp32 in the same pass; no intermediate copy.
     load_state(model, tensors, weights)
-    return LoadedModel(model.to(device).eval(), tokenizer, directory, metadata)
+    model = model.to(device).eval()
+    if packed and model.generator.weight.device.type == "cpu":
+        from core.model.fast import packed_model
+
+        model = packed_model(model, inplace=True)
+    return LoadedModel(model, tokenizer, directory, metadata)

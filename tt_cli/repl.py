@@ -272,5 +272,5 @@ def interactive(
     from tt_cli.options import set_threads
 
     set_threads(threads, few=True)  # one sentence at a time: one thread is fastest
-    loaded = load_model(model, device=resolve_device(device))
+    loaded = load_model(model, device=resolve_device(device), packed=True)
     Repl(loaded, Settings(options.validate(), json_out), history_path()).run()

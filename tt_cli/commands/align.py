@@ -132,7 +132,7 @@ def align(
         results = [[(i, j, 1.0) for i, j in sorted(aer.diagonal_links(n_s, n_t))] for n_s, n_t in lengths]
         words = [(s.split(), t.split()) for s, t in pairs]
     else:
-        loaded = load_model(model, device=resolve_device(device))
+        loaded = load_model(model, device=resolve_device(device), packed=True)
         cfg = loaded.cfg
         attentions = pair_attention(loaded, pairs, batch_size=batch_size, names=names)
         if find_heads:
@@ -155,7 +155,7 @@ def align(
         rule = rule.check(cfg.n_decoder_layers, cfg.h)
         reverse = reverse_rule = None
         if reverse_model is not None:
-            back = load_model(reverse_model, device=resolve_device(device))
+            back = load_model(reverse_model, device=resolve_device(device), packed=True)
             reverse_rule = load_rule(back.path).check(back.cfg.n_decoder_layers, back.cfg.h)
             reverse = pair_attention(back, [(t, s) for s, t in pairs], batch_size=batch_size, names=names[::-1])
         results = align_links(attentions, rule, reverse, reverse_rule or rule, symmetrize.value)

@@ -41,7 +41,7 @@ def _setup(model: Path | None, device: str, threads: int):
 
     if threads:
         torch.set_num_threads(threads)
-    return load_model(model, device=resolve_device(device))
+    return load_model(model, device=resolve_device(device), packed=True)
 
 
 def _pairs(src: Path | None, ref: Path | None, texts: list[str] | None, limit: int = 0) -> list[tuple[str, str]]:

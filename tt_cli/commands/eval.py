@@ -111,7 +111,7 @@ def evaluate(
 
     set_threads(threads, few=False)
     err = Console(stderr=True, highlight=False)
-    loaded = load_model(model, device=resolve_device(device))
+    loaded = load_model(model, device=resolve_device(device), packed=True)
     hypotheses: list[str] = []
     warnings = 0
     start = time.perf_counter()

@@ -76,5 +76,5 @@ def inspect(
     if trace is not None:
         make_app(None, top_k=top_k, svg_dir=svg_dir, trace=replay, trace_name=trace.name).run()
         return
-    loaded = load_model(model)
+    loaded = load_model(model, packed=True)
     make_app(loaded, text, top_k=top_k, beam_size=beam, alpha=alpha, svg_dir=svg_dir, reference=ref).run()

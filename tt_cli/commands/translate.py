@@ -225,7 +225,7 @@ def translate(
     from core.files import atomic_path
 
     set_threads(threads, few=not from_stdin and input_file is None)
-    loaded = load_model(model, device=resolve_device(device))
+    loaded = load_model(model, device=resolve_device(device), packed=quantize is None)
     if quantize is not None:
         import dataclasses
 

@@ -1,0 +1,66 @@
+"""Packed fp32 Linear layers (core/model/fast.py): the same function as the model, on oneDNN."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from core.analysis.attribute import attribute
+from core.checkpoint import LoadedModel
+from core.decode.search import beam_search, greedy, pad_batch
+from core.model import fast
+from core.model.config import preset
+from core.model.fast import PackedLinear, packed_model, packing_available
+from core.model.transformer import Transformer
+
+pytestmark = pytest.mark.skipif(not packing_available(), reason="this torch has no oneDNN")
+
+
+@pytest.fixture(scope="module")
+def model():
+    torch.manual_seed(0)
+    return Transformer(preset("tiny", vocab_size=40, d_model=64, d_ff=128)).eval()
+
+
+def test_packed_linear_computes_the_linear_layer_for_any_row_count():
+    torch.manual_seed(1)
+    linear = nn.Linear(64, 96)
+    packed = PackedLinear(linear)
+    for shape in [(1, 64), (fast.PACK_MIN_ROWS - 1, 64), (3, 7, 64), (130, 64)]:
+        x = torch.randn(*shape)
+        assert torch.allclose(packed(x), linear(x), atol=1e-5), shape
+    x = torch.randn(4, 9, 64, requires_grad=True)
+    (packed(x) * torch.arange(96.0)).sum().backward()  # a row count that goes through oneDNN
+    want = torch.autograd.grad((linear(x) * torch.arange(96.0)).sum(), x)[0]
+    assert torch.allclose(x.grad, want, atol=1e-4)
+    assert not packed.weight.requires_grad
+
+
+def test_packed_model_is_a_copy_with_every_linear_packed(model):
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    packed = packed_model(model)
+    assert packed is not model
+    assert not any(type(m) is nn.Linear for m in packed.modules())
+    assert sum(type(m) is PackedLinear for m in packed.modules()) == sum(type(m) is nn.Linear for m in model.modules())
+    assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())
+    src = torch.randint(4, 40, (16, 11))
+    tgt = torch.randint(4, 40, (16, 9))
+    with torch.no_grad():
+        assert torch.allclose(packed(src, tgt), model(src, tgt), atol=1e-4)
+
+
+def test_packed_decoding_and_attribution_match_fp32(model):
+    torch.manual_seed(2)
+    src = pad_batch([torch.randint(4, 40, (n,)).tolist() + [model.cfg.eos_id] for n in range(3, 19)], model.cfg.pad_id)
+    packed = packed_model(model)
+    assert [h.tokens for h in greedy(packed, src, max_output=12)] == [h.tokens for h in greedy(model, src, max_output=12)]
+    a = beam_search(model, src, beam_size=3, max_output=12)
+    b = beam_search(packed, src, beam_size=3, max_output=12)
+    assert [h[0].tokens for h in a] == [h[0].tokens for h in b]
+    # Attribution differentiates through the packed layers (input gradients only).
+    loaded = LoadedModel(model, None, None, {})
+    ids, out = src[5].tolist()[:9], greedy(model, src[5:6], max_output=6)[0].tokens + [model.cfg.eos_id]
+    plain = attribute(loaded, ids, out, method="ig", ig_steps=8)
+    fast_ = attribute(LoadedModel(packed, None, None, {}), ids, out, method="ig", ig_steps=8)
+    assert torch.allclose(plain.source, fast_.source, atol=1e-4) and torch.allclose(plain.target, fast_.target, atol=1e-4)
