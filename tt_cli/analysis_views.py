@@ -68,10 +68,18 @@ def show_ablation(console, ablation, parks: dict) -> None:
     console.print("most needed: " + ", ".join(f"{e.head} ({e.delta:+.3f})" for e in worst))
 
 
-def show_curve(console, curve, metric: str) -> None:
-    table = Table(title="pruning curve (least damaging head first)", box=None, header_style="bold")
-    for col in ("heads off", "head removed", metric):
+PRUNE_TITLES = {
+    "once": "pruning curve, order once: least damaging head first, by single-head ablation",
+    "greedy": "pruning curve, order greedy: at each step the head whose removal hurts least, given those off",
+}
+
+
+def show_curve(console, curve, metric: str, order: str) -> None:
+    console.print(PRUNE_TITLES[order])
+    table = Table(box=None, header_style="bold")
+    for col in ("heads off", "head removed", metric, "change"):
         table.add_column(col, justify="left" if col == "head removed" else "right")
     for p in curve:
-        table.add_row(str(p.removed), "—" if p.head is None else str(p.head), f"{p.value:.3f}")
+        table.add_row(str(p.removed), "—" if p.head is None else str(p.head), f"{p.value:.3f}",
+                      f"{p.value - curve[0].value:+.3f}")
     console.print(table)

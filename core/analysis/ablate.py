@@ -12,9 +12,14 @@ base mask, keeping each layer's input, and each ablation restarts from its first
 (`reference_logprob`). Ablations restarting at the same layer go through together: the batch is
 repeated once per ablation along the batch dimension, each copy with its own row of the head mask.
 
-`prune_curve` removes heads one after another, in order of increasing single-ablation damage
-(Michel et al. §4: importance estimated once, then heads pruned in that order), and measures the
-metric after each removal: how many heads the model can lose before it breaks.
+`prune_curve` removes heads one after another and measures the metric after each removal: how
+many heads the model can lose before it breaks. In which order:
+
+    once    by increasing single-ablation damage (Michel et al. §4: importance estimated once,
+            then heads pruned in that order); the whole curve is one batched evaluation
+    greedy  at each step every remaining head is tried on top of those already off, and the one
+            whose removal hurts least goes; each step is one batched evaluation
+            of all the candidates (`ablate_heads` with `base_off`), n + (n−1) + … + 1 in all
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from core.model.attention import HeadMask
 from core.model.masks import padding_mask
 
 METRICS = ("logprob", "bleu")
+PRUNE_ORDERS = ("once", "greedy")
 FAMILIES = ("encoder_self", "decoder_self", "cross")
 
 
@@ -236,11 +242,30 @@ def ablate_heads(
 
 
 def prune_curve(
-    loaded: LoadedModel, pairs: Sequence[tuple[str, str]], *, metric: str = "logprob", ablation: Ablation | None = None,
+    loaded: LoadedModel, pairs: Sequence[tuple[str, str]], *, metric: str = "logprob", order: str = "once",
+    max_removed: int | None = None, ablation: Ablation | None = None,
 ) -> list[PruneStep]:
-    """Remove heads cumulatively, least damaging first (by single-head ablation), measuring each time."""
+    """Remove heads cumulatively, least damaging first, measuring each time: the intact model, then
+    one step per head off, up to `max_removed` (None: every head).
+
+    order "once" ranks the heads by single-head ablation; "greedy" re-ranks the remaining heads after
+    each removal, on top of those already off. Equal values go in model order (`all_heads`) in both.
+    `ablation`, when given, is the single-head ablation of the intact model (it is both orders' first step).
+    """
+    if order not in PRUNE_ORDERS:
+        raise ConfigError(f"unknown pruning order {order!r}; use once or greedy")
     ablation = ablation or ablate_heads(loaded, pairs, metric=metric)
-    order = [e.head for e in sorted(ablation.effects, key=lambda e: -e.delta)]
-    masks = [head_mask(loaded.cfg, order[:k]) for k in range(1, len(order) + 1)]
-    values = evaluate(loaded, pairs, masks, metric)
-    return [PruneStep(0, None, ablation.intact)] + [PruneStep(k + 1, h, v) for k, (h, v) in enumerate(zip(order, values))]
+    n = len(ablation.effects) if max_removed is None else min(max_removed, len(ablation.effects))
+    if order == "once":
+        removed = [e.head for e in sorted(ablation.effects, key=lambda e: -e.delta)][:n]  # stable: model order on ties
+        values = evaluate(loaded, pairs, [head_mask(loaded.cfg, removed[:k]) for k in range(1, n + 1)], metric)
+    else:
+        removed, values, step = [], [], ablation
+        while len(removed) < n:
+            if removed:
+                step = ablate_heads(loaded, pairs, metric=metric, heads=[e.head for e in step.effects if e.head != removed[-1]],
+                                    base_off=removed)
+            best = max(step.effects, key=lambda e: e.value)  # max keeps the first of equals: model order
+            removed.append(best.head)
+            values.append(best.value)
+    return [PruneStep(0, None, ablation.intact)] + [PruneStep(k + 1, h, v) for k, (h, v) in enumerate(zip(removed, values))]

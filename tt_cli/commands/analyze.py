@@ -133,6 +133,11 @@ class Metric(str, Enum):
     bleu = "bleu"
 
 
+class PruneOrder(str, Enum):
+    once = "once"
+    greedy = "greedy"
+
+
 def heads(
     texts: Annotated[list[str] | None, typer.Argument(help="SOURCE REFERENCE (instead of --src/--ref).")] = None,
     src: SrcOpt = None,
@@ -141,7 +146,13 @@ def heads(
     metric: Annotated[Metric, typer.Option(help="logprob: mean log p(reference), teacher-forced (fast); "
                                            "bleu: BLEU of a greedy re-decode (slow).")] = Metric.logprob,
     prune: Annotated[bool, typer.Option("--prune", help="Also the pruning curve: heads removed one after "
-                                        "another, least damaging first, and the metric after each.")] = False,
+                                        "another, least damaging first (see --prune-order), and the metric after each.")] = False,
+    prune_order: Annotated[PruneOrder, typer.Option(help="The --prune order. once: by single-head damage, "
+                                                    "measured once (one pass). greedy: at each step every remaining "
+                                                    "head is tried on top of those off and the least damaging goes "
+                                                    "(n + (n−1) + … + 1 evaluations: slow).")] = PruneOrder.once,
+    prune_max: Annotated[int, typer.Option(help="Stop the --prune curve after K heads off (0 = all of them).",
+                                           min=0, metavar="K")] = 0,
     sinks: Annotated[bool, typer.Option("--sinks", help="Only the attention-sink diagnostics (no ablation).")] = False,
     model: ModelOpt = None,
     device: DeviceOpt = "cpu",
@@ -156,6 +167,8 @@ def heads(
 
     from core.analysis.sinks import head_sinks
 
+    if not prune and (prune_order != PruneOrder.once or prune_max):
+        raise fail("--prune-order and --prune-max shape the --prune curve: add --prune", EXIT_USAGE)
     pairs = _pairs(src, ref_file, texts, limit)
     loaded = _setup(model, device, threads)
     found = head_sinks(loaded, pairs)
@@ -170,7 +183,8 @@ def heads(
     from core.analysis.ablate import ablate_heads, prune_curve
 
     ablation = ablate_heads(loaded, pairs, metric=metric.value)
-    curve = prune_curve(loaded, pairs, metric=metric.value, ablation=ablation) if prune else None
+    curve = prune_curve(loaded, pairs, metric=metric.value, order=prune_order.value, max_removed=prune_max or None,
+                        ablation=ablation) if prune else None
     if json_out:
         sink_of = {(s.family, s.layer, s.head): s for s in found}
         rows = []
@@ -180,6 +194,7 @@ def heads(
                          "parks_on": s.parks_on})
         obj = {"metric": ablation.metric, "sentences": ablation.sentences, "intact": ablation.intact, "heads": rows}
         if curve is not None:
+            obj["prune_order"] = prune_order.value
             obj["prune"] = [{"removed": p.removed, "head": None if p.head is None else str(p.head), "value": p.value}
                             for p in curve]
         _print_json(_rounded(obj))
@@ -189,7 +204,7 @@ def heads(
     console = _console()
     views.show_ablation(console, ablation, {(s.family, s.layer, s.head): s.parks_on for s in found})
     if curve is not None:
-        views.show_curve(console, curve, ablation.metric)
+        views.show_curve(console, curve, ablation.metric, prune_order.value)
 
 
 def _rounded(obj, digits: int = 4):
