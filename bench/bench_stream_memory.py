@@ -39,7 +39,7 @@ def main() -> None:
     from core.decode.translate import TranslateOptions, translate_lines
 
     torch.set_num_threads(args.threads)
-    loaded = load_model(args.model)
+    loaded = load_model(args.model, packed=True)  # as tt translate loads it
     fixture = (ROOT / "tests" / "fixtures" / "tiny.tsv").read_text(encoding="utf-8").splitlines()
     french = [line.split("\t")[0] for line in fixture]
     stream = itertools.islice(itertools.cycle(french), args.lines)  # a generator: read by tt's reader thread

@@ -3,6 +3,11 @@
     python scripts/ship_weights.py --run runs/shipped --last 5
     python scripts/ship_weights.py --card-only      # re-measure the limits section of the shipped model, re-render
 
+A run started with `tt train --init-from weights` (a fine-tune, e.g. with guided alignment) keeps the
+base model's training record in the card (card["base"]) and adds its own (card["fine_tune"]). The
+Alignment section is measured here: `tt align --find-heads` on the Hansards trial set stores the rule
+with the new model, then the stored rule, the earlier rule and the diagonal are scored with `tt align --gold`.
+
 Every figure in the card comes from `tt eval --json` on the shipped files, so tests/test_weights.py can check
 that `tt eval` reproduces it.
 """
@@ -12,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -61,6 +67,40 @@ def tt(*args: str) -> str:
 
 def eval_json(model: Path, src: Path, ref: Path) -> dict:
     return json.loads(tt("eval", "--model", str(model), "--src", str(src), "--ref", str(ref), "--json").strip().splitlines()[-1])
+
+
+HANSARDS = SHARED / "hansards-align"
+
+
+def align_score(model: Path, *options: str) -> dict:
+    """AER, precision, recall (percent) of `tt align` on the Hansards trial set with these options."""
+    D = HANSARDS
+    out = subprocess.run(
+        [sys.executable, "-m", "tt_cli.main", "align", "--model", str(model), "--src", str(D / "trial.fr"),
+         "--tgt", str(D / "trial.en"), "--gold", str(D / "trial.wa"), *options],
+        check=True, capture_output=True, text=True, cwd=ROOT,
+    )
+    m = re.search(r"AER ([\d.]+)\s+precision ([\d.]+)\s+recall ([\d.]+)", out.stderr)
+    if not m:
+        raise SystemExit(f"ship_weights: no AER line in tt align's output: {out.stderr.strip()}")
+    return {"aer": float(m[1]), "precision": float(m[2]), "recall": float(m[3])}
+
+
+def measure_alignment(model: Path, previous: dict) -> dict:
+    """The card's Alignment section: find and store the rule, then score it beside the baselines."""
+    from core.analysis.align import load_rule
+
+    D = HANSARDS
+    tt("align", "--model", str(model), "--find-heads", "--src", str(D / "trial.fr"), "--tgt", str(D / "trial.en"),
+       "--gold", str(D / "trial.wa"))
+    pairs = sum(1 for _ in open(D / "trial.fr", encoding="utf-8"))
+    return {
+        "rule": load_rule(model).describe(), "pairs": pairs, **align_score(model),
+        "earlier_aer": align_score(model, "--method", "plain")["aer"],
+        "diagonal_aer": align_score(model, "--method", "diagonal")["aer"],
+        # eflomal is measured by the recipe in docs/alignment.md (it needs the `align` extra).
+        "eflomal_aer": previous.get("eflomal_aer"),
+    }
 
 
 def tatoeba_split(tmp: Path, lo: int, hi: int, name: str) -> tuple[Path, Path, int]:
@@ -130,6 +170,46 @@ earlier rule (mean of the last layer's heads, argmax) and {a['diagonal_aer']:.1f
 """
 
 
+def render_fine_tune(card: dict) -> str:
+    """The card's fine-tuning section (a run started with --init-from); empty for a model trained from scratch."""
+    ft = card.get("fine_tune")
+    if not ft:
+        return ""
+    tc = ft["train_config"]
+    data_flags = " ".join(f"--data {d}" for d in tc["data"])
+    valid = "\n".join(f"| {name} | {s['bleu']:.1f} | {s['chrf']:.1f} |" for name, s in ft["valid"].items())
+    control = ft.get("control")
+    control_text = "" if not control else f"""
+The same fine-tune without `--align-links` (`--out {control['run']}`, everything else equal) scores
+{control['bleu']:.2f} valid BLEU ({control['selected']}) against {ft['valid'][ft['selected']]['bleu']:.2f} with guided alignment: the alignment loss costs
+{control['bleu'] - ft['valid'][ft['selected']]['bleu']:+.2f} BLEU (issue 10's bound: at most 0.5).
+"""
+    guided = (f"with guided alignment (Garg et al. 2019): one cross-attention head (decoder layer {tc['align_layer']}, "
+              f"head {tc['align_head']}, weight λ {tc['align_weight']}) is pulled toward word links of the training pairs made by "
+              "eflomal (`scripts/silver_links.py`; no gold links, no Hansards text)") if tc.get("align_links") else "on the same data"
+    return f"""### Fine-tuning
+
+The model above was then fine-tuned from its own weights (`--init-from`) for {ft['train_steps']} steps
+({ft['train_seconds'] / 3600:.1f} h) {guided}:
+
+```
+python scripts/silver_links.py {data_flags} --out runs/silver.links
+tt train --init-from weights {data_flags} --align-links runs/silver.links \\
+  --align-layer {tc['align_layer']} --align-head {tc['align_head']} --align-weight {tc['align_weight']} \\
+  --test-per-mille {tc['test_per_mille']} --warmup {tc['warmup']} --lr-scale {tc['lr_scale']} --max-steps {ft['train_steps']} \\
+  --valid-every {tc['valid_every']} --save-every {tc['save_every']} --keep-last {tc['keep_last']} --bleu-sample {tc['bleu_sample']} --threads {tc['threads']} --out runs/guided
+python scripts/ship_weights.py --run runs/guided --last 5 --control runs/control
+```
+
+| candidate | valid BLEU | valid chrF |
+|---|---:|---:|
+{valid}
+
+Kept: **{ft['selected']}**.
+{control_text}
+"""
+
+
 def render_card(card: dict) -> str:
     """The model card (weights/README.md), every figure taken from card.json."""
     cfg, tc = card["model_config"], card["train_config"]
@@ -184,7 +264,7 @@ and saved it in fp16:
 |---|---:|---:|
 {valid}
 
-## Results
+{render_fine_tune(card)}## Results
 
 `tt eval` with the defaults (beam 4, α 0.6), sacreBLEU:
 
@@ -219,6 +299,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=ROOT / "weights")
     ap.add_argument("--valid-buckets", default="0,10")
     ap.add_argument("--test-buckets", default="10,25")
+    ap.add_argument("--control", type=Path, help="a fine-tune run like --run without --align-links: its valid BLEU goes in the card")
     ap.add_argument("--card-only", action="store_true", help="re-measure the limits of --out and re-render its card")
     args = ap.parse_args()
     if args.card_only:
@@ -227,6 +308,7 @@ def main() -> None:
         (args.out / "card.json").write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         (args.out / "README.md").write_text(render_card(card), encoding="utf-8")
         return
+    previous = json.loads((args.out / "card.json").read_text(encoding="utf-8")) if (args.out / "card.json").exists() else {}
     tmp = Path(tempfile.mkdtemp())
     vlo, vhi = map(int, args.valid_buckets.split(","))
     tlo, thi = map(int, args.test_buckets.split(","))
@@ -256,13 +338,16 @@ def main() -> None:
     }
     samples = tt("translate", "--model", str(args.out), *SAMPLES).splitlines()
     info = json.loads((checkpoints[-1] / "trainer.json").read_text())
+    fine_tune = info["train_config"].get("init_from")
+    if fine_tune:  # the base model's record (the card of the model it started from) stays in the card
+        base_card = previous if (ROOT / fine_tune).resolve() == args.out.resolve() else \
+            json.loads((ROOT / fine_tune / "card.json").read_text(encoding="utf-8"))
+        base = base_card.get("base") or {k: base_card[k] for k in ("train_steps", "train_seconds", "train_config", "selected", "valid")}
+    record = {"selected": chosen, "valid": valid, "train_steps": info["step"], "train_seconds": round(info["elapsed"]),
+              "train_config": info["train_config"]}
     card = {
         "model_config": loaded.cfg.to_dict(),
-        "selected": chosen,
-        "valid": valid,
-        "train_steps": info["step"],
-        "train_seconds": round(info["elapsed"]),
-        "train_config": info["train_config"],
+        **(base if fine_tune else record),
         "hardware": f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, CPU only",
         "test_sets": {name: {**spec, "bleu": r["bleu"], "chrf": r["chrf"], "bleu_signature": r.get("bleu_signature"),
                              "chrf_signature": r.get("chrf_signature"), "sentences_per_second": r.get("sentences_per_second")}
@@ -272,6 +357,17 @@ def main() -> None:
         "parameters": loaded.model.num_parameters(),
         "limits": measure_limits(args.out),
     }
+    if fine_tune:
+        card["base"], card["fine_tune"] = base, record
+        if args.control:
+            ctrl_ckpts = sorted(p for p in (args.control / "checkpoints").iterdir() if p.name.startswith("step_"))
+            ctrl = {"best": args.control, f"average of last {args.last}": average_checkpoints(ctrl_ckpts[-args.last :], tmp / "control")}
+            ctrl_valid = {name: eval_json(path, vsrc, vref) for name, path in ctrl.items()}
+            ctrl_best = max(ctrl_valid, key=lambda n: ctrl_valid[n]["bleu"])
+            record["control"] = {"run": str(args.control.relative_to(ROOT) if args.control.is_absolute() else args.control),
+                                 "selected": ctrl_best, "bleu": ctrl_valid[ctrl_best]["bleu"], "chrf": ctrl_valid[ctrl_best]["chrf"]}
+    earlier = previous.get("alignment") or (base_card.get("alignment") if fine_tune else None) or {}
+    card["alignment"] = measure_alignment(args.out, earlier)
     (args.out / "card.json").write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     (args.out / "README.md").write_text(render_card(card), encoding="utf-8")
     print(json.dumps({k: card[k] for k in ("selected", "test_sets")}, indent=1), file=sys.stderr)

@@ -27,17 +27,28 @@ def test_packed_linear_computes_the_linear_layer_for_any_row_count():
     torch.manual_seed(1)
     linear = nn.Linear(64, 96)
     packed = PackedLinear(linear)
-    for shape in [(1, 64), (fast.PACK_MIN_ROWS - 1, 64), (3, 7, 64), (130, 64)]:
+    rows = fast.PACK_MIN_MACS // (64 * 96)  # the first row count that goes through oneDNN
+    for shape in [(1, 64), (rows - 1, 64), (rows, 64), (3, 7, 64), (2 * rows + 3, 64)]:
         x = torch.randn(*shape)
         assert torch.allclose(packed(x), linear(x), atol=1e-5), shape
-    x = torch.randn(4, 9, 64, requires_grad=True)
-    (packed(x) * torch.arange(96.0)).sum().backward()  # a row count that goes through oneDNN
+    x = torch.randn(rows, 2, 64, requires_grad=True)
+    (packed(x) * torch.arange(96.0)).sum().backward()  # through oneDNN and its backward
     want = torch.autograd.grad((linear(x) * torch.arange(96.0)).sum(), x)[0]
     assert torch.allclose(x.grad, want, atol=1e-4)
     assert not packed.weight.requires_grad
 
 
-def test_packed_model_is_a_copy_with_every_linear_packed(model):
+@pytest.fixture
+def always_packed(monkeypatch):
+    """Every product through oneDNN: the tiny test model's products are all below the speed threshold."""
+    monkeypatch.setattr(fast, "PACK_MIN_MACS", 1)
+
+
+def used_onednn(model) -> bool:
+    return all(m._packed is not None for m in model.modules() if type(m) is PackedLinear)
+
+
+def test_packed_model_is_a_copy_with_every_linear_packed(model, always_packed):
     before = {k: v.clone() for k, v in model.state_dict().items()}
     packed = packed_model(model)
     assert packed is not model
@@ -48,9 +59,10 @@ def test_packed_model_is_a_copy_with_every_linear_packed(model):
     tgt = torch.randint(4, 40, (16, 9))
     with torch.no_grad():
         assert torch.allclose(packed(src, tgt), model(src, tgt), atol=1e-4)
+    assert used_onednn(packed)
 
 
-def test_packed_decoding_and_attribution_match_fp32(model):
+def test_packed_decoding_and_attribution_match_fp32(model, always_packed):
     torch.manual_seed(2)
     src = pad_batch([torch.randint(4, 40, (n,)).tolist() + [model.cfg.eos_id] for n in range(3, 19)], model.cfg.pad_id)
     packed = packed_model(model)
@@ -64,3 +76,4 @@ def test_packed_decoding_and_attribution_match_fp32(model):
     plain = attribute(loaded, ids, out, method="ig", ig_steps=8)
     fast_ = attribute(LoadedModel(packed, None, None, {}), ids, out, method="ig", ig_steps=8)
     assert torch.allclose(plain.source, fast_.source, atol=1e-4) and torch.allclose(plain.target, fast_.target, atol=1e-4)
+    assert used_onednn(packed) and all(m._packed_t is not None for m in packed.modules() if type(m) is PackedLinear)

@@ -21,9 +21,12 @@ import torch.nn.functional as F
 from torch import nn
 
 MODES = ("int8", "bf16")
-# Below this many rows (batch × positions) a Linear stays on torch's F.linear: oneDNN's per-call
-# overhead outweighs its faster kernel for a single decoding step of a few sentences.
-PACK_MIN_ROWS = 8
+# A product smaller than this many multiply-adds (rows × in × out) stays on torch's F.linear:
+# oneDNN's per-call overhead outweighs its faster kernel there (bench/README.md: at 1 thread the
+# break-even is ~1M for the model's shapes). 2M keeps a single sentence's decoding steps, and so
+# `tt translate "…"`, off oneDNN and free of the packing cost (the 8000-piece generator is 2.05M
+# per row); a batch of two or more sentences goes through it.
+PACK_MIN_MACS = 1 << 21
 
 
 def packing_available() -> bool:
@@ -51,8 +54,8 @@ class _PackedLinearFunction(torch.autograd.Function):
 class PackedLinear(nn.Module):
     """An fp32 nn.Linear for inference whose weight is also packed for oneDNN (once, here).
 
-    Inputs of at least PACK_MIN_ROWS rows go through oneDNN; smaller ones through F.linear on the
-    plain weight. No weight gradients: the parameters are frozen copies.
+    Products of at least PACK_MIN_MACS multiply-adds go through oneDNN; smaller ones through
+    F.linear on the plain weight. No weight gradients: the parameters are frozen.
     """
 
     def __init__(self, linear: nn.Linear) -> None:
@@ -78,7 +81,7 @@ class PackedLinear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         rows = x.numel() // self.in_features
-        if rows < PACK_MIN_ROWS or x.dtype != torch.float32 or x.device.type != "cpu":
+        if rows * self.in_features * self.out_features < PACK_MIN_MACS or x.dtype != torch.float32 or x.device.type != "cpu":
             return F.linear(x, self.weight, self.bias)
         flat = x.reshape(rows, self.in_features)
         if not flat.is_contiguous():
