@@ -93,7 +93,7 @@ def measure_alignment(model: Path, previous: dict) -> dict:
     D = HANSARDS
     tt("align", "--model", str(model), "--find-heads", "--src", str(D / "trial.fr"), "--tgt", str(D / "trial.en"),
        "--gold", str(D / "trial.wa"))
-    pairs = sum(1 for _ in open(D / "trial.fr", encoding="utf-8"))
+    pairs = len((D / "trial.fr").read_text(encoding="utf-8").splitlines())
     return {
         "rule": load_rule(model).describe(), "pairs": pairs, **align_score(model),
         "earlier_aer": align_score(model, "--method", "plain")["aer"],
