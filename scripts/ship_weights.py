@@ -86,8 +86,9 @@ def align_score(model: Path, *options: str) -> dict:
     return {"aer": float(m[1]), "precision": float(m[2]), "recall": float(m[3])}
 
 
-def measure_alignment(model: Path, previous: dict) -> dict:
-    """The card's Alignment section: find and store the rule, then score it beside the baselines."""
+def measure_alignment(model: Path, previous: dict, reverse: Path | None = None) -> dict:
+    """The card's Alignment section: find and store the rule, then score it beside the baselines
+    (and, given an English→French model with its own stored rule, the two directions intersected)."""
     from core.analysis.align import load_rule
 
     D = HANSARDS
@@ -100,6 +101,9 @@ def measure_alignment(model: Path, previous: dict) -> dict:
         "diagonal_aer": align_score(model, "--method", "diagonal")["aer"],
         # eflomal is measured by the recipe in docs/alignment.md (it needs the `align` extra).
         "eflomal_aer": previous.get("eflomal_aer"),
+        **({"symmetrized": {"reverse_model": str(reverse), "method": "intersection",
+                            **align_score(model, "--reverse-model", str(reverse), "--symmetrize", "intersection")}}
+           if reverse else {}),
     }
 
 
@@ -151,6 +155,15 @@ fetch in-domain data (`tt data get opus:Europarl`, `opus:News-Commentary`), trai
 """
 
 
+def symmetrized(a: dict) -> str:
+    sym = a.get("symmetrized")
+    if not sym:
+        return ""
+    return (f"With an English→French model fine-tuned from this one (`tt train --swap --init-from weights`, see the docs) "
+            f"and the two directions' links intersected (`tt align --reverse-model DIR --symmetrize intersection`), "
+            f"**AER {sym['aer']:.1f}** (precision {sym['precision']:.1f}, recall {sym['recall']:.1f}). ")
+
+
 def render_alignment(card: dict) -> str:
     """The card's Alignment section, from card["alignment"] (figures of docs/alignment.md); empty without it."""
     a = card.get("alignment")
@@ -164,7 +177,7 @@ stored in `alignment.json` ({a['rule']}), found by
 workshop. On those same {a['pairs']} pairs (the only gold set on this machine; the rule was chosen on them, so the figure
 is optimistic) the alignment error rate is **AER {a['aer']:.1f}** (precision {a['precision']:.1f}, recall {a['recall']:.1f}), against {a['earlier_aer']:.1f} for the
 earlier rule (mean of the last layer's heads, argmax) and {a['diagonal_aer']:.1f} for a diagonal line; a statistical aligner
-(eflomal) scores {a['eflomal_aer']:.1f}. The model never saw Hansards text. Commands and the full comparison:
+(eflomal) scores {a['eflomal_aer']:.1f}. The model never saw Hansards text. {symmetrized(a)}Commands and the full comparison:
 [docs/alignment.md](../docs/alignment.md).
 
 """
@@ -300,11 +313,14 @@ def main() -> None:
     ap.add_argument("--valid-buckets", default="0,10")
     ap.add_argument("--test-buckets", default="10,25")
     ap.add_argument("--control", type=Path, help="a fine-tune run like --run without --align-links: its valid BLEU goes in the card")
+    ap.add_argument("--reverse-model", type=Path, help="an English→French model (tt train --swap): the card reports the "
+                    "two directions' links intersected")
     ap.add_argument("--card-only", action="store_true", help="re-measure the limits of --out and re-render its card")
     args = ap.parse_args()
     if args.card_only:
         card = json.loads((args.out / "card.json").read_text(encoding="utf-8"))
         card["limits"] = measure_limits(args.out)
+        card["alignment"] = measure_alignment(args.out, card.get("alignment", {}), args.reverse_model)
         (args.out / "card.json").write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         (args.out / "README.md").write_text(render_card(card), encoding="utf-8")
         return
@@ -367,7 +383,7 @@ def main() -> None:
             record["control"] = {"run": str(args.control.relative_to(ROOT) if args.control.is_absolute() else args.control),
                                  "selected": ctrl_best, "bleu": ctrl_valid[ctrl_best]["bleu"], "chrf": ctrl_valid[ctrl_best]["chrf"]}
     earlier = previous.get("alignment") or (base_card.get("alignment") if fine_tune else None) or {}
-    card["alignment"] = measure_alignment(args.out, earlier)
+    card["alignment"] = measure_alignment(args.out, earlier, args.reverse_model)
     (args.out / "card.json").write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     (args.out / "README.md").write_text(render_card(card), encoding="utf-8")
     print(json.dumps({k: card[k] for k in ("selected", "test_sets")}, indent=1), file=sys.stderr)

@@ -31,6 +31,22 @@ def test_the_card_is_what_the_generator_renders_from_card_json():
     assert ship_weights().render_card(CARD) == (ROOT / "weights" / "README.md").read_text(encoding="utf-8")
 
 
+def test_a_fine_tuned_card_keeps_the_base_record_and_shows_the_fine_tune():
+    """A model fine-tuned with --init-from (guided alignment): the card's training section is still the base
+    model's, followed by the fine-tune's command, candidates and its control's BLEU."""
+    tuned_cfg = {**CARD["train_config"], "init_from": "weights", "align_links": "runs/silver.links", "align_layer": -2,
+                 "align_head": 0, "align_weight": 0.3, "warmup": 200, "lr_scale": 0.1, "threads": 1}
+    valid = {"average of last 5": {**CARD["valid"]["average of last 5"], "bleu": 61.44}}
+    fine_tune = {"selected": "average of last 5", "valid": valid, "train_steps": 1500, "train_seconds": 2184,
+                 "train_config": tuned_cfg, "control": {"run": "runs/control", "selected": "best", "bleu": 61.99, "chrf": 73.1}}
+    card = {**CARD, "fine_tune": fine_tune}
+    text = ship_weights().render_card(card)
+    assert f"({CARD['train_steps']} steps" in text  # the base model's training, as before
+    assert "for 1500 steps" in text and "--align-links runs/silver.links" in text and "--align-weight 0.3" in text
+    assert "scores\n61.99 valid BLEU (best) against 61.44 with guided alignment" in text and "+0.55 BLEU" in text
+    assert ship_weights().render_fine_tune(CARD) == ""
+
+
 def test_the_ood_sample_is_aligned_and_ours():
     fr = (ROOT / LIMITS["ood"]["src"]).read_text(encoding="utf-8").splitlines()
     en = (ROOT / LIMITS["ood"]["ref"]).read_text(encoding="utf-8").splitlines()
