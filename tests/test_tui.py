@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import io
+from typing import ClassVar
 
 import pytest
 import torch
+from textual.app import App
+from textual.binding import Binding
+from textual.widgets import Static
 from typer.testing import CliRunner
 
 from core.decode.stepper import Stepper
@@ -19,6 +24,7 @@ from tt_cli.tui.screens.views import ViewsScreen
 from tt_cli.tui.session import EXTRA_LEN
 from tt_cli.tui.widgets.beam import BeamView
 from tt_cli.tui.widgets.distribution import Distribution
+from tt_cli.tui.widgets.footer import Footer
 from tt_cli.tui.widgets.heatmap import Heatmap
 
 SENTENCE = "Je suis étudiant."
@@ -271,6 +277,54 @@ def test_masks_positions_help_and_svg(tiny_loaded, tmp_path):
         assert svg.read_text().lstrip().startswith("<svg") and "source" in svg.read_text()
 
     drive(tiny_loaded, script, svg_dir=tmp_path)
+
+
+def test_focus_changes_keep_the_footer_and_the_collector_is_unfrozen_after(tiny_loaded):
+    """Hiding the focused candidates list (y) or a screen over the app changes the focus, not the
+    keys the footer shows: its keys stay the same widgets (bench/bench_tui_toggle.py)."""
+
+    async def script(app, pilot):
+        assert gc.get_freeze_count() > 0  # the app's long-lived objects are left out of collections
+        before = list(app.query("FooterKey"))
+        assert app.focused is app.query_one(Distribution)
+        await keys(pilot, "y")
+        assert app.focused is None and app.view.mode == "lens"
+        await keys(pilot, "question_mark", "escape", "y")
+        assert list(app.query("FooterKey")) == before and [k.description for k in before][:3] == ["step", "back", "run"]
+
+    drive(tiny_loaded, script)
+    assert gc.get_freeze_count() == 0
+
+
+def test_the_footer_is_rebuilt_when_the_focus_brings_other_keys():
+    class Keyed(Static, can_focus=True):
+        BINDINGS: ClassVar = [Binding("z", "zap", "zap")]
+
+    class Two(App[None]):
+        AUTO_FOCUS = None
+
+        def compose(self):
+            yield Static("plain", id="plain")
+            yield Keyed("keyed", id="keyed")
+            yield Footer()
+
+    async def main() -> None:
+        app = Two()
+        async with app.run_test() as pilot:
+            await pilot.pause()
+
+            def shown() -> list[str]:
+                return [k.description for k in app.query("FooterKey")]
+
+            assert "zap" not in shown()
+            app.query_one("#keyed").focus()
+            await pilot.pause()
+            assert "zap" in shown()
+            app.set_focus(None)
+            await pilot.pause()
+            assert "zap" not in shown()
+
+    asyncio.run(main())
 
 
 def test_no_sentence_asks_for_one(tiny_loaded):

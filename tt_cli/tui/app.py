@@ -9,6 +9,7 @@ reports back with `call_from_thread`; the widgets only ever get data.
 
 from __future__ import annotations
 
+import gc
 import queue
 import time
 from collections.abc import Callable
@@ -21,7 +22,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
-from textual.widgets import ContentSwitcher, Footer, OptionList, Static
+from textual.widgets import ContentSwitcher, OptionList, Static
 
 from core.analysis.align import DEFAULT_RULE, head_ranking, load_rule
 from core.analysis.beam import BeamStep
@@ -43,6 +44,7 @@ from tt_cli.tui.state import Cell, ViewState
 from tt_cli.tui.widgets.beam import BeamView
 from tt_cli.tui.widgets.distribution import Distribution
 from tt_cli.tui.widgets.explain import ExplainView
+from tt_cli.tui.widgets.footer import Footer
 from tt_cli.tui.widgets.heatmap import Heatmap, label
 from tt_cli.tui.widgets.lens import LensView
 from tt_cli.tui.widgets.reference import ReferenceView
@@ -164,6 +166,10 @@ class InspectApp(AnalysisViews, App[None]):
         yield Footer()
 
     def on_mount(self) -> None:
+        # torch, the model and Textual leave ~200k long-lived objects, and a full (generation 2)
+        # collection walks them all: ~0.2 s, at whichever key press it falls on (bench/bench_tui_toggle.py).
+        # Frozen, they are left out of the cyclic collector (reference counting still frees them).
+        gc.freeze()
         self.model_thread()
         if self._rule_problem:
             self.notify(self._rule_problem, severity="warning", title="tt")
@@ -193,6 +199,7 @@ class InspectApp(AnalysisViews, App[None]):
 
     def on_unmount(self) -> None:
         self._jobs.put(None)  # wakes the model thread so that it ends with the app
+        gc.unfreeze()  # the process may go on without the app (tt's REPL, the tests)
 
     def submit(self, job: Callable[[], Any], then: Callable[[Any], None]) -> None:
         self.pending += 1
@@ -212,7 +219,9 @@ class InspectApp(AnalysisViews, App[None]):
     # ------------------------------------------------------------------------------ watchers: every redraw
     def watch_decoding(self, d: Decoding | None) -> None:
         where = "what-if branch" if d is not None and d.branch else "greedy"
-        self.query_one("#title", Static).update(f"[b]tt inspect[/b] · {self.about} · {where} · ? for help")
+        # #title and #cell have a fixed height (app.tcss): a new text needs no layout of the screen
+        self.query_one("#title", Static).update(f"[b]tt inspect[/b] · {self.about} · {where} · ? for help",
+                                                layout=False)
         self.query_one(SentenceView).show(d, self.compared)
         self._draw_heatmap()
         self._draw_cell()
@@ -266,11 +275,11 @@ class InspectApp(AnalysisViews, App[None]):
         if self.view.attribution is not None:
             attr = self._attribution()
             if d is not None and attr is not None and row < len(data.rows) and col < len(data.cols):
-                self.query_one("#cell", Static).update(attribution_text(attr, d, row, col))
+                self.query_one("#cell", Static).update(attribution_text(attr, d, row, col), layout=False)
             return
         cell = self.view.selected(len(d.steps), len(d.source.tokens)) if d is not None else None
         if cell is not None and row < len(data.matrix) and col < len(data.cols):
-            self.query_one("#cell", Static).update(cell_text(cell, data, d, row))
+            self.query_one("#cell", Static).update(cell_text(cell, data, d, row), layout=False)
 
     def _draw_distribution(self) -> None:
         step = self.decoding.steps[-1] if self.decoding is not None and self.decoding.steps else None
@@ -395,9 +404,13 @@ class InspectApp(AnalysisViews, App[None]):
         self.submit(lambda: self.session.positions(len(d.source.tokens)), show)
 
     def action_help(self) -> None:
-        self.push_screen(HelpScreen([
-            ("", self.BINDINGS), ("in the heatmap", Heatmap.BINDINGS), ("in the candidates list", Distribution.BINDINGS),
-        ]))
+        # Built once and kept (installed): the bindings never change, and composing and laying out
+        # its table again cost ~100 ms a time (bench/bench_tui_toggle.py).
+        if not self.is_screen_installed("help"):
+            self.install_screen(HelpScreen([
+                ("", self.BINDINGS), ("in the heatmap", Heatmap.BINDINGS), ("in the candidates list", Distribution.BINDINGS),
+            ]), "help")
+        self.push_screen("help")
 
     def action_save_svg(self) -> Path:
         path = self.svg_dir / f"tt-inspect-{time.strftime('%Y%m%d-%H%M%S')}.svg"

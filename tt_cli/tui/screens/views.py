@@ -7,8 +7,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, TabbedContent, TabPane
+from textual.widgets import TabbedContent, TabPane
 
+from tt_cli.tui.widgets.footer import Footer
 from tt_cli.tui.widgets.masks import MasksView
 from tt_cli.tui.widgets.positions import PositionsView
 
