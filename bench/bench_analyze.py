@@ -64,7 +64,8 @@ def main() -> None:
     parser.add_argument("--naive", action="store_true", help="Also time one pass per head (slow: ~37 passes).")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    loaded = load_model(ROOT / "weights")
+    loaded = load_model(ROOT / "weights", packed=True)  # as tt analyze / tt translate --attribution load it
+    unpacked = load_model(ROOT / "weights")
     pairs, origin = pairs_for(args.pairs)
     cfg = loaded.cfg
     n_heads = len(all_heads(cfg))
@@ -86,6 +87,8 @@ def main() -> None:
     rows.append((f"input×gradient, {len(out)}-piece output (reference)", one))
     ig = timed(lambda: attribute(loaded, src, out, method="ig", ig_steps=32), repeat=3)
     rows.append(("integrated gradients, 32 steps", ig))
+    ig_plain = timed(lambda: attribute(unpacked, src, out, method="ig", ig_steps=32), repeat=3)
+    rows.append(("integrated gradients, 32 steps, unpacked", ig_plain))
     ig_bf16 = timed(lambda: attribute(loaded, src, out, method="ig", ig_steps=32, precision="bf16"), repeat=3)
     rows.append(("integrated gradients, 32 steps, bf16 gradients", ig_bf16))
 
