@@ -279,6 +279,81 @@ def test_masks_positions_help_and_svg(tiny_loaded, tmp_path):
     drive(tiny_loaded, script, svg_dir=tmp_path)
 
 
+def test_a_rendered_widget_renders_once_per_width_for_measure_and_draw():
+    from rich.text import Text
+
+    from tt_cli.tui.widgets.rendered import Rendered
+
+    class Counted:
+        renders = 0
+
+        def __rich_console__(self, console, options):
+            Counted.renders += 1
+            yield Text("three\nshort\nlines")
+
+    class One(App):
+        def compose(self):
+            yield Rendered()
+
+    async def main() -> None:
+        async with One().run_test(size=(40, 10)) as pilot:
+            widget = pilot.app.query_one(Rendered)
+            widget.update(Counted())
+            await pilot.pause()
+            widget.refresh(layout=True)  # measured again, same width: not rendered again
+            await pilot.pause()
+            assert widget.size.height == 3 and Counted.renders == 1
+            assert pilot.app.export_screenshot().count("short") == 1
+            await pilot.resize_terminal(30, 10)
+            await pilot.pause()
+            assert Counted.renders == 2
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("n", [1, 8, 24])
+def test_a_mask_cell_draws_as_rich_draws_its_text_even_squeezed(n):
+    """The masks view's cells stand in for Text("■ ") and Text("· "): the same segments at every
+    width, where the grid fits and where rich squeezes its 2-wide columns (bench/bench_tui_toggle.py)."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    from tt_cli.tui.widgets.masks import HIDDEN, MAY_ATTEND
+
+    def grid(cells) -> Table:
+        table = Table(box=None, padding=(0, 0))
+        table.add_column("", width=7, no_wrap=True)
+        for j in range(n):
+            table.add_column(str(j % 10), width=2)
+        for i in range(n):
+            table.add_row(f"row {i}", *[cells[(i + j) % 2] for j in range(n)])
+        return table
+
+    texts = (Text("■ ", style="green"), Text("· ", style="grey35"))
+    console = Console(file=io.StringIO(), color_system="truecolor")
+    for width in (5, 12, 20, 40, 60, 120):
+        options = console.options.update(width=width)
+        assert console.render_lines(grid((MAY_ATTEND, HIDDEN)), options) == console.render_lines(grid(texts), options)
+
+
+def test_the_masks_screen_is_kept_and_redrawn_for_a_new_step(tiny_loaded):
+    """Built once (bench/bench_tui_toggle.py): a new step redraws it, and each opening starts on the
+    masks tab as a new screen did."""
+
+    async def script(app, pilot):
+        await keys(pilot, "m")
+        screen = app.screen
+        before = text_of(screen.query_one("MasksView"))
+        screen.query_one("TabbedContent").active = "positions"
+        await keys(pilot, "escape", "n", "m")
+        assert app.screen is screen and screen.query_one("TabbedContent").active == "masks"
+        after = text_of(screen.query_one("MasksView"))
+        assert "0 1 " in before and "0 1 2" not in before and "0 1 2" in after  # one more decoder input
+
+    drive(tiny_loaded, script)
+
+
 def test_focus_changes_keep_the_footer_and_the_collector_is_unfrozen_after(tiny_loaded):
     """Hiding the focused candidates list (y) or a screen over the app changes the focus, not the
     keys the footer shows: its keys stay the same widgets (bench/bench_tui_toggle.py)."""

@@ -38,7 +38,7 @@ from tt_cli.tui.kept import Kept
 from tt_cli.tui.picture import attribution_picture, attribution_text, cell_text, picture
 from tt_cli.tui.screens.ask import AskScreen
 from tt_cli.tui.screens.help import HelpScreen
-from tt_cli.tui.screens.views import ViewsScreen
+from tt_cli.tui.screens.views import MasksAndPositions, ViewsScreen
 from tt_cli.tui.session import Decoding, ScrubSession, Session, TraceSession, find_piece
 from tt_cli.tui.state import Cell, ViewState
 from tt_cli.tui.widgets.beam import BeamView
@@ -146,6 +146,7 @@ class InspectApp(AnalysisViews, App[None]):
         self._jobs: queue.Queue[Job | None] = queue.Queue()
         self._beam_asked = False
         self._explaining: tuple[Decoding, Cell] | None = None  # the last explanation asked for
+        self._views_drawn: Decoding | None = None  # the decoding the masks and positions screen shows
         # model results kept for what they were made from (tt_cli/tui/kept.py)
         self.attributed, self.lensed, self.sinks = Kept(), Kept(), Kept()
 
@@ -396,10 +397,15 @@ class InspectApp(AnalysisViews, App[None]):
 
         def show(positions: tuple) -> None:
             table, kind = positions
-            self.push_screen(ViewsScreen(
-                target_ids=ids, target_pieces=pieces, pad_id=self.loaded.cfg.pad_id,
-                positions=table, positional=kind, source_pieces=d.source.pieces,
-            ))
+            shown = MasksAndPositions(ids, pieces, self.loaded.cfg.pad_id, table, kind, d.source.pieces)
+            # Built once and kept (installed), redrawn for a new step or sentence only: composing
+            # and mounting a new screen cost ~50 ms of CPU a press (bench/bench_tui_toggle.py).
+            if not self.is_screen_installed("views"):
+                self.install_screen(ViewsScreen(shown), "views")
+            elif self._views_drawn is not d:
+                self.get_screen("views").show(shown)
+            self._views_drawn = d
+            self.push_screen("views")
 
         self.submit(lambda: self.session.positions(len(d.source.tokens)), show)
 

@@ -6,13 +6,30 @@ A batch of two (this sentence and a shorter copy) shows why padding masks exist 
 from __future__ import annotations
 
 import torch
-from rich.console import Group
+from rich.console import Console, ConsoleOptions, Group, RenderResult
+from rich.segment import Segment
+from rich.style import Style
 from rich.table import Table
 from rich.text import Text
-from textual.widgets import Static
 
 from core.model.masks import combine, padding_mask, subsequent_mask
 from tt_cli.tui.widgets.heatmap import label
+from tt_cli.tui.widgets.rendered import Rendered
+
+
+class Cell:
+    """One mask cell, a glyph and a space: the segment rich draws for Text(glyph + " ") in a table
+    cell (and crops, as it does the Text's, in a column squeezed to one), without Text's wrapping per
+    cell. A grid is n × n cells, and with Text they took ~3/5 of the view's render (bench/bench_tui_toggle.py)."""
+
+    def __init__(self, glyph: str, style: str) -> None:
+        self.segment = Segment(glyph + " ", Style.parse(style))
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.segment
+
+
+MAY_ATTEND, HIDDEN = Cell("■", "green"), Cell("·", "grey35")
 
 
 def mask_grid(title: str, mask: torch.Tensor, rows: list[str], cols: list[str]) -> Table:
@@ -22,12 +39,12 @@ def mask_grid(title: str, mask: torch.Tensor, rows: list[str], cols: list[str]) 
     for j, _ in enumerate(cols):
         table.add_column(str(j % 10), width=2)  # positions: pieces would not fit 2 columns
     for i, r in enumerate(rows):
-        cells = [Text("■ ", style="green") if bool(m) else Text("· ", style="grey35") for m in mask[i].tolist()]
+        cells = [MAY_ATTEND if m else HIDDEN for m in mask[i].tolist()]
         table.add_row(label(r, 7), *cells)
     return table
 
 
-class MasksView(Static):
+class MasksView(Rendered):
     DEFAULT_CSS = """
     MasksView { height: auto; }
     """

@@ -6,9 +6,9 @@ from __future__ import annotations
 import torch
 from rich.console import Group
 from rich.text import Text
-from textual.widgets import Static
 
 from tt_cli.tui.widgets.heatmap import label
+from tt_cli.tui.widgets.rendered import Rendered
 
 # Blue for negative, red for positive: a sine wave reads as alternating bands.
 _NEG = ["grey11", "navy_blue", "blue3", "dodger_blue2"]
@@ -20,7 +20,7 @@ def diverging(value: float) -> str:
     return scale[min(int(abs(value) * len(scale)), len(scale) - 1)]
 
 
-class PositionsView(Static):
+class PositionsView(Rendered):
     DEFAULT_CSS = """
     PositionsView { height: auto; }
     """
