@@ -8,7 +8,7 @@
   the fp32 model: `tt translate --quantize` offers them where BLEU on the held-out set stays within
   0.3 of fp32 (tests/test_quantize.py; bench/bench_ct2.py measures speed).
 
-The given model is left as it is; a converted copy is returned.
+`fast_model` returns a converted copy; `packed_model` a copy or, asked to, the model itself changed.
 """
 
 from __future__ import annotations
@@ -52,10 +52,11 @@ class _PackedLinearFunction(torch.autograd.Function):
 
 
 class PackedLinear(nn.Module):
-    """An fp32 nn.Linear for inference whose weight is also packed for oneDNN (once, here).
+    """An fp32 nn.Linear for inference whose weight is also packed for oneDNN (once, on first use).
 
     Products of at least PACK_MIN_MACS multiply-adds go through oneDNN; smaller ones through
-    F.linear on the plain weight. No weight gradients: the parameters are frozen.
+    F.linear on the plain weight. No weight gradients: the parameters are frozen, and must not
+    change after the first packed call (the packed copy would not follow).
     """
 
     def __init__(self, linear: nn.Linear) -> None:
