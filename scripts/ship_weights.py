@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from core.checkpoint import load_model, save_model  # noqa: E402
 from core.data.readers import heldout_range, read_corpus, write_aligned  # noqa: E402
+from core.train.state import list_checkpoints, read_trainer_info  # noqa: E402
 from core.train.trainer import average_checkpoints  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
@@ -305,6 +306,17 @@ and saved it in fp16:
 """
 
 
+def choose(run: Path, last: int, averaged_dir: Path, vsrc: Path, vref: Path) -> tuple[dict[str, Path], dict, str]:
+    """A run's candidates — its best checkpoint by validation BLEU (the run's top level) and the average
+    of its last `last` checkpoints — scored on the validation split: (candidates, scores, the better one)."""
+    averaged = average_checkpoints(list_checkpoints(run)[-last:], averaged_dir)
+    candidates = {"best": run, f"average of last {last}": averaged}
+    valid = {name: eval_json(path, vsrc, vref) for name, path in candidates.items()}
+    for name, s in valid.items():
+        print(f"valid  {run.name}: {name:24s} BLEU {s['bleu']:.2f}  chrF {s['chrf']:.2f}", file=sys.stderr)
+    return candidates, valid, max(valid, key=lambda n: valid[n]["bleu"])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--run", type=Path, default=ROOT / "runs/shipped")
@@ -330,15 +342,7 @@ def main() -> None:
     tlo, thi = map(int, args.test_buckets.split(","))
     vsrc, vref, _ = tatoeba_split(tmp, vlo, vhi, "valid")
 
-    # Candidates: the best checkpoint by validation BLEU (the run's top level) and the average of the last N.
-    checkpoints = sorted(p for p in (args.run / "checkpoints").iterdir() if p.name.startswith("step_"))
-    averaged = average_checkpoints(checkpoints[-args.last :], tmp / "averaged")
-    candidates = {"best": args.run, f"average of last {args.last}": averaged}
-    valid = {name: eval_json(path, vsrc, vref) for name, path in candidates.items()}
-    for name, s in valid.items():
-        print(f"valid  {name:24s} BLEU {s['bleu']:.2f}  chrF {s['chrf']:.2f}", file=sys.stderr)
-    chosen = max(valid, key=lambda n: valid[n]["bleu"])
-
+    candidates, valid, chosen = choose(args.run, args.last, tmp / "averaged", vsrc, vref)
     loaded = load_model(candidates[chosen])
     args.out.mkdir(exist_ok=True)
     save_model(loaded.model, loaded.tokenizer, args.out, dtype=torch.float16, extra_metadata={"selected": chosen})
@@ -353,7 +357,7 @@ def main() -> None:
                               eval_json(args.out, Path(str(m30k) + ".fr"), Path(str(m30k) + ".en"))),
     }
     samples = tt("translate", "--model", str(args.out), *SAMPLES).splitlines()
-    info = json.loads((checkpoints[-1] / "trainer.json").read_text())
+    info = read_trainer_info(list_checkpoints(args.run)[-1])
     fine_tune = info["train_config"].get("init_from")
     if fine_tune:  # the base model's record (the card of the model it started from) stays in the card
         base_card = previous if (ROOT / fine_tune).resolve() == args.out.resolve() else \
@@ -376,10 +380,7 @@ def main() -> None:
     if fine_tune:
         card["base"], card["fine_tune"] = base, record
         if args.control:
-            ctrl_ckpts = sorted(p for p in (args.control / "checkpoints").iterdir() if p.name.startswith("step_"))
-            ctrl = {"best": args.control, f"average of last {args.last}": average_checkpoints(ctrl_ckpts[-args.last :], tmp / "control")}
-            ctrl_valid = {name: eval_json(path, vsrc, vref) for name, path in ctrl.items()}
-            ctrl_best = max(ctrl_valid, key=lambda n: ctrl_valid[n]["bleu"])
+            _, ctrl_valid, ctrl_best = choose(args.control, args.last, tmp / "control", vsrc, vref)
             record["control"] = {"run": str(args.control.relative_to(ROOT) if args.control.is_absolute() else args.control),
                                  "selected": ctrl_best, "bleu": ctrl_valid[ctrl_best]["bleu"], "chrf": ctrl_valid[ctrl_best]["chrf"]}
     earlier = previous.get("alignment") or (base_card.get("alignment") if fine_tune else None) or {}

@@ -28,6 +28,13 @@ if TYPE_CHECKING:
     from core.train.config import TrainConfig
 
 
+def read_pairs(cfg: TrainConfig, specs: list[str], stats: ReadStats | None = None) -> list[Pair]:
+    """The pairs of these --data (or --valid) arguments, in order, read as the run reads them:
+    its languages, strictness and direction. The guided-alignment links are line-aligned with this."""
+    return [p for spec in specs for p in read_corpus(
+        spec, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, strict=cfg.strict, stats=stats, swap=cfg.swap)]
+
+
 @dataclass
 class Prepared:
     tokenizer: Tokenizer
@@ -45,9 +52,7 @@ def prepare_data(cfg: TrainConfig, run_dir: Path, is_main: bool = True, reuse_to
     over this run's --vocab-size.
     """
     stats = ReadStats()
-    pairs: list[Pair] = []
-    for spec in cfg.data:
-        pairs.extend(read_corpus(spec, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, strict=cfg.strict, stats=stats, swap=cfg.swap))
+    pairs = read_pairs(cfg, cfg.data, stats)
     if not pairs:
         raise DataError("the training data holds no sentence pairs")
     if cfg.dedup:
@@ -59,7 +64,7 @@ def prepare_data(cfg: TrainConfig, run_dir: Path, is_main: bool = True, reuse_to
         stats.skipped_duplicate = len(pairs) - len(unique)
         pairs = unique
     if cfg.valid:
-        valid_pairs = [p for spec in cfg.valid for p in read_corpus(spec, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, strict=cfg.strict, swap=cfg.swap)]
+        valid_pairs = read_pairs(cfg, cfg.valid)
     else:
         pairs, valid_pairs, test_pairs = split_heldout(pairs, cfg.valid_per_mille, cfg.test_per_mille)
         if not valid_pairs:  # a tiny corpus: hold out a few pairs all the same

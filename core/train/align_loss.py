@@ -19,7 +19,8 @@ from pathlib import Path
 
 import torch
 
-from core.data.readers import Example, read_corpus
+from core.data.prepare import read_pairs
+from core.data.readers import Example
 from core.errors import ConfigError, DataError
 
 Key = tuple[tuple[int, ...], tuple[int, ...]]  # (source ids, target ids) without EOS / BOS
@@ -59,7 +60,7 @@ class GuidedAlignment:
             raise DataError(f"{path}: cannot read the alignment links ({exc})") from None
         if lines and lines[-1] == "":
             lines.pop()
-        pairs = [p for spec in cfg.data for p in read_corpus(spec, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, strict=cfg.strict, swap=cfg.swap)]
+        pairs = read_pairs(cfg, cfg.data)
         if len(lines) != len(pairs):
             raise DataError(f"{path} has {len(lines)} lines but the training data has {len(pairs)} pairs; they must be line-aligned")
         table: dict[Key, list[tuple[int, int]]] = {}

@@ -75,6 +75,11 @@ def label_smoothed_loss(logits: torch.Tensor, target: torch.Tensor, pad_id: int,
 STOP_STATUS = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}
 
 
+# --init-from: the model options a fine-tune may set differently from the pre-training's; the rest of
+# the architecture is the loaded model's.
+FINE_TUNE_MAY_CHANGE = ("dropout", "attention_dropout")
+
+
 class Trainer:
     """Trains one run directory. `run()` returns a summary dict; `status` in it says why it stopped:
 
@@ -176,16 +181,14 @@ class Trainer:
         cfg = self.cfg
         loaded = load_model(cfg.init_from)
         own = loaded.cfg.to_dict()
-        differ = sorted(k for k, v in cfg.model_overrides.items()
-                        if v is not None and k not in ("dropout", "attention_dropout") and own.get(k) != v)
+        differ = sorted(k for k, v in cfg.model_overrides.items() if v is not None and k not in FINE_TUNE_MAY_CHANGE and own.get(k) != v)
         if differ:
             raise ConfigError(f"--init-from {cfg.init_from}: the architecture is the model's own; drop {', '.join(differ)}")
         spm = Path(cfg.init_from) / TOKENIZER_FILE
         if cfg.spm_model and Path(cfg.spm_model).read_bytes() != spm.read_bytes():
             raise ConfigError(f"--spm-model {cfg.spm_model} differs from {spm}; a fine-tune keeps the model's vocabulary")
         cfg.spm_model = str(spm)
-        # Dropout may differ from the pre-training's; the rest of the config is the loaded model's.
-        overrides = {k: cfg.model_overrides[k] for k in ("dropout", "attention_dropout") if cfg.model_overrides.get(k) is not None}
+        overrides = {k: cfg.model_overrides[k] for k in FINE_TUNE_MAY_CHANGE if cfg.model_overrides.get(k) is not None}
         return replace(loaded.cfg, **overrides), loaded.model.state_dict()
 
     # -- checkpoints ---------------------------------------------------------------------------
