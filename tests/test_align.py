@@ -18,6 +18,7 @@ from core.analysis.align import (
     align,
     align_steps,
     extract_links,
+    full_context_cross,
     head_ranking,
     load_rule,
     pair_attention,
@@ -171,6 +172,35 @@ def test_translation_alignment_reads_the_rule(tiny_loaded):
     assert align_steps(source.pieces, [], DEFAULT_RULE) == []
 
 
+def test_full_context_pass_sees_the_whole_target(tiny_loaded):
+    """The second pass lifts the look-ahead mask: a later target word changes the first word's row,
+    which the causal pass never lets happen; padding stays hidden (batched = one pair at a time)."""
+    pairs = [("Je suis étudiant.", "I am a student."), ("Je suis étudiant.", "I am a doctor."), ("Il est médecin.", "He is")]
+    batched = pair_attention(tiny_loaded, pairs, batch_size=3, full_context=True)
+    a, b = batched[0], batched[1]
+    torch.testing.assert_close(a.plain[:, :, :3], b.plain[:, :, :3])  # "I am a" sees only its past
+    assert not torch.allclose(a.full[:, :, 0], b.full[:, :, 0], atol=1e-4)  # ... unless the mask is lifted
+    assert pair_attention(tiny_loaded, pairs[:1])[0].full is None  # asked for only
+    tok, cfg = tiny_loaded.tokenizer, tiny_loaded.cfg
+    for (src, tgt), att in zip(pairs, batched):
+        (s_ids, s_groups), (t_ids, t_groups) = word_pieces(tok, src.split()), word_pieces(tok, tgt.split())
+        cross = full_context_cross(tiny_loaded.model, s_ids + [cfg.eos_id], t_ids + [cfg.eos_id])  # per layer (h, T+1, S)
+        for layer, m in enumerate(cross):
+            for j, tg in enumerate(t_groups):
+                for i, sg in enumerate(s_groups):
+                    torch.testing.assert_close(att.full[layer, :, j, i], m[:, tg][:, :, sg].sum(-1).mean(-1), atol=1e-5, rtol=1e-4)
+    rule = AlignRule(1, 2, full_context=True)
+    assert "full context" in rule.describe() and align([a], rule) != align([a], AlignRule(1, 2))
+    with pytest.raises(ConfigError, match="full-context pass"):
+        rule_scores(pair_attention(tiny_loaded, pairs[:1])[0], rule)
+    with pytest.raises(ConfigError, match="not both"):
+        AlignRule(0, shift=True, full_context=True).check(2, 4)
+    # The head finder measures the full-context rows when they are there.
+    golds = [gold({(0, 0), (1, 1), (2, 3)}), gold({(0, 0), (1, 1), (2, 3)}), gold({(0, 0), (1, 1)})]
+    ranked = rank_rules(batched, golds)
+    assert len(ranked) == 2 * 3 * 5 * 2 and any(r.full_context for r, _ in ranked)
+
+
 def test_too_long_line_names_file_and_line(tiny_loaded):
     long = " ".join(["étudiant"] * 80)
     with pytest.raises(DataError, match=r"b\.en:2: \d+ pieces, longer than the model's 63"):
@@ -244,6 +274,15 @@ def test_bad_alignment_json_is_a_checkpoint_error(tmp_path):
     (tmp_path / "alignment.json").write_text("{", encoding="utf-8")
     with pytest.raises(CheckpointError, match="not a valid alignment rule"):
         load_rule(tmp_path)
+    (tmp_path / "alignment.json").write_text('{"format": "tt.alignment", "rule": {"layer": 1, "full_context": 1}}', encoding="utf-8")
+    with pytest.raises(CheckpointError, match="full_context must be true or false"):
+        load_rule(tmp_path)
+    # Files written before full-context rules keep loading; the new field round-trips.
+    (tmp_path / "alignment.json").write_text('{"format": "tt.alignment", "rule": {"layer": 1, "head": 2}}', encoding="utf-8")
+    assert load_rule(tmp_path) == AlignRule(1, 2) and not load_rule(tmp_path).full_context
+    score = score_links([{(0, 0)}], [gold({(0, 0)})])
+    save_rule(tmp_path, [(AlignRule(1, 2, full_context=True), score)], {"gold": "test"})
+    assert load_rule(tmp_path) == AlignRule(1, 2, full_context=True)
 
 
 @pytest.mark.data
@@ -282,17 +321,19 @@ def test_guided_alignment_pulls_a_head_onto_the_links(tmp_path):
     links = [diagonal_links(len(p.src.split()), len(p.tgt.split())) for p in pairs]
     (tmp_path / "links.txt").write_text("".join(pharaoh(ls) + "\n" for ls in links), encoding="utf-8")
 
-    def run(name: str, guided: bool):
+    def run(name: str, guided: bool, full_context: bool = False):
         events = []
         cfg = TrainConfig(
             data=[str(TINY_TSV)], out=str(tmp_path / name), preset="tiny", vocab_size=120, max_steps=200, warmup=100,
             max_tokens=512, valid_every=0, save_every=0, bleu_sample=0, seed=1, log_every=1, model_overrides={"max_len": 64},
             align_links=str(tmp_path / "links.txt") if guided else None, align_layer=-1, align_head=1, align_weight=1.0,
+            align_full_context=full_context,
         )
         Trainer(cfg, [events.append]).run()
         loaded = load_model(tmp_path / name)
-        atts = pair_attention(loaded, [(p.src, p.tgt) for p in pairs])
-        aligned = [{(i, j) for i, j, _ in links} for links in align(atts, AlignRule(layer=-1, head=1))]
+        atts = pair_attention(loaded, [(p.src, p.tgt) for p in pairs], full_context=True)
+        rule = AlignRule(layer=-1, head=1, full_context=full_context)
+        aligned = [{(i, j) for i, j, _ in links} for links in align(atts, rule)]
         return [e.data.get("align_loss") for e in events if e.kind == "step"], score_links(aligned, [gold(ls) for ls in links])
 
     curve, guided = run("guided", True)
@@ -300,6 +341,10 @@ def test_guided_alignment_pulls_a_head_onto_the_links(tmp_path):
     assert guided.aer < 0.15
     _, unguided = run("plain", False)
     assert unguided.aer > guided.aer + 0.2
+    # Garg et al.'s full-context variant: the head is trained, and read, on the unmasked pass.
+    curve, full = run("full", True, full_context=True)
+    assert sum(curve[-20:]) / 20 < 0.7 * sum(curve[:20]) / 20
+    assert full.aer < 0.15
 
 
 def test_links_file_must_match_the_data(tmp_path):
@@ -317,3 +362,17 @@ def test_links_file_must_match_the_data(tmp_path):
     (tmp_path / "links.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
     with pytest.raises(DataError, match=r"links\.txt:4: link 0-9 is outside the pair \(3 source, 4 target words\)"):
         Trainer(cfg).run()
+
+
+def test_a_joined_example_carries_its_parts_links():
+    """--concat with --align-links: a joined example's links are its parts', moved past the pieces before them."""
+    from core.data.readers import Example, join_examples
+    from core.train.align_loss import GuidedAlignment
+
+    a, b = Example([5, 6, 3], [2, 7, 8, 9, 3]), Example([10, 3], [2, 11, 3])  # EOS 3, BOS 2
+    guide = GuidedAlignment({((5, 6), (7, 8, 9)): [(0, 0), (2, 1)], ((10,), (11,)): [(0, 0)]}, layer=0, head=0)
+    joined = join_examples([a, b, a])
+    assert joined.src == [5, 6, 10, 5, 6, 3] and joined.tgt == [2, 7, 8, 9, 11, 7, 8, 9, 3]
+    assert guide.links(joined) == [(0, 0), (2, 1), (3, 2), (4, 3), (6, 4)]
+    g = guide.targets([joined, Example([4, 3], [2, 4, 3])], (2, 8, 6))
+    assert g[0, 3, 2] == 1.0 and g[0, 1].sum() == 0 and g[1].sum() == 0  # no links: zero rows

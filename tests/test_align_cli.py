@@ -86,13 +86,14 @@ def test_find_heads_stores_the_rule_that_align_and_translate_then_use(tt, files,
     result = tt("--find-heads", "--src", str(files / "a.fr"), "--tgt", str(files / "a.en"), "--gold", str(files / "a.wa"), model=model)
     assert result.exit_code == 0, result.stderr
     rows = result.stdout.splitlines()
-    assert len(rows) == 2 * 2 * 5 * 2 and rows[0].startswith("  1  layer ")
+    # layers × (plain, shift, full context) × (mean + 4 heads) × (one way, both ways)
+    assert len(rows) == 2 * 3 * 5 * 2 and rows[0].startswith("  1  layer ") and any("full context" in r for r in rows)
     stored = json.loads((model / "alignment.json").read_text(encoding="utf-8"))
-    assert stored["format"] == "tt.alignment" and len(stored["ranking"]) == 40
+    assert stored["format"] == "tt.alignment" and len(stored["ranking"]) == 60
     assert "stored the best rule" in result.stderr
     # Now the default: `tt align` equals the stored rule given explicitly.
     rule = AlignRule(**stored["rule"])
-    explicit = ["--method", "shift" if rule.shift else "plain", "--layer", str(rule.layer)]
+    explicit = ["--method", "shift" if rule.shift else "full" if rule.full_context else "plain", "--layer", str(rule.layer)]
     explicit += ["--head", str(rule.head)] if rule.head is not None else []
     explicit += ["--both-ways"] if rule.bidirectional else []
     by_default = tt("--src", str(files / "a.fr"), "--tgt", str(files / "a.en"), model=model)
@@ -153,5 +154,5 @@ def test_threshold_and_no_save(tt, files, tiny_loaded, tiny_model_dir):
     expected = align(pair_attention(tiny_loaded, PAIRS), AlignRule(0, None, False, 0.2))
     assert result.stdout.splitlines() == [pharaoh((i, j) for i, j, _ in links) for links in expected]
     ranked = tt("--find-heads", "--no-save", "--src", str(files / "a.fr"), "--tgt", str(files / "a.en"), "--gold", str(files / "a.wa"))
-    assert ranked.exit_code == 0 and len(ranked.stdout.splitlines()) == 40
+    assert ranked.exit_code == 0 and len(ranked.stdout.splitlines()) == 60
     assert not (tiny_model_dir / "alignment.json").exists() and ranked.stderr == ""

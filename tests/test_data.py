@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+from pathlib import Path
 
 import pytest
 
@@ -84,6 +85,25 @@ def test_gzip_and_prefix_forms(tmp_path):
     swapped = list(read_corpus(tmp_path / "t.tsv.gz", swap=True))
     assert [(p.src, p.tgt) for p in swapped] == [("A cat.", "Un chat.")] and swapped[0].origin.endswith("t.tsv.gz:1")
     assert [p.tgt for p in read_corpus(tmp_path / "c", swap=True)] == ["Un chat.", "Deux chiens."]
+
+
+def test_a_tsv_named_by_its_languages_turns_with_src_lang(tmp_path):
+    """`--src-lang en --tgt-lang fr` turns Tatoeba's fra-eng.tsv around with the prefix data beside it."""
+    from core.data.readers import tsv_languages
+
+    write(tmp_path / "fra-eng.tsv", "Un chat.\tA cat.\n")
+    write(tmp_path / "c.fr", "Deux chiens.\n")
+    write(tmp_path / "c.en", "Two dogs.\n")
+    write(tmp_path / "pairs.tsv", "Un chat.\tA cat.\n")
+    assert tsv_languages(tmp_path / "fra-eng.tsv") == ("fr", "en") and tsv_languages(Path("deu-eng.tsv.gz")) == ("de", "en")
+    assert tsv_languages(tmp_path / "pairs.tsv") is None and tsv_languages(Path("my-corpus.tsv")) is None
+    both = [str(tmp_path / "fra-eng.tsv"), str(tmp_path / "c")]
+    assert [p.src for spec in both for p in read_corpus(spec)] == ["Un chat.", "Deux chiens."]
+    assert [p.src for spec in both for p in read_corpus(spec, src_lang="en", tgt_lang="fr")] == ["A cat.", "Two dogs."]
+    assert [p.src for spec in both for p in read_corpus(spec, src_lang="en", tgt_lang="fr", swap=True)] == ["Un chat.", "Deux chiens."]
+    assert [p.src for p in read_corpus(tmp_path / "fra-eng.tsv", src_lang="eng", tgt_lang="fra")] == ["A cat."]
+    # A TSV that names no languages is source<TAB>target, whatever the languages asked for.
+    assert [p.src for p in read_corpus(tmp_path / "pairs.tsv", src_lang="en", tgt_lang="fr")] == ["Un chat."]
 
 
 def test_missing_data_says_which_forms_work(tmp_path):
@@ -211,3 +231,30 @@ def test_tt_train_writes_exactly_the_test_split_and_never_trains_on_it(tmp_path)
     trained = {prepared.tokenizer.decode(ex.src[:-1]) for ex in prepared.train}
     assert trained == {src for src, _ in train}
     assert not trained & {src for src, _ in test}
+
+
+def test_concat_joins_pairs_for_length(tmp_path):
+    """--concat adds seeded examples of 2..concat-max training pairs side by side: their pieces, one BOS,
+    one EOS, exactly what the joined text encodes to; within --max-pieces; the same on every rebuild."""
+    from core.data.prepare import prepare_data
+    from core.data.readers import join_examples
+    from core.train.config import TrainConfig
+    from tests.conftest import TINY_TSV
+
+    cfg = TrainConfig(data=[str(TINY_TSV)], out=str(tmp_path), preset="tiny", vocab_size=120, concat=0.5, concat_max=3, max_pieces=40)
+    data = prepare_data(cfg, tmp_path)
+    plain = [e for e in data.train if not e.parts]
+    joined = [e for e in data.train if e.parts]
+    assert data.stats["joined_examples"] == len(joined) == round(0.5 * len(plain))
+    tok = data.tokenizer
+    for e in joined:
+        assert 2 <= len(e.parts) <= 3 and all(p in plain for p in e.parts)
+        assert len(e.src) - 1 <= 40 and len(e.tgt) - 2 <= 40
+        text = lambda side: " ".join(tok.decode(getattr(p, side)[:-1] if side == "src" else getattr(p, side)[1:-1]) for p in e.parts)  # noqa: E731
+        assert e.src[:-1] == tok.encode(text("src")) and e.tgt[1:-1] == tok.encode(text("tgt"))
+        assert e.src[-1] == tok.sp.eos_id() and (e.tgt[0], e.tgt[-1]) == (tok.sp.bos_id(), tok.sp.eos_id())
+    assert join_examples(joined[0].parts) == joined[0]
+    again = prepare_data(cfg, tmp_path)
+    assert [(e.src, e.tgt) for e in again.train] == [(e.src, e.tgt) for e in data.train]
+    with pytest.raises(DataError, match="--concat-max 1"):
+        prepare_data(TrainConfig(data=[str(TINY_TSV)], out=str(tmp_path), preset="tiny", vocab_size=120, concat=0.5, concat_max=1), tmp_path)

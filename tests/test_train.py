@@ -318,3 +318,11 @@ def test_swap_trains_the_other_direction(tmp_path):
     # The training examples' sources are the TSV's second column.
     sources = {tok.decode(e.src[:-1]) for e in data.train} | {p.src for p in data.valid_pairs}
     assert first.tgt in sources and first.src not in sources
+    # The held-out test files are named by their language: test.en holds the (English) sources.
+    run = tmp_path / "held"
+    run.mkdir()
+    prepare_data(tiny_cfg(run, swap=True, test_per_mille=300), run)
+    english = (run / "test.en").read_text(encoding="utf-8").splitlines()
+    french = (run / "test.fr").read_text(encoding="utf-8").splitlines()
+    pairs = {(p.src, p.tgt) for p in read_tsv(TINY_TSV)}  # (French, English)
+    assert english and all((fr, en) in pairs for fr, en in zip(french, english))

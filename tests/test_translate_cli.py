@@ -214,3 +214,31 @@ def test_any_unicode_on_stdin_gives_one_line_per_line(tt, lines):
     assert "Traceback" not in result.stderr
     assert result.stdout.count("\n") == len(lines)
     assert len(result.stdout.split("\n")) == len(lines) + 1
+
+
+def test_align_with_a_full_context_rule_matches_tt_align(tiny_model_dir, tmp_path):
+    """A full-context rule re-reads the translation without the look-ahead mask: `tt translate --align`
+    (one re-read of the trace's tokens) gives the links `tt align` gives for the same pair (a batched pass)."""
+    import shutil
+
+    model = tmp_path / "model"
+    shutil.copytree(tiny_model_dir, model)
+    rule = {"layer": 1, "head": 2, "shift": False, "full_context": True}
+    (model / "alignment.json").write_text(json.dumps({"format": "tt.alignment", "version": 1, "rule": rule}), encoding="utf-8")
+    sources = ["Je suis étudiant.", "Il est médecin."]
+    result = runner.invoke(app, ["translate", "--model", str(model), "--greedy", "--json", "--align", *sources])
+    assert result.exit_code == 0, result.stderr
+    objs = [json.loads(line) for line in result.stdout.splitlines()]
+    (tmp_path / "s.fr").write_text("".join(s + "\n" for s in sources), encoding="utf-8")
+    (tmp_path / "t.en").write_text("".join(o["translation"] + "\n" for o in objs), encoding="utf-8")
+    aligned = runner.invoke(app, ["align", "--model", str(model), "--src", str(tmp_path / "s.fr"), "--tgt", str(tmp_path / "t.en")])
+    assert aligned.exit_code == 0, aligned.stderr
+    for obj, line in zip(objs, aligned.stdout.splitlines()):
+        links = sorted((a["source"], a["target"]) for a in obj["alignment"])
+        assert links and links == sorted(tuple(map(int, x.split("-"))) for x in line.split())
+    # The causal reading of the same head is another matrix: the rule is really read.
+    causal = runner.invoke(app, ["align", "--model", str(model), "--method", "plain", "--layer", "1", "--head", "2",
+                                 "--src", str(tmp_path / "s.fr"), "--tgt", str(tmp_path / "t.en"), "--json"])
+    full = runner.invoke(app, ["align", "--model", str(model), "--src", str(tmp_path / "s.fr"), "--tgt", str(tmp_path / "t.en"), "--json"])
+    scores = lambda r: [[link["score"] for link in json.loads(line)["links"]] for line in r.stdout.splitlines()]  # noqa: E731
+    assert scores(causal) != scores(full)

@@ -149,6 +149,45 @@ def test_word_links_replace_the_weights_on_cross_attention(aligned_loaded):
     drive(aligned_loaded, script)
 
 
+def test_word_links_of_a_full_context_rule_reread_the_output(tiny_model_dir, tmp_path):
+    """A rule trained on the unmasked pass (tt train --align-full-context) marks the links of the
+    output re-read with the model; a replayed trace, which has no model, falls back to the default rule."""
+    import json
+    import shutil
+
+    from core.analysis.align import DEFAULT_RULE, AlignRule, align_steps, full_context_cross, words
+    from core.checkpoint import load_model
+
+    model_dir = tmp_path / "model"
+    shutil.copytree(tiny_model_dir, model_dir)
+    rule = AlignRule(1, 2, full_context=True)
+    (model_dir / "alignment.json").write_text(
+        json.dumps({"format": "tt.alignment", "version": 1, "rule": {"layer": 1, "head": 2, "full_context": True}}), encoding="utf-8"
+    )
+    loaded = load_model(model_dir)
+
+    async def script(app, pilot):
+        await keys(pilot, "r", "a")
+        d, data = app.decoding, app.query_one(Heatmap).data
+        assert app.rule == rule and f"links: {rule.describe()}" in data.title and "re-reading" not in data.title
+        full = full_context_cross(loaded.model, d.source.tokens, [s.token for s in d.steps])
+        links = align_steps(d.source.pieces, list(d.steps), rule, full)
+        src, tgt = words(d.source.pieces), words([s.piece for s in d.steps])
+        expected = {(t, s) for i, j in links for t in tgt[j] for s in src[i]}
+        assert links and {(t, s) for t, row in enumerate(data.marks) for s, m in enumerate(row) if m} == expected
+
+    drive(loaded, script)
+
+    trace = tmp_path / "t.json"
+    result = CliRunner().invoke(cli, ["translate", "--model", str(model_dir), "--greedy", "--trace", str(trace), SENTENCE])
+    assert result.exit_code == 0, result.stderr
+
+    async def replay(app, pilot):
+        assert app.rule == DEFAULT_RULE and "replay has not" in app._rule_problem
+
+    drive(None, replay, text=None, trace=load_trace(trace))
+
+
 def test_the_cross_grid_labels_each_head_with_its_aer(aligned_loaded, tiny_loaded):
     async def script(app, pilot):
         await keys(pilot, "g")

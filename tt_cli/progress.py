@@ -75,7 +75,9 @@ class TrainProgress:
         world = f" × {data['world']} processes" if data.get("world", 1) > 1 else ""
         self._line(
             f"{how}: {data['params']:,} parameters on {data['device']}{world} in {data['precision']}; "
-            f"{data['train_pairs']} training pairs, {data['valid_pairs']} validation"
+            f"{data['train_pairs']} training pairs"
+            + (f" + {data['joined_examples']} joined (--concat)" if data.get("joined_examples") else "")
+            + f", {data['valid_pairs']} validation"
         )
         skipped = {k: data.get(f"skipped_{k}", 0) for k in ("malformed", "filtered", "duplicate")}
         if any(skipped.values()):

@@ -41,11 +41,13 @@ class AlignRule:
     shift: bool = False  # read the step whose input is the target word (shift-att) instead of the one predicting it
     threshold: float = 0.0  # 0: each target word links to its best source word; > 0: every word pair scoring this much
     bidirectional: bool = False  # argmax both ways (also each source word's best target word), grow-diag-final
+    full_context: bool = False  # read a second pass without the look-ahead mask (a head trained with --align-full-context)
 
     def describe(self) -> str:
         head = "mean of heads" if self.head is None else f"head {self.head}"
         pick = f"score ≥ {self.threshold:g}" if self.threshold > 0 else "argmax both ways" if self.bidirectional else "argmax"
-        return f"layer {self.layer}, {head}, {'shift' if self.shift else 'plain'}, {pick}"
+        row = "full context" if self.full_context else "shift" if self.shift else "plain"
+        return f"layer {self.layer}, {head}, {row}, {pick}"
 
     def check(self, n_layers: int, h: int) -> AlignRule:
         if not -n_layers <= self.layer < n_layers:
@@ -54,6 +56,8 @@ class AlignRule:
             raise ConfigError(f"alignment head {self.head}: this model has {h} heads (0..{h - 1})")
         if not 0.0 <= self.threshold <= 1.0:
             raise ConfigError(f"alignment threshold must be in [0, 1], got {self.threshold}")
+        if self.shift and self.full_context:
+            raise ConfigError("an alignment rule reads shifted rows or the full-context pass, not both")
         return self
 
 
@@ -74,6 +78,7 @@ class PairAttention:
     target_words: list[str]
     plain: torch.Tensor  # (n_layers, h, J, I): rows that predict each target word's pieces
     shift: torch.Tensor  # (n_layers, h, J, I): rows whose input is each target word's pieces
+    full: torch.Tensor | None = None  # (n_layers, h, J, I): plain rows of the pass without look-ahead mask, when asked
 
 
 # --------------------------------------------------------------------------------------- words
@@ -122,12 +127,14 @@ def _pool(groups: list[list[int]], n: int, offset: int = 0, mean: bool = False) 
 # --------------------------------------------------------------------------------------- the pass
 @torch.inference_mode()
 def pair_attention(
-    loaded, pairs: Sequence[tuple[str, str]], *, batch_size: int = 32, names: tuple[str, str] = ("source", "target")
+    loaded, pairs: Sequence[tuple[str, str]], *, batch_size: int = 32, names: tuple[str, str] = ("source", "target"),
+    full_context: bool = False,
 ) -> list[PairAttention]:
     """Word-pooled cross-attention of every pair, the target teacher-forced: one pass per batch.
 
-    A pair with an empty side gets empty matrices (no links). A line with more pieces than the model
-    takes is a DataError naming `names[k]:line`.
+    full_context adds a second decoder pass per batch without the look-ahead mask (`full`), for rules
+    that read a head trained that way. A pair with an empty side gets empty matrices (no links). A
+    line with more pieces than the model takes is a DataError naming `names[k]:line`.
     """
     model, cfg, tok = loaded.model, loaded.cfg, loaded.tokenizer
     device = next(model.parameters()).device
@@ -140,9 +147,11 @@ def pair_attention(
             if len(ids) + 1 > cfg.max_len:  # + EOS (source) or BOS (target)
                 raise DataError(f"{name}:{k + 1}: {len(ids)} pieces, longer than the model's {cfg.max_len - 1}")
         prepared.append((sw, tw, s_ids, s_groups, t_ids, t_groups))
+    def empty(sw: list[str], tw: list[str]) -> torch.Tensor:
+        return torch.zeros(n_layers, h, len(tw), len(sw))
+
     out: list[PairAttention | None] = [
-        PairAttention(sw, tw, torch.zeros(n_layers, h, len(tw), len(sw)), torch.zeros(n_layers, h, len(tw), len(sw)))
-        for sw, tw, *_ in prepared
+        PairAttention(sw, tw, empty(sw, tw), empty(sw, tw), empty(sw, tw) if full_context else None) for sw, tw, *_ in prepared
     ]
     work = sorted((k for k, p in enumerate(prepared) if p[2] and p[4]), key=lambda k: (len(prepared[k][2]), len(prepared[k][4])))
     for start in range(0, len(work), batch_size):
@@ -153,23 +162,43 @@ def pair_attention(
         tgt_in = torch.full((len(batch), max(map(len, tgts))), cfg.pad_id, dtype=torch.long)  # (B, T+1)
         for b, (s, t) in enumerate(zip(srcs, tgts)):
             src[b, : len(s)], tgt_in[b, : len(t)] = torch.tensor(s), torch.tensor(t)
-        dec = model.decode(tgt_in.to(device), model.encode(src.to(device)), need_weights=True)
-        cross = torch.stack([a.weights for a in dec.cross_attention], 1).float().cpu()  # (B, n_layers, h, T+1, S)
+        enc = model.encode(src.to(device))
+        cross = _cross(model.decode(tgt_in.to(device), enc, need_weights=True))  # (B, n_layers, h, T+1, S)
+        full = _cross(model.decode(tgt_in.to(device), enc, need_weights=True, full_context=True)) if full_context else None
         for b, k in enumerate(batch):
             sw, tw, s_ids, s_groups, t_ids, t_groups = prepared[k]
-            a = cross[b, :, :, : len(tgts[b]), : len(srcs[b])]  # (n_layers, h, T+1, S) of this pair
-            to_src = _pool(s_groups, len(srcs[b])).T  # (S, I): sum over a source word's pieces (EOS left out)
-            rows = len(tgts[b])
-            plain = _pool(t_groups, rows, 0, mean=True) @ a @ to_src  # (n_layers, h, J, I)
-            shift = _pool(t_groups, rows, 1, mean=True) @ a @ to_src
-            out[k] = PairAttention(sw, tw, plain, shift)
+            rows, cols = len(tgts[b]), len(srcs[b])
+            to_src = _pool(s_groups, cols).T  # (S, I): sum over a source word's pieces (EOS left out)
+            to_word = _pool(t_groups, rows, 0, mean=True)  # (J, T+1): the rows predicting a word's pieces
+            plain = to_word @ cross[b, :, :, :rows, :cols] @ to_src  # (n_layers, h, J, I)
+            shift = _pool(t_groups, rows, 1, mean=True) @ cross[b, :, :, :rows, :cols] @ to_src
+            out[k] = PairAttention(sw, tw, plain, shift, None if full is None else to_word @ full[b, :, :, :rows, :cols] @ to_src)
     return out  # type: ignore[return-value]
+
+
+def _cross(dec) -> torch.Tensor:
+    return torch.stack([a.weights for a in dec.cross_attention], 1).float().cpu()  # (B, n_layers, h, T, S)
+
+
+@torch.inference_mode()
+def full_context_cross(model, src_ids: list[int], out_ids: list[int]) -> list[torch.Tensor]:
+    """Each decoder layer's cross-attention (h, T, S) of one translation re-read without the look-ahead
+    mask: src_ids with EOS, out_ids the produced pieces with EOS (one row each, as a trace's steps).
+
+    What a full-context rule reads for `tt translate --align` and the TUI, where decoding itself is causal."""
+    device = next(model.parameters()).device
+    src = torch.tensor([src_ids], device=device)
+    tgt_in = torch.tensor([[model.cfg.bos_id, *out_ids[:-1]]], device=device)
+    dec = model.decode(tgt_in, model.encode(src), need_weights=True, full_context=True)
+    return list(_cross(dec)[0])
 
 
 # --------------------------------------------------------------------------------------- rules
 def rule_scores(att: PairAttention, rule: AlignRule) -> torch.Tensor:
     """(J, I) word scores of one pair under `rule`."""
-    m = (att.shift if rule.shift else att.plain)[rule.layer]  # (h, J, I)
+    if rule.full_context and att.full is None:
+        raise ConfigError("this rule reads the full-context pass: compute pair_attention(..., full_context=True)")
+    m = (att.full if rule.full_context else att.shift if rule.shift else att.plain)[rule.layer]  # (h, J, I)
     return m.mean(0) if rule.head is None else m[rule.head]
 
 
@@ -214,12 +243,14 @@ def align(
     return result
 
 
-def candidate_rules(n_layers: int, h: int) -> list[AlignRule]:
-    """Every (layer, head) and each layer's mean of heads; plain and shift; argmax one way and both ways."""
+def candidate_rules(n_layers: int, h: int, full_context: bool = False) -> list[AlignRule]:
+    """Every (layer, head) and each layer's mean of heads; plain and shift (and, with `full_context`,
+    the unmasked pass's rows); argmax one way and both ways."""
+    rows = [(False, False), (True, False)] + ([(False, True)] if full_context else [])
     return [
-        AlignRule(layer, head, shift, bidirectional=both)
+        AlignRule(layer, head, shift, bidirectional=both, full_context=full)
         for layer in range(n_layers)
-        for shift in (False, True)
+        for shift, full in rows
         for head in (None, *range(h))
         for both in (False, True)
     ]
@@ -232,7 +263,7 @@ def rank_rules(
     if not attentions:
         raise DataError("no sentence pairs to rank alignment rules on")
     n_layers, h = attentions[0].plain.shape[:2]
-    rules = rules or candidate_rules(n_layers, h)
+    rules = rules or candidate_rules(n_layers, h, full_context=attentions[0].full is not None)
     scored = []
     for rule in rules:
         links = [{(i, j) for i, j, _ in extract_links(rule_scores(att, rule), rule.threshold, rule.bidirectional)} for att in attentions]
@@ -260,8 +291,8 @@ def read_alignment(model_dir: str | Path) -> StoredAlignment | None:
         rule = AlignRule(**data["rule"])
         if not isinstance(rule.layer, int) or not (rule.head is None or isinstance(rule.head, int)):
             raise ValueError("layer and head must be integers")
-        if not isinstance(rule.shift, bool) or not isinstance(rule.bidirectional, bool):
-            raise ValueError("shift and bidirectional must be true or false")
+        if not all(isinstance(flag, bool) for flag in (rule.shift, rule.bidirectional, rule.full_context)):
+            raise ValueError("shift, bidirectional and full_context must be true or false")
     except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
         raise CheckpointError(f"{path}: not a valid alignment rule ({exc})") from None
     return StoredAlignment(rule, list(data.get("ranking", [])), dict(data.get("found_on", {})))
@@ -301,13 +332,21 @@ def align_words(
     return [(i, j) for i, j, _ in sorted(extract_links(scores, threshold, bidirectional), key=lambda link: (link.target, link.source))]
 
 
-def align_steps(source_pieces: list[str], steps, rule: AlignRule = DEFAULT_RULE) -> list[tuple[int, int]]:
+def align_steps(
+    source_pieces: list[str], steps, rule: AlignRule = DEFAULT_RULE, full_cross: Sequence[torch.Tensor] | None = None
+) -> list[tuple[int, int]]:
     """Word links of one translation's trace (a list of core.analysis.trace.StepTrace) under `rule`.
 
-    The pure function views call: `tt translate --align` and, later, the TUI's alignment marks."""
+    The pure function views call: `tt translate --align` and the TUI's alignment marks. A full-context
+    rule reads `full_cross` (`full_context_cross` of the same translation) instead of the trace."""
     if not steps:
         return []
-    stacked = torch.stack([s.cross[rule.layer] for s in steps], 1)  # (h, T, S)
+    if rule.full_context:
+        if full_cross is None:
+            raise ConfigError("this alignment rule reads the full-context pass: give full_cross")
+        stacked = full_cross[rule.layer][:, : len(steps), : len(source_pieces)]  # (h, T, S)
+    else:
+        stacked = torch.stack([s.cross[rule.layer] for s in steps], 1)  # (h, T, S)
     cross = stacked.mean(0) if rule.head is None else stacked[rule.head]  # (T, S)
     return align_words(source_pieces, [s.piece for s in steps], cross, rule.shift, rule.threshold, rule.bidirectional)
 

@@ -127,12 +127,33 @@ def resolve(spec: str | Path, src_lang: str = "fr", tgt_lang: str = "en") -> tup
     )
 
 
+# ISO 639-2/3 codes whose first two letters are not the ISO 639-1 code (Tatoeba names its files fra-eng.tsv).
+ISO3_TO_ISO1 = {"fre": "fr", "ger": "de", "deu": "de", "spa": "es", "por": "pt", "dut": "nl", "nld": "nl", "zho": "zh",
+                "chi": "zh", "cmn": "zh", "jpn": "ja", "cze": "cs", "ces": "cs", "rum": "ro", "ron": "ro", "swe": "sv",
+                "gre": "el", "ell": "el", "ukr": "uk", "heb": "he", "pol": "pl", "tur": "tr", "ara": "ar", "kor": "ko"}
+
+
+def tsv_languages(path: Path) -> tuple[str, str] | None:
+    """(first column's language, second's) from a TSV's name, "fra-eng.tsv" → ("fr", "en"); None if it names none."""
+    stem = path.name.lower().removesuffix(".gz").removesuffix(".tsv")
+    first, sep, second = stem.partition("-")
+    if not sep or not all(code.isalpha() and len(code) in (2, 3) for code in (first, second)):
+        return None
+    return ISO3_TO_ISO1.get(first, first[:2]), ISO3_TO_ISO1.get(second, second[:2])
+
+
 def read_corpus(
     spec: str | Path, *, src_lang: str = "fr", tgt_lang: str = "en", strict: bool = True, stats: ReadStats | None = None,
     swap: bool = False,
 ) -> Iterator[Pair]:
-    """The pairs of a --data argument; swap=True reads them target→source (a TSV's second column first)."""
+    """The pairs of a --data argument, source in src_lang; swap=True reads them the other way round.
+
+    Prefix data picks its files by language. A TSV is source<TAB>target, unless its name says its
+    languages the other way round ("fra-eng.tsv" read with src_lang="en", tgt_lang="fr"), so that
+    one --src-lang/--tgt-lang turns every --data source around together."""
     files = resolve(spec, src_lang, tgt_lang)
+    if len(files) == 1 and tsv_languages(files[0]) == (ISO3_TO_ISO1.get(tgt_lang, tgt_lang[:2]), ISO3_TO_ISO1.get(src_lang, src_lang[:2])):
+        swap = not swap
     pairs = read_tsv(files[0], strict=strict, stats=stats) if len(files) == 1 else read_aligned(*files, strict=strict, stats=stats)
     return (Pair(p.tgt, p.src, p.origin) for p in pairs) if swap else pairs
 
@@ -141,6 +162,16 @@ def read_corpus(
 class Example:
     src: list[int]  # piece ids, EOS appended
     tgt: list[int]  # piece ids, BOS first and EOS last
+    parts: tuple[Example, ...] = ()  # the examples a joined one was made of (--concat), in order
+
+
+def join_examples(parts: Sequence[Example]) -> Example:
+    """One example of several pairs, side by side: their pieces in order, one BOS and one EOS.
+
+    SentencePiece never lets a piece cross a space, so this is what the joined text encodes to."""
+    src = [i for p in parts for i in p.src[:-1]] + parts[-1].src[-1:]
+    tgt = parts[0].tgt[:1] + [i for p in parts for i in p.tgt[1:-1]] + parts[-1].tgt[-1:]
+    return Example(src, tgt, tuple(parts))
 
 
 def length_ok(src_len: int, tgt_len: int, max_len: int, max_ratio: float) -> bool:

@@ -195,6 +195,7 @@ class Transformer(nn.Module):
         return_layers: bool = False,
         head_mask: HeadMask | None = None,
         tgt_embeds: torch.Tensor | None = None,
+        full_context: bool = False,
     ) -> Decoded:
         """tgt (B, T) target ids (BOS first) -> next-token logits (B, T, vocab).
 
@@ -202,6 +203,9 @@ class Transformer(nn.Module):
         With `state`: tgt holds only the new positions; their keys/values join the cache (give the
         same `head_mask` at every step, so the cache holds what that masked model computed).
         `tgt_embeds` (B, T, d_model) replaces the token embeddings of `tgt`, as `src_embeds` in encode.
+        `full_context` lifts the look-ahead mask (only padding stays hidden): every position sees the
+        whole given target. It is not how the model translates, but how Garg et al. (2019, §4.3) train
+        and read an alignment head: the row of target piece t then knows the words after it too.
         """
         offset = state.length if state is not None else 0
         t = tgt.size(1)
@@ -211,7 +215,11 @@ class Transformer(nn.Module):
         # One new query needs no look-ahead mask: everything in the cache is its past.
         # Full-sequence training lets the fused kernel apply causality itself (is_causal).
         self_mask = None
-        if state is not None and t > 1:
+        if full_context:
+            if state is not None:
+                raise ValueError("full_context is for a whole given target, not for incremental decoding")
+            self_mask = padding_mask(tgt, self.cfg.pad_id)  # (B, 1, 1, T)
+        elif state is not None and t > 1:
             self_mask = subsequent_mask(t, offset=offset, device=tgt.device)  # (1, 1, T, offset+T)
         self_ws, cross_ws = ([], []) if need_weights else (None, None)
         layers = [] if return_layers else None

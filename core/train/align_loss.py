@@ -41,9 +41,12 @@ def parse_links(line: str, n_src: int, n_tgt: int, where: str) -> list[tuple[int
 class GuidedAlignment:
     """The links of the training pairs at piece level, and the loss for one (layer, head)."""
 
-    def __init__(self, table: dict[Key, list[tuple[int, int]]], layer: int, head: int, skipped: int = 0) -> None:
+    def __init__(
+        self, table: dict[Key, list[tuple[int, int]]], layer: int, head: int, skipped: int = 0, full_context: bool = False
+    ) -> None:
         self.table = table  # piece-level links: (target piece position, source piece position)
         self.layer, self.head, self.skipped = layer, head, skipped
+        self.full_context = full_context
 
     @classmethod
     def build(cls, cfg, tokenizer, n_layers: int, h: int) -> GuidedAlignment:
@@ -74,21 +77,41 @@ class GuidedAlignment:
                 skipped += 1  # the words' pieces are not the line's (rare normalisation effects): no guidance
                 continue
             table[(tuple(s_ids), tuple(t_ids))] = [(tp, sp) for i, j in links for tp in t_groups[j] for sp in s_groups[i]]
-        return cls(table, cfg.align_layer, cfg.align_head, skipped)
+        return cls(table, cfg.align_layer, cfg.align_head, skipped, cfg.align_full_context)
+
+    def links(self, e: Example) -> list[tuple[int, int]]:
+        """(target piece, source piece) links of one example; a joined one (--concat) has its parts' links, moved."""
+        if not e.parts:
+            return self.table.get((tuple(e.src[:-1]), tuple(e.tgt[1:-1])), [])
+        out, s_off, t_off = [], 0, 0
+        for part in e.parts:
+            out += [(t + t_off, s + s_off) for t, s in self.links(part)]
+            s_off, t_off = s_off + len(part.src) - 1, t_off + len(part.tgt) - 2
+        return out
 
     def targets(self, batch: Sequence[Example], shape: tuple[int, int, int]) -> torch.Tensor:
         """(B, T, S) gold distributions; all-zero rows where a piece has no link."""
         g = torch.zeros(shape)
         for b, e in enumerate(batch):
-            for t, s in self.table.get((tuple(e.src[:-1]), tuple(e.tgt[1:-1])), ()):
+            for t, s in self.links(e):
                 if t < shape[1] and s < shape[2]:
                     g[b, t, s] = 1.0
         return g / g.sum(-1, keepdim=True).clamp_min(1.0)
 
     def forward(self, model, src: torch.Tensor, tgt_in: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Teacher-forced logits (B, T, vocab) and the guided head's cross-attention (B, T, S)."""
-        dec = model.decode(tgt_in, model.encode(src), need_weights=True)
-        return dec.logits, dec.cross_attention[self.layer].weights[:, self.head]  # (B, h, T, S) -> (B, T, S)
+        """Teacher-forced logits (B, T, vocab) and the guided head's cross-attention (B, T, S).
+
+        full_context: the logits come from the usual masked pass, the attention from a second pass over
+        the same memory without the look-ahead mask (Garg et al. §4.3): the translation loss keeps
+        training the model as it translates, the alignment loss a head that has seen the whole target."""
+        enc = model.encode(src)
+        if self.full_context:
+            logits = model.decode(tgt_in, enc).logits
+            dec = model.decode(tgt_in, enc, need_weights=True, full_context=True)
+        else:
+            dec = model.decode(tgt_in, enc, need_weights=True)
+            logits = dec.logits
+        return logits, dec.cross_attention[self.layer].weights[:, self.head]  # (B, h, T, S) -> (B, T, S)
 
     def loss(self, attention: torch.Tensor, batch: Sequence[Example]) -> tuple[torch.Tensor, int]:
         """(summed cross-entropy over rows with links, number of such rows)."""

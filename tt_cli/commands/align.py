@@ -20,6 +20,7 @@ class Method(str, Enum):
     auto = "auto"
     plain = "plain"
     shift = "shift"
+    full = "full"
     diagonal = "diagonal"
 
 
@@ -61,6 +62,19 @@ def read_pairs(src: Path | None, tgt: Path | None) -> tuple[list[tuple[str, str]
     return pairs, ("<stdin>", "<stdin>")
 
 
+def _rule(stored, method: Method, layer: int | None, head: int | None, threshold: float | None, both_ways: bool | None):
+    """The rule a command line asks for: auto = the stored one, with any of --layer/--head/--threshold/--both-ways on top."""
+    from core.analysis.align import AlignRule
+
+    if method == Method.auto:
+        return AlignRule(
+            stored.layer if layer is None else layer, stored.head if head is None and layer is None else head,
+            stored.shift, stored.threshold if threshold is None else threshold,
+            stored.bidirectional if both_ways is None else both_ways, stored.full_context,
+        )
+    return AlignRule(-1 if layer is None else layer, head, method == Method.shift, threshold or 0.0, bool(both_ways), method == Method.full)
+
+
 def align(
     src: Annotated[Optional[Path], typer.Option("--src", help="Source (French) sentences, one per line.")] = None,
     tgt: Annotated[Optional[Path], typer.Option("--tgt", help="Target (English) sentences, line-aligned with --src.")] = None,
@@ -69,7 +83,8 @@ def align(
         Method,
         typer.Option(help="auto = the rule stored with the model (alignment.json), else the mean of the last layer's "
                      "heads; plain = the step predicting each target word; shift = the step reading it (Chen et al. 2020); "
-                     "diagonal = the baseline that ignores the model."),
+                     "full = the step predicting it, re-read with the whole target visible (a head trained with "
+                     "tt train --align-full-context); diagonal = the baseline that ignores the model."),
     ] = Method.auto,
     layer: Annotated[Optional[int], typer.Option(help="Decoder layer whose cross-attention is read (-1 = last).")] = None,
     head: Annotated[Optional[int], typer.Option(help="One head (default: the mean of the layer's heads).")] = None,
@@ -119,7 +134,7 @@ def align(
         raise fail("--method diagonal uses no model; --reverse-model does not apply", EXIT_USAGE)
 
     from core.analysis import aer
-    from core.analysis.align import AlignRule, align as align_links, load_rule, pair_attention, rank_rules, save_rule
+    from core.analysis.align import align as align_links, load_rule, pair_attention, rank_rules, save_rule
     from core.checkpoint import load_model
     from core.device import resolve_device
 
@@ -134,7 +149,9 @@ def align(
     else:
         loaded = load_model(model, device=resolve_device(device), packed=True)
         cfg = loaded.cfg
-        attentions = pair_attention(loaded, pairs, batch_size=batch_size, names=names)
+        rule = None if find_heads else _rule(load_rule(loaded.path), method, layer, head, threshold, both_ways).check(cfg.n_decoder_layers, cfg.h)
+        # The head finder also measures the unmasked pass: a guided head may have been trained on it.
+        attentions = pair_attention(loaded, pairs, batch_size=batch_size, names=names, full_context=rule is None or rule.full_context)
         if find_heads:
             ranking = rank_rules(attentions, gold_pairs)
             for rank, (rule, score) in enumerate(ranking, start=1):
@@ -143,21 +160,13 @@ def align(
                 path = save_rule(loaded.path, ranking, {"gold": f"{gold.parent.name}/{gold.name}", "pairs": len(pairs), "aer": round(ranking[0][1].aer, 4)})
                 print(f"tt: stored the best rule ({ranking[0][0].describe()}) in {path}", file=sys.stderr)
             return
-        stored = load_rule(loaded.path)
-        if method == Method.auto:
-            rule = AlignRule(
-                stored.layer if layer is None else layer, stored.head if head is None and layer is None else head,
-                stored.shift, stored.threshold if threshold is None else threshold,
-                stored.bidirectional if both_ways is None else both_ways,
-            )
-        else:
-            rule = AlignRule(-1 if layer is None else layer, head, method == Method.shift, threshold or 0.0, bool(both_ways))
-        rule = rule.check(cfg.n_decoder_layers, cfg.h)
         reverse = reverse_rule = None
         if reverse_model is not None:
             back = load_model(reverse_model, device=resolve_device(device), packed=True)
             reverse_rule = load_rule(back.path).check(back.cfg.n_decoder_layers, back.cfg.h)
-            reverse = pair_attention(back, [(t, s) for s, t in pairs], batch_size=batch_size, names=names[::-1])
+            reverse = pair_attention(
+                back, [(t, s) for s, t in pairs], batch_size=batch_size, names=names[::-1], full_context=reverse_rule.full_context
+            )
         results = align_links(attentions, rule, reverse, reverse_rule or rule, symmetrize.value)
         words = [(a.source_words, a.target_words) for a in attentions]
 

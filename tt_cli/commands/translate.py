@@ -56,8 +56,10 @@ def _round(matrix, digits: int = 4) -> list:
     return [[round(float(x), digits) for x in row] for row in matrix]
 
 
-def to_json(t, attention: str, align) -> dict:
-    """The --json object of one Translation (see `tt translate --help`); align: False, True or an AlignRule."""
+def to_json(t, attention: str, align, model=None) -> dict:
+    """The --json object of one Translation (see `tt translate --help`); align: False, True or an AlignRule.
+
+    A full-context rule re-reads the translation with `model` (core.analysis.align.full_context_cross)."""
     from core.analysis.trace import attention_matrix
 
     obj = t.to_dict()
@@ -88,9 +90,11 @@ def to_json(t, attention: str, align) -> dict:
             ]
         obj["attention"] = att
     if align:
-        from core.analysis.align import DEFAULT_RULE, align_steps, word_text, words
+        from core.analysis.align import DEFAULT_RULE, align_steps, full_context_cross, word_text, words
 
-        pairs = align_steps(src_pieces, steps, DEFAULT_RULE if align is True else align)
+        rule = DEFAULT_RULE if align is True else align
+        full = full_context_cross(model, source.tokens, [s.token for s in steps]) if rule.full_context and steps else None
+        pairs = align_steps(src_pieces, steps, rule, full)
         src_words, out_words = words(src_pieces), words(out_pieces)
         obj["alignment"] = [
             {"source": s, "target": j, "source_word": word_text(src_pieces, src_words[s]),
@@ -280,7 +284,7 @@ def translate(
                 save_trace(trace_file, t.source_trace, t.steps, translation=t.text, attribution=attributed,
                            model=str(loaded.path))
             if json_out:
-                obj = to_json(t, attention.value, align_rule or False)
+                obj = to_json(t, attention.value, align_rule or False, loaded.model)
                 if attribution is not None:
                     obj["attribution"] = _attribution_json(t, attributed)
                 out.write(_json_line(obj) + "\n")

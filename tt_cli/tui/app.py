@@ -138,6 +138,9 @@ class InspectApp(AnalysisViews, App[None]):
             self.ranking = head_ranking(model_dir)
         except TTError as exc:
             self._rule_problem = f"{exc}; word links use the default rule"
+        if self.rule.full_context and loaded is None:
+            self.rule = DEFAULT_RULE
+            self._rule_problem = "the model's alignment rule re-reads the output with the model, which a replay has not; word links use the default rule"
         self.beam_size, self.alpha = beam_size, alpha
         self.reference = reference  # a reference translation: teacher-forced in reference mode (c)
         self.svg_dir = svg_dir or Path.cwd()
@@ -149,6 +152,7 @@ class InspectApp(AnalysisViews, App[None]):
         self._views_drawn: Decoding | None = None  # the decoding the masks and positions screen shows
         # model results kept for what they were made from (tt_cli/tui/kept.py)
         self.attributed, self.lensed, self.sinks = Kept(), Kept(), Kept()
+        self.reread = Kept()  # the output re-read without the look-ahead mask, for a full-context alignment rule
 
     # ------------------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -268,7 +272,17 @@ class InspectApp(AnalysisViews, App[None]):
         if method is not None:
             self.query_one(Heatmap).show(attribution_picture(d, self._attribution(), method))
         else:
-            self.query_one(Heatmap).show(picture(self.view, d, self.rule, self.ranking, self._grid_sinks()))
+            self.query_one(Heatmap).show(picture(self.view, d, self.rule, self.ranking, self._grid_sinks(), self._full_cross()))
+
+    def _full_cross(self):
+        """The decoding so far re-read without the look-ahead mask, when the links view needs it (else None)."""
+        d, v = self.decoding, self.view
+        if not (self.rule.full_context and v.links and v.family == "cross" and not v.grid and d.steps):
+            return None
+        from core.analysis.align import full_context_cross
+
+        model, tokens = self.loaded.model, (tuple(d.source.tokens), tuple(s.token for s in d.steps))
+        return self.reread.get(tokens, lambda: full_context_cross(model, *map(list, tokens)), self._draw_heatmap, self.submit)
 
     def _draw_cell(self) -> None:
         """The line under the heatmap that reads out the selected cell."""

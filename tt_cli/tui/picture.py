@@ -17,7 +17,7 @@ from tt_cli.tui.widgets.heatmap import HeatmapData, label
 
 
 def picture(view: ViewState, d: Decoding, rule: AlignRule = DEFAULT_RULE, ranking: Sequence[dict] = (),
-            sinks: Collection[tuple[str, int, int]] = ()) -> HeatmapData:
+            sinks: Collection[tuple[str, int, int]] = (), full_cross: Sequence | None = None) -> HeatmapData:
     """The heatmap for a view: one family, layer and head (None = mean), or the grid of all of them.
 
     Rows of cross and decoder self-attention are decoding steps, labelled with the piece each step
@@ -25,6 +25,8 @@ def picture(view: ViewState, d: Decoding, rule: AlignRule = DEFAULT_RULE, rankin
     With `view.links`, the cross-attention matrix marks the cells of linked words under `rule`
     instead; the cross grid labels each head with its AER from the head finder's `ranking`, and
     every grid marks the heads in `sinks` (those that park their attention, core/analysis/sinks.py).
+    A full-context rule reads `full_cross` (core.analysis.align.full_context_cross of the output so far);
+    until it is there, the matrix has no marks and the title says so.
     """
     family, steps, n_layers = view.family, list(d.steps), view.n_layers
     src_pieces = d.source.pieces
@@ -61,8 +63,12 @@ def picture(view: ViewState, d: Decoding, rule: AlignRule = DEFAULT_RULE, rankin
     rows = [st.piece for st in steps]
     if family == "cross" and view.links:
         title = f"{name} · links: {rule.describe()}"  # a long title wraps and costs a row
-        return HeatmapData(title, rows, key_pieces, matrix.tolist(), current_row=len(rows) - 1 if rows else None,
-                           marks=link_marks(src_pieces, steps, rule))
+        if rule.full_context and full_cross is None:  # the model thread is re-reading the output
+            marks = []
+            title += " · re-reading the output…"
+        else:
+            marks = link_marks(src_pieces, steps, rule, full_cross)
+        return HeatmapData(title, rows, key_pieces, matrix.tolist(), current_row=len(rows) - 1 if rows else None, marks=marks)
     hidden = [[j > i for j in range(len(key_pieces))] for i in range(len(rows))] if family == "decoder_self" else []
     current = len(rows) - 1 if rows else None
     return HeatmapData(title, rows, key_pieces, matrix.tolist(), hidden, current)
@@ -77,11 +83,11 @@ def grid_label(layer: int, head: int, note: str, parked: bool) -> str:
     return f"L{layer} h{head}" + (sep + note if note or parked else "")
 
 
-def link_marks(src_pieces: list[str], steps: list, rule: AlignRule) -> list[list[bool]]:
+def link_marks(src_pieces: list[str], steps: list, rule: AlignRule, full_cross: Sequence | None = None) -> list[list[bool]]:
     """(steps, source pieces): True on every piece pair of two linked words."""
     marks = [[False] * len(src_pieces) for _ in steps]
     src_words, tgt_words = words(src_pieces), words([st.piece for st in steps])
-    for i, j in align_steps(src_pieces, steps, rule):
+    for i, j in align_steps(src_pieces, steps, rule, full_cross):
         for t in tgt_words[j]:
             for s in src_words[i]:
                 marks[t][s] = True
