@@ -160,7 +160,8 @@ def symmetrized(a: dict) -> str:
     sym = a.get("symmetrized")
     if not sym:
         return ""
-    return (f"With an English→French model fine-tuned from this one (`tt train --swap --init-from weights`, see the docs) "
+    return (f"With an English→French model fine-tuned from this one (`tt train --src-lang en --tgt-lang fr --init-from weights`, "
+            f"then with guided alignment on joined pairs: docs/alignment.md, *Length*) "
             f"and the two directions' links intersected (`tt align --reverse-model DIR --symmetrize intersection`), "
             f"**AER {sym['aer']:.1f}** (precision {sym['precision']:.1f}, recall {sym['recall']:.1f}). ")
 
@@ -325,7 +326,7 @@ def main() -> None:
     ap.add_argument("--valid-buckets", default="0,10")
     ap.add_argument("--test-buckets", default="10,25")
     ap.add_argument("--control", type=Path, help="a fine-tune run like --run without --align-links: its valid BLEU goes in the card")
-    ap.add_argument("--reverse-model", type=Path, help="an English→French model (tt train --swap): the card reports the "
+    ap.add_argument("--reverse-model", type=Path, help="an English→French model (tt train --src-lang en --tgt-lang fr): the card reports the "
                     "two directions' links intersected")
     ap.add_argument("--card-only", action="store_true", help="re-measure the limits of --out and re-render its card")
     args = ap.parse_args()

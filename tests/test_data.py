@@ -256,5 +256,7 @@ def test_concat_joins_pairs_for_length(tmp_path):
     assert join_examples(joined[0].parts) == joined[0]
     again = prepare_data(cfg, tmp_path)
     assert [(e.src, e.tgt) for e in again.train] == [(e.src, e.tgt) for e in data.train]
+    with pytest.raises(DataError, match="--concat -1"):
+        prepare_data(TrainConfig(data=[str(TINY_TSV)], out=str(tmp_path), preset="tiny", vocab_size=120, concat=-1), tmp_path)
     with pytest.raises(DataError, match="--concat-max 1"):
         prepare_data(TrainConfig(data=[str(TINY_TSV)], out=str(tmp_path), preset="tiny", vocab_size=120, concat=0.5, concat_max=1), tmp_path)

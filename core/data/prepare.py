@@ -102,7 +102,7 @@ def prepare_data(cfg: TrainConfig, run_dir: Path, is_main: bool = True, reuse_to
     valid = encode(valid_pairs, False)
     if not train:
         raise DataError(f"no training pairs left after the length filters (--max-pieces {cfg.max_pieces}, --max-ratio {cfg.max_ratio})")
-    joined = join_for_length(train, cfg.concat, cfg.concat_max, cfg.max_pieces, cfg.seed) if cfg.concat > 0 else []
+    joined = join_for_length(train, cfg.concat, cfg.concat_max, cfg.max_pieces, cfg.seed) if cfg.concat else []
     counts = {
         "pairs_read": stats.read,
         "train_pairs": len(train),
@@ -125,6 +125,8 @@ def join_for_length(train: list[Example], fraction: float, most: int, max_pieces
     Concatenation for Low-Resource Translation"). Seeded: every rank and a resumed run rebuild them.
     A draw longer than max_pieces on either side is drawn again with fewer pairs.
     """
+    if fraction < 0:
+        raise DataError(f"--concat {fraction}: give how many joined examples to add per training pair (≥ 0)")
     if most < 2:
         raise DataError(f"--concat-max {most}: a joined example holds at least 2 pairs")
     rng = random.Random(f"concat-{seed}")

@@ -119,7 +119,7 @@ def train(
     valid: Annotated[list[Path] | None, typer.Option("--valid", help="Validation data (same forms as --data); without it, a hash-based share of --data is held out.", rich_help_panel="Data")] = None,
     src_lang: Annotated[str, typer.Option(help="Source language: the suffix of prefix data (P.fr); a TSV named by its languages (fra-eng.tsv) is read the way round it asks for.", rich_help_panel="Data")] = "fr",
     tgt_lang: Annotated[str, typer.Option(help="Target language, as --src-lang. --src-lang en --tgt-lang fr trains English→French from the same data.", rich_help_panel="Data")] = "en",
-    swap: Annotated[bool, typer.Option("--swap", help="Train the other direction: each pair's second side (a TSV's second column) becomes the source. For prefix data, --src-lang/--tgt-lang do the same.", rich_help_panel="Data")] = False,
+    swap: Annotated[bool, typer.Option("--swap", help="Train the other direction: each pair's second side (a TSV's second column) becomes the source. --src-lang/--tgt-lang do the same for prefix data and for a TSV named by its languages.", rich_help_panel="Data")] = False,
     skip_bad_lines: Annotated[bool, typer.Option("--skip-bad-lines", help="Skip and count malformed lines instead of stopping at the first.", rich_help_panel="Data")] = False,
     max_pieces: Annotated[int, typer.Option(help="Drop training pairs longer than this many pieces on either side.", rich_help_panel="Data")] = 128,
     max_ratio: Annotated[float, typer.Option(help="Drop training pairs whose length ratio exceeds this.", rich_help_panel="Data")] = 3.0,
