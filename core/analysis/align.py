@@ -147,6 +147,7 @@ def pair_attention(
             if len(ids) + 1 > cfg.max_len:  # + EOS (source) or BOS (target)
                 raise DataError(f"{name}:{k + 1}: {len(ids)} pieces, longer than the model's {cfg.max_len - 1}")
         prepared.append((sw, tw, s_ids, s_groups, t_ids, t_groups))
+
     def empty(sw: list[str], tw: list[str]) -> torch.Tensor:
         return torch.zeros(n_layers, h, len(tw), len(sw))
 

@@ -133,13 +133,19 @@ ISO3_TO_ISO1 = {"fre": "fr", "ger": "de", "deu": "de", "spa": "es", "por": "pt",
                 "gre": "el", "ell": "el", "ukr": "uk", "heb": "he", "pol": "pl", "tur": "tr", "ara": "ar", "kor": "ko"}
 
 
+def iso1(code: str) -> str:
+    """"fra", "fre" or "fr" → "fr": the two-letter code a language option or a file name means."""
+    code = code.lower()
+    return ISO3_TO_ISO1.get(code, code[:2])
+
+
 def tsv_languages(path: Path) -> tuple[str, str] | None:
     """(first column's language, second's) from a TSV's name, "fra-eng.tsv" → ("fr", "en"); None if it names none."""
     stem = path.name.lower().removesuffix(".gz").removesuffix(".tsv")
     first, sep, second = stem.partition("-")
     if not sep or not all(code.isalpha() and len(code) in (2, 3) for code in (first, second)):
         return None
-    return ISO3_TO_ISO1.get(first, first[:2]), ISO3_TO_ISO1.get(second, second[:2])
+    return iso1(first), iso1(second)
 
 
 def read_corpus(
@@ -152,8 +158,8 @@ def read_corpus(
     languages the other way round ("fra-eng.tsv" read with src_lang="en", tgt_lang="fr"), so that
     one --src-lang/--tgt-lang turns every --data source around together."""
     files = resolve(spec, src_lang, tgt_lang)
-    if len(files) == 1 and tsv_languages(files[0]) == (ISO3_TO_ISO1.get(tgt_lang, tgt_lang[:2]), ISO3_TO_ISO1.get(src_lang, src_lang[:2])):
-        swap = not swap
+    if len(files) == 1 and tsv_languages(files[0]) == (iso1(tgt_lang), iso1(src_lang)):
+        swap = not swap  # a TSV named the other way round
     pairs = read_tsv(files[0], strict=strict, stats=stats) if len(files) == 1 else read_aligned(*files, strict=strict, stats=stats)
     return (Pair(p.tgt, p.src, p.origin) for p in pairs) if swap else pairs
 
