@@ -96,11 +96,19 @@ def test_symmetrization_by_hand():
     reverse = {(0, 0), (1, 1), (2, 1), (2, 3)}
     assert symmetrize(forward, reverse, "intersection") == {(0, 0), (1, 1)}
     assert symmetrize(forward, reverse, "union") == forward | reverse
-    # grow-diag: (2, 1) neighbours (1, 1) but both source 2 is new -> added. (3, 2) neighbours (2, 1)
-    # diagonally and covers new words -> added. final: (2, 3) covers target 3, unaligned -> added.
+    # grow-diag: (2, 1) neighbours (1, 1) and source 2 is new -> added. (3, 2) neighbours (2, 1)
+    # diagonally and covers new words -> added; so does (2, 3), diagonal to (3, 2), for target 3.
     assert symmetrize(forward, reverse) == {(0, 0), (1, 1), (2, 1), (3, 2), (2, 3)}
     # A union link whose words are both aligned already, not next to the grown set, stays out.
     assert symmetrize({(0, 0), (1, 1)}, {(0, 0), (1, 1), (0, 1)}, "grow-diag-final") == {(0, 0), (1, 1)}
+    assert symmetrize(forward, reverse, "grow-diag") == symmetrize(forward, reverse)  # all grown, nothing final
+    # grow-diag stops before the final step; final-and adds only links whose two words are both unaligned.
+    far = ({(0, 0)}, {(0, 0), (3, 3), (0, 2)})  # (3, 3): both words unaligned; (0, 2): source 0 aligned
+    assert symmetrize(*far, "grow-diag") == {(0, 0)}
+    assert symmetrize(*far, "grow-diag-final-and") == {(0, 0), (3, 3)}
+    assert symmetrize(*far, "grow-diag-final") == {(0, 0), (3, 3), (0, 2)}
+    with pytest.raises(DataError, match="unknown symmetrization 'gdf'.*grow-diag-final-and"):
+        symmetrize(*far, "gdf")
 
 
 def test_diagonal_and_pharaoh():

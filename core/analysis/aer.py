@@ -98,20 +98,24 @@ def score_links(predicted: Sequence[Iterable[tuple[int, int]]], gold: Sequence[G
 _NEIGHBOURS = ((-1, 0), (0, -1), (1, 0), (0, 1), (-1, -1), (-1, 1), (1, -1), (1, 1))
 
 
+SYMMETRIZATIONS = ("intersection", "union", "grow-diag", "grow-diag-final", "grow-diag-final-and")
+
+
 def symmetrize(forward: Links, reverse: Links, method: str = "grow-diag-final") -> Links:
     """Combine source→target and target→source links (both as (source i, target j)).
 
-    intersection: precise, sparse. union: the opposite. grow-diag-final (Koehn et al. 2003, as in
-    Moses): start from the intersection, add union links next to a link (diagonals included) that
-    cover a word not yet aligned, then any union link whose source or target word is still unaligned.
+    intersection: precise, sparse. union: the opposite. grow-diag (Koehn et al. 2003, as in Moses):
+    start from the intersection, add union links next to a link (diagonals included) that cover a
+    word not yet aligned. grow-diag-final then adds any union link whose source or target word is
+    still unaligned; grow-diag-final-and only those whose source and target words both are.
     """
     forward, reverse = set(forward), set(reverse)
     if method == "intersection":
         return forward & reverse
     if method == "union":
         return forward | reverse
-    if method != "grow-diag-final":
-        raise DataError(f"unknown symmetrization {method!r} (intersection, union, grow-diag-final)")
+    if method not in SYMMETRIZATIONS:
+        raise DataError(f"unknown symmetrization {method!r} ({', '.join(SYMMETRIZATIONS)})")
     union = forward | reverse
     links = forward & reverse
     src_done = {i for i, _ in links}
@@ -131,8 +135,11 @@ def symmetrize(forward: Links, reverse: Links, method: str = "grow-diag-final") 
                 if n in union and n not in links and (n[0] not in src_done or n[1] not in tgt_done):
                     add(*n)
                     grew = True
-    for i, j in sorted(union):  # final
-        if (i, j) not in links and (i not in src_done or j not in tgt_done):
+    if method == "grow-diag":
+        return links
+    for i, j in sorted(union):  # final: a word still unaligned (-and: both words)
+        unaligned = (i not in src_done, j not in tgt_done)
+        if (i, j) not in links and (all(unaligned) if method == "grow-diag-final-and" else any(unaligned)):
             add(i, j)
     return links
 

@@ -24,8 +24,10 @@ class Method(str, Enum):
     diagonal = "diagonal"
 
 
-class Symmetrization(str, Enum):
+class Symmetrization(str, Enum):  # core.analysis.aer.SYMMETRIZATIONS
     grow_diag_final = "grow-diag-final"
+    grow_diag_final_and = "grow-diag-final-and"
+    grow_diag = "grow-diag"
     intersection = "intersection"
     union = "union"
 
