@@ -164,8 +164,8 @@ def pair_attention(
         for b, (s, t) in enumerate(zip(srcs, tgts)):
             src[b, : len(s)], tgt_in[b, : len(t)] = torch.tensor(s), torch.tensor(t)
         enc = model.encode(src.to(device))
-        cross = _cross(model.decode(tgt_in.to(device), enc, need_weights=True))  # (B, n_layers, h, T+1, S)
-        full = _cross(model.decode(tgt_in.to(device), enc, need_weights=True, full_context=True)) if full_context else None
+        cross = _cross(model.decode(tgt_in.to(device), enc, need_weights=True, logits=False))  # (B, n_layers, h, T+1, S)
+        full = _cross(model.decode(tgt_in.to(device), enc, need_weights=True, logits=False, full_context=True)) if full_context else None
         for b, k in enumerate(batch):
             sw, tw, s_ids, s_groups, t_ids, t_groups = prepared[k]
             rows, cols = len(tgts[b]), len(srcs[b])
@@ -190,7 +190,7 @@ def full_context_cross(model, src_ids: list[int], out_ids: list[int]) -> list[to
     device = next(model.parameters()).device
     src = torch.tensor([src_ids], device=device)
     tgt_in = torch.tensor([[model.cfg.bos_id, *out_ids[:-1]]], device=device)
-    dec = model.decode(tgt_in, model.encode(src), need_weights=True, full_context=True)
+    dec = model.decode(tgt_in, model.encode(src), need_weights=True, full_context=True, logits=False)
     return list(_cross(dec)[0])
 
 

@@ -50,7 +50,7 @@ class DecoderState:
 
 @dataclass
 class Decoded:
-    logits: torch.Tensor  # (B, T, vocab): unnormalised scores for the next token at each position
+    logits: torch.Tensor | None  # (B, T, vocab): unnormalised scores for the next token; None with logits=False
     self_attention: list[AttentionInternals] | None = None  # per layer; weights (B, h, T, T_so_far)
     cross_attention: list[AttentionInternals] | None = None  # per layer; weights (B, h, T, S)
     # The residual stream after each decoder layer (B, T, d_model), before the final norm and the
@@ -196,6 +196,7 @@ class Transformer(nn.Module):
         head_mask: HeadMask | None = None,
         tgt_embeds: torch.Tensor | None = None,
         full_context: bool = False,
+        logits: bool = True,
     ) -> Decoded:
         """tgt (B, T) target ids (BOS first) -> next-token logits (B, T, vocab).
 
@@ -206,6 +207,8 @@ class Transformer(nn.Module):
         `full_context` lifts the look-ahead mask (only padding stays hidden): every position sees the
         whole given target. It is not how the model translates, but how Garg et al. (2019, §4.3) train
         and read an alignment head: the row of target piece t then knows the words after it too.
+        `logits=False` skips the generator (a vocabulary-sized product per position) for callers that
+        read only the attention weights or the layers.
         """
         offset = state.length if state is not None else 0
         t = tgt.size(1)
@@ -244,7 +247,7 @@ class Transformer(nn.Module):
                 layers.append(x)
         if state is not None:
             state.length += t
-        return Decoded(self.generator(self.decoder_norm(x)), self_ws, cross_ws, layers)
+        return Decoded(self.generator(self.decoder_norm(x)) if logits else None, self_ws, cross_ws, layers)
 
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
         """Teacher-forced logits (B, T, vocab) for training."""
