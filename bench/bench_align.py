@@ -82,7 +82,11 @@ def main() -> None:
         for batch in batches:
             greedy(model, pad_batch([srcs[k] for k in batch], cfg.pad_id, "cpu"))
 
-    rows = [("teacher-forced scoring (reference)", scoring), (f"tt align ({rule.describe()})", alignment), ("greedy decoding", decoding)]
+    rows = [
+        ("teacher-forced scoring (reference)", scoring),
+        (f"tt align ({rule.describe()})", alignment),
+        ("greedy decoding", decoding),
+    ]
     # Rounds alternate the rows, each keeps its best. CPU seconds of this process, not wall time: on
     # the shared project machine the wall clock mostly measures waiting for a core.
     best: dict[str, float] = {}
@@ -92,8 +96,10 @@ def main() -> None:
             fn()
             best[name] = min(best.get(name, float("inf")), time.process_time() - start)
     ref = best[rows[0][0]]
-    print(f"model: {model_name}; pairs: {len(pairs)} from {corpus}; batch {args.batch_size}; {args.threads} thread(s); "
-          f"best of {args.rounds} round(s); load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"model: {model_name}; pairs: {len(pairs)} from {corpus}; batch {args.batch_size}; {args.threads} thread(s); "
+        f"best of {args.rounds} round(s); load average {os.getloadavg()[0]:.1f}"
+    )
     print()
     print("| method | CPU seconds | pairs per CPU second | time vs reference |")
     print("|---|---:|---:|---:|")

@@ -77,8 +77,14 @@ def main() -> None:
         rows = [
             ("python -c 'import torch' (reference)", [sys.executable, "-c", "import torch"]),
             ("tt --help", [tt, "--help"]),
-            ('tt translate "Je suis étudiant" (beam 4)', [tt, "translate", "--model", str(model_dir), "Je suis étudiant"]),
-            ('tt translate --greedy "Je suis étudiant"', [tt, "translate", "--model", str(model_dir), "--greedy", "Je suis étudiant"]),
+            (
+                'tt translate "Je suis étudiant" (beam 4)',
+                [tt, "translate", "--model", str(model_dir), "Je suis étudiant"],
+            ),
+            (
+                'tt translate --greedy "Je suis étudiant"',
+                [tt, "translate", "--model", str(model_dir), "--greedy", "Je suis étudiant"],
+            ),
         ]
         results = [(name, time_command(cmd, args.runs)) for name, cmd in rows]
     ref_wall, ref_cpu = (statistics.median(x) for x in results[0][1])
@@ -86,10 +92,15 @@ def main() -> None:
     print(f"{'command':<46} {'wall s':>7} {'vs torch':>9} {'ratio':>6} {'CPU s':>7} {'vs torch':>9} {'ratio':>6}")
     for name, (wall, cpu) in results:
         w, c = statistics.median(wall), statistics.median(cpu)
-        print(f"{name:<46} {w:7.2f} {w - ref_wall:+9.2f} {w / ref_wall:6.2f} {c:7.2f} {c - ref_cpu:+9.2f} {c / ref_cpu:6.2f}")
+        print(
+            f"{name:<46} {w:7.2f} {w - ref_wall:+9.2f} {w / ref_wall:6.2f} {c:7.2f} {c - ref_cpu:+9.2f} {c / ref_cpu:6.2f}"
+        )
     wall, cpu = (statistics.median(x) - ref for x, ref in zip(results[2][1], (ref_wall, ref_cpu)))
     verdict = "met" if max(wall, cpu) <= 0.6 else "NOT met"
-    print(f"target: tt translate (beam 4) ≤ +0.60 s over import torch → {verdict} (wall {wall:+.2f} s, CPU {cpu:+.2f} s)")
+    print(
+        f"target: tt translate (beam 4) ≤ +0.60 s over import torch → {verdict} (wall {wall:+.2f} s, CPU {cpu:+.2f} s)"
+    )
+
 
 if __name__ == "__main__":
     main()

@@ -100,14 +100,22 @@ def ct2_engine(translator, loaded, method: str, limits_of: Callable) -> Callable
 
     def run(batch: list[list[int]]) -> list[list[int]]:
         results = translator.translate_batch(
-            [[vocab[i] for i in ids] for ids in batch], beam_size=beam, num_hypotheses=beam, length_penalty=0,
-            return_scores=True, return_end_token=True, min_decoding_length=0, max_decoding_length=limits_of(batch),
+            [[vocab[i] for i in ids] for ids in batch],
+            beam_size=beam,
+            num_hypotheses=beam,
+            length_penalty=0,
+            return_scores=True,
+            return_end_token=True,
+            min_decoding_length=0,
+            max_decoding_length=limits_of(batch),
             suppress_sequences=banned,
         )
         out = []
         for r in results:
             # tt's ranking: raw log p / ((5 + |Y|) / 6)^α, |Y| the scored pieces (EOS included).
-            best = max(range(len(r.hypotheses)), key=lambda j: r.scores[j] / search.length_penalty(len(r.hypotheses[j]), 0.6))
+            best = max(
+                range(len(r.hypotheses)), key=lambda j: r.scores[j] / search.length_penalty(len(r.hypotheses[j]), 0.6)
+            )
             out.append([index[p] for p in r.hypotheses[best] if p != eos])
         return out
 
@@ -161,7 +169,9 @@ def main() -> None:
     parser.add_argument("--sentences", type=int, default=0, help="0 = the whole held-out split")
     parser.add_argument("--batch1", type=int, default=300, help="sentences for the batch-1 row")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--fast", default="int8", help="tt's faster approximate modes, comma-separated: int8, bf16, or none")
+    parser.add_argument(
+        "--fast", default="int8", help="tt's faster approximate modes, comma-separated: int8, bf16, or none"
+    )
     parser.add_argument("--rows", default="greedy1,greedy64,beam64")
     args = parser.parse_args()
     import ctranslate2
@@ -183,13 +193,20 @@ def main() -> None:
 
     tmp = Path(tempfile.mkdtemp(prefix="tt_ct2_"))
     translators = {
-        q: ctranslate2.Translator(str(convert(loaded, tmp / q, None if q == "float32" else q)), device="cpu",
-                                  intra_threads=args.threads, inter_threads=1, compute_type=q)
+        q: ctranslate2.Translator(
+            str(convert(loaded, tmp / q, None if q == "float32" else q)),
+            device="cpu",
+            intra_threads=args.threads,
+            inter_threads=1,
+            compute_type=q,
+        )
         for q in ("float32", "int8")
     }
     rss = PeakRSS()
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))  # length-sorted, as tt's batcher does
-    proof = prove(loaded, translators["float32"], [[ids[i] for i in order[s:s + 64]] for s in range(0, 256, 64)], limits_of)
+    proof = prove(
+        loaded, translators["float32"], [[ids[i] for i in order[s : s + 64]] for s in range(0, 256, 64)], limits_of
+    )
     print(proof)
 
     # tt's engines: fp32 as `tt translate` runs it (Linear layers packed for oneDNN), the plain fp32
@@ -200,15 +217,17 @@ def main() -> None:
     tt_models = {"tt fp32 unpacked": loaded.model, "tt fp32": packed_model(loaded.model)}
     for mode in [] if args.fast == "none" else args.fast.split(","):
         tt_models[f"tt {mode}"] = make_fast(loaded.model, mode)
-    print(f"threads {args.threads}; load average {os.getloadavg()[0]:.2f}; {len(ids)} held-out sentences; "
-          f"tt fast mode: {args.fast}; torch {torch.__version__}, ctranslate2 {ctranslate2.__version__}")
+    print(
+        f"threads {args.threads}; load average {os.getloadavg()[0]:.2f}; {len(ids)} held-out sentences; "
+        f"tt fast mode: {args.fast}; torch {torch.__version__}, ctranslate2 {ctranslate2.__version__}"
+    )
     print("| decoding | engine | sent/s | vs CT2 float32 | BLEU | peak RSS +MiB | identical to tt fp32 unpacked |")
     print("|---|---|---:|---:|---:|---:|---:|")
     for row in args.rows.split(","):
         method, size = ("greedy", int(row[6:])) if row.startswith("greedy") else ("beam", int(row[4:]))
         subset = order if size > 1 else list(range(min(args.batch1, len(ids))))
         if size > 1:
-            batches = [[ids[i] for i in subset[s:s + size]] for s in range(0, len(subset), size)]
+            batches = [[ids[i] for i in subset[s : s + size]] for s in range(0, len(subset), size)]
         else:
             batches = [[ids[i]] for i in subset]
         engines = {name: tt_engine(m, method) for name, m in tt_models.items()}
@@ -223,8 +242,11 @@ def main() -> None:
             rate = len(subset) / secs
             bleu = sacrebleu.corpus_bleu([tok.decode(o) for o in outs], [refs_row]).score
             same = sum(a == b for a, b in zip(outs, tt_out))
-            print(f"| {name} | {engine} | {rate:.1f} | {rate / ref_rate:.2f}x | {bleu:.2f} | {peak / 2**20:.1f} "
-                  f"| {same}/{len(outs)} |", flush=True)
+            print(
+                f"| {name} | {engine} | {rate:.1f} | {rate / ref_rate:.2f}x | {bleu:.2f} | {peak / 2**20:.1f} "
+                f"| {same}/{len(outs)} |",
+                flush=True,
+            )
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
     print(f"load average after: {os.getloadavg()[0]:.2f}; process peak RSS {peak:.0f} MiB")
 

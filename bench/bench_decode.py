@@ -54,9 +54,7 @@ def recompute_greedy(model: Transformer, src: torch.Tensor, out_len: int) -> tor
     return ys[:, 1:]
 
 
-def timed(
-    fns: dict[str, Callable], batches: list[torch.Tensor], repeat: int
-) -> dict[str, tuple[float, float]]:
+def timed(fns: dict[str, Callable], batches: list[torch.Tensor], repeat: int) -> dict[str, tuple[float, float]]:
     """(wall, CPU) seconds per pass through all batches for each decoding, interleaved batch by batch.
 
     Other work on the machine comes and goes; running every decoding on a batch before moving to
@@ -111,13 +109,18 @@ def main() -> None:
         "cached sampling": lambda s: sample(model, s, seed=0, **fixed),
         "cached beam 4": lambda s: beam_search(model, s, beam_size=4, **fixed),
     }
-    reference = {"cached greedy": "recompute greedy (reference)", "cached sampling": "cached greedy",
-                 "cached beam 4": "cached greedy"}
+    reference = {
+        "cached greedy": "recompute greedy (reference)",
+        "cached sampling": "cached greedy",
+        "cached beam 4": "cached greedy",
+    }
     import core
 
     print(f"core from {Path(core.__file__).parent}")
-    print(f"threads {args.threads}, load average {os.getloadavg()[0]:.2f}, output {n_out} pieces, "
-          f"{args.sentences} sentences (batch 1: {args.batch1_sentences}), best of {args.repeat}")
+    print(
+        f"threads {args.threads}, load average {os.getloadavg()[0]:.2f}, output {n_out} pieces, "
+        f"{args.sentences} sentences (batch 1: {args.batch1_sentences}), best of {args.repeat}"
+    )
     print("| decoding | batch | sent/s | ms/sent | speed vs | CPU ms/sent | CPU speed vs |")
     print("|---|---:|---:|---:|---|---:|---:|")
     for size in (1, 64):
@@ -129,8 +132,10 @@ def main() -> None:
             if ref is not None:
                 ratio = f"{seconds[ref][0] / wall:.2f}x {ref}"
                 cpu_ratio = f"{seconds[ref][1] / cpu:.2f}x"
-            print(f"| {name} | {size} | {count / wall:.1f} | {1000 * wall / count:.2f} | {ratio} "
-                  f"| {1000 * cpu / count:.2f} | {cpu_ratio} |")
+            print(
+                f"| {name} | {size} | {count / wall:.1f} | {1000 * wall / count:.2f} | {ratio} "
+                f"| {1000 * cpu / count:.2f} | {cpu_ratio} |"
+            )
     print(f"load average after: {os.getloadavg()[0]:.2f}")
 
 

@@ -87,6 +87,7 @@ def bench_ui(loaded: LoadedModel, repeat: int, position: int) -> dict[str, tuple
     async def main() -> None:
         app = make_app(loaded, SENTENCE)
         async with app.run_test(size=(120, 40)) as pilot:
+
             async def settle() -> None:
                 while app.pending:
                     await pilot.pause(0.001)
@@ -150,8 +151,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=30)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--position", type=int, default=20, help="output pieces already decoded")
-    parser.add_argument("--spm", type=Path, default=None,
-                        help="SentencePiece model (default: weights/spm.model, else a tiny one from the test fixture)")
+    parser.add_argument(
+        "--spm",
+        type=Path,
+        default=None,
+        help="SentencePiece model (default: weights/spm.model, else a tiny one from the test fixture)",
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -168,14 +173,18 @@ def main() -> None:
         "refresh": "UI refresh (all panels redrawn)",
         "press n": "key n → step + redraw",
     }
-    print(f"small: d_model {cfg.d_model}, {cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers, vocab {cfg.vocab_size}; "
-          f"source {len(loaded.tokenizer.encode(SENTENCE)) + 1} pieces, step at position {args.position}; "
-          f"threads {args.threads}; median of {args.repeat}")
+    print(
+        f"small: d_model {cfg.d_model}, {cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers, vocab {cfg.vocab_size}; "
+        f"source {len(loaded.tokenizer.encode(SENTENCE)) + 1} pieces, step at position {args.position}; "
+        f"threads {args.threads}; median of {args.repeat}"
+    )
     print()
     print("| case | wall ms | CPU ms | wall vs reference | under 100 ms |")
     print("|---|---:|---:|---:|:---:|")
     for key, (wall, cpu) in rows.items():
-        print(f"| {names[key]} | {wall * 1e3:.2f} | {cpu * 1e3:.2f} | {wall / ref:.2f}x | {'yes' if wall < 0.1 else 'no'} |")
+        print(
+            f"| {names[key]} | {wall * 1e3:.2f} | {cpu * 1e3:.2f} | {wall / ref:.2f}x | {'yes' if wall < 0.1 else 'no'} |"
+        )
 
 
 if __name__ == "__main__":

@@ -56,7 +56,10 @@ def run_child(load: str, threads: int) -> dict[str, float]:
     start = time.perf_counter()
     out = subprocess.run(
         [sys.executable, "-c", CHILD.format(load=load, threads=threads)],
-        cwd=ROOT, capture_output=True, text=True, check=True,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     phases = json.loads(out.stdout.strip().splitlines()[-1])
     phases["process"] = time.perf_counter() - start
@@ -107,21 +110,29 @@ def main() -> None:
         dirs = {}
         for name, dtype in (("fp32", torch.float32), ("fp16", torch.float16)):
             dirs[name] = save_model(model, tokenizer, Path(tmp) / name, dtype=dtype)
-        print(f"model: {description}, {model.num_parameters() / 1e6:.1f}M parameters; "
-              f"threads {args.threads}, best of {args.repeat}, load average {os.getloadavg()[0]:.2f}")
+        print(
+            f"model: {description}, {model.num_parameters() / 1e6:.1f}M parameters; "
+            f"threads {args.threads}, best of {args.repeat}, load average {os.getloadavg()[0]:.2f}"
+        )
         rows = [("import torch (reference)", best_of("", args.threads, args.repeat), None)]
         for name, path in dirs.items():
             size = (path / WEIGHTS_FILE).stat().st_size / 2**20
             rows.append((f"load {name} ({size:.1f} MiB)", best_of(str(path), args.threads, args.repeat), name))
     ref = rows[0][1]
-    print(f"{'case':<26} {'process s':>9} {'torch s':>8} {'core s':>7} {'load_model s':>12} {'(cpu s)':>8}"
-          "  process vs import torch")
+    print(
+        f"{'case':<26} {'process s':>9} {'torch s':>8} {'core s':>7} {'load_model s':>12} {'(cpu s)':>8}"
+        "  process vs import torch"
+    )
     for label, t, _ in rows:
-        print(f"{label:<26} {t['process']:>9.3f} {t['torch']:>8.3f} {t['core']:>7.3f} {t['load']:>12.3f} "
-              f"{t['load_cpu']:>8.3f}  {t['process'] / ref['process']:.2f}x")
+        print(
+            f"{label:<26} {t['process']:>9.3f} {t['torch']:>8.3f} {t['core']:>7.3f} {t['load']:>12.3f} "
+            f"{t['load_cpu']:>8.3f}  {t['process'] / ref['process']:.2f}x"
+        )
     fp32, fp16 = rows[1][1]["load"], rows[2][1]["load"]
-    print(f"load_model fp16 / fp32: {fp16 / fp32:.2f}x; target load_model < 0.5 s: "
-          f"{'met' if max(fp32, fp16) < 0.5 else 'NOT met'}; load average after: {os.getloadavg()[0]:.2f}")
+    print(
+        f"load_model fp16 / fp32: {fp16 / fp32:.2f}x; target load_model < 0.5 s: "
+        f"{'met' if max(fp32, fp16) < 0.5 else 'NOT met'}; load average after: {os.getloadavg()[0]:.2f}"
+    )
 
 
 if __name__ == "__main__":

@@ -44,8 +44,10 @@ def main() -> None:
     french = [line.split("\t")[0] for line in fixture]
     stream = itertools.islice(itertools.cycle(french), args.lines)  # a generator: read by tt's reader thread
     every = max(args.lines // args.samples, 1)
-    print(f"{args.lines} lines ({len(french)} distinct short sentences, repeated), greedy, batch 32, "
-          f"{args.threads} thread(s), load average {os.getloadavg()[0]:.1f}; RSS before load: see first row")
+    print(
+        f"{args.lines} lines ({len(french)} distinct short sentences, repeated), greedy, batch 32, "
+        f"{args.threads} thread(s), load average {os.getloadavg()[0]:.1f}; RSS before load: see first row"
+    )
     print("| lines done | RSS MiB | sent/s so far |")
     print("|---:|---:|---:|")
     print(f"| 0 | {rss_mib():.1f} | |", flush=True)

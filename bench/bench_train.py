@@ -64,7 +64,9 @@ def corpus(tmp: Path, pairs: int) -> tuple[Path, str]:
 class Reference(nn.Module):
     """The textbook recipe: nn.Embedding + sinusoids + nn.Transformer + a tied output layer."""
 
-    def __init__(self, vocab: int, d_model: int = 256, h: int = 4, layers: int = 3, d_ff: int = 1024, dropout: float = 0.1):
+    def __init__(
+        self, vocab: int, d_model: int = 256, h: int = 4, layers: int = 3, d_ff: int = 1024, dropout: float = 0.1
+    ):
         super().__init__()
         self.d_model = d_model
         self.embed = nn.Embedding(vocab, d_model, padding_idx=0)
@@ -84,8 +86,13 @@ class Reference(nn.Module):
         # Boolean like the padding masks (True = masked), so PyTorch need not convert and warn.
         causal = torch.ones(tgt.size(1), tgt.size(1), dtype=torch.bool, device=tgt.device).triu(1)
         y = self.transformer(
-            emb(src), emb(tgt), tgt_mask=causal, tgt_is_causal=True,
-            src_key_padding_mask=src == 0, tgt_key_padding_mask=tgt == 0, memory_key_padding_mask=src == 0,
+            emb(src),
+            emb(tgt),
+            tgt_mask=causal,
+            tgt_is_causal=True,
+            src_key_padding_mask=src == 0,
+            tgt_key_padding_mask=tgt == 0,
+            memory_key_padding_mask=src == 0,
         )
         return self.out(y)  # (B, T, vocab)
 
@@ -94,7 +101,13 @@ def reference_step(model, optimizer, batch, device, precision: str) -> int:
     src, tgt_in, tgt_out = (t.to(device) for t in batch)
     with autocast_context(device, precision):
         logits = model(src, tgt_in)
-    loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), tgt_out.reshape(-1), ignore_index=0, label_smoothing=0.1, reduction="sum")
+    loss = F.cross_entropy(
+        logits.reshape(-1, logits.size(-1)).float(),
+        tgt_out.reshape(-1),
+        ignore_index=0,
+        label_smoothing=0.1,
+        reduction="sum",
+    )
     n = int((tgt_out != 0).sum())
     (loss / n).backward()
     optimizer.step()
@@ -104,7 +117,28 @@ def reference_step(model, optimizer, batch, device, precision: str) -> int:
 
 
 # Two-sided 95 % Student t quantiles by degrees of freedom (no scipy); 2.09 (df 20's) beyond, a bit wide.
-T95 = [12.71, 4.30, 3.18, 2.78, 2.57, 2.45, 2.36, 2.31, 2.26, 2.23, 2.20, 2.18, 2.16, 2.14, 2.13, 2.12, 2.11, 2.10, 2.09, 2.09]
+T95 = [
+    12.71,
+    4.30,
+    3.18,
+    2.78,
+    2.57,
+    2.45,
+    2.36,
+    2.31,
+    2.26,
+    2.23,
+    2.20,
+    2.18,
+    2.16,
+    2.14,
+    2.13,
+    2.12,
+    2.11,
+    2.10,
+    2.09,
+    2.09,
+]
 
 
 def ratio_interval(num: list[float], den: list[float]) -> tuple[float, float, float]:
@@ -146,7 +180,9 @@ def measure(trainer: Trainer, precisions: list[str], steps: int, block: int, dev
                 tokens += numbers["tokens"]
         else:
             for b in batches[first : first + n]:
-                tokens += reference_step(ref, ref_opt, collate([trainer.data.train[i] for i in b], pad), device, precision)
+                tokens += reference_step(
+                    ref, ref_opt, collate([trainer.data.train[i] for i in b], pad), device, precision
+                )
         sync()
         return tokens, time.perf_counter() - t0
 
@@ -187,16 +223,27 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         data, source = corpus(Path(tmp), args.pairs)
         cfg = TrainConfig(
-            data=[str(data)], out=str(Path(tmp) / "run"), preset="small", vocab_size=8000, max_tokens=4096,
-            label_smoothing=0.1, warmup=4000, device=args.device, max_steps=1, valid_every=0, save_every=0,
+            data=[str(data)],
+            out=str(Path(tmp) / "run"),
+            preset="small",
+            vocab_size=8000,
+            max_tokens=4096,
+            label_smoothing=0.1,
+            warmup=4000,
+            device=args.device,
+            max_steps=1,
+            valid_every=0,
+            save_every=0,
         )
         trainer = Trainer(cfg)
         trainer.setup()
         trainer.model.train()
         rounds = max(1, math.ceil(args.steps / args.block))
-        print(f"data: {source}, {len(trainer.data.train)} pairs, vocab {trainer.data.tokenizer.vocab_size}; "
-              f"device {trainer.device}, {torch.get_num_threads()} threads; {rounds} rounds of {args.block} steps "
-              f"per cell; torch {torch.__version__}; load average {os.getloadavg()[0]:.1f}")
+        print(
+            f"data: {source}, {len(trainer.data.train)} pairs, vocab {trainer.data.tokenizer.vocab_size}; "
+            f"device {trainer.device}, {torch.get_num_threads()} threads; {rounds} rounds of {args.block} steps "
+            f"per cell; torch {torch.__version__}; load average {os.getloadavg()[0]:.1f}"
+        )
         rates = measure(trainer, precisions, args.steps, args.block, trainer.device)
 
     def show(ratio: tuple[float, float, float]) -> str:
@@ -212,8 +259,10 @@ def main() -> None:
         tt, ref = rates[("tt", precision)], rates[("ref", precision)]
         same = ratio_interval(tt, ref)
         vs32 = ratio_interval(tt, rates[("ref", "fp32")]) if "fp32" in precisions else None
-        print(f"| {precision} | {statistics.fmean(tt):,.0f} | {statistics.fmean(ref):,.0f} | {show(same)} | "
-              f"{show(vs32) if vs32 else '-'} |")
+        print(
+            f"| {precision} | {statistics.fmean(tt):,.0f} | {statistics.fmean(ref):,.0f} | {show(same)} | "
+            f"{show(vs32) if vs32 else '-'} |"
+        )
         if precision == "fp32":
             verdicts.append(f"fp32, tt / reference {verdict(same, 1.0)}")
         elif vs32:

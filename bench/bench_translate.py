@@ -30,7 +30,9 @@ from bench_coldstart import pick_model  # noqa: E402
 
 
 def source_lines(n: int) -> tuple[list[str], str]:
-    shared = Path(os.environ.get("TT_SHARED_DATA", ROOT.parent / "shared" / "data")) / "multi30k" / "test_2016_flickr.fr"
+    shared = (
+        Path(os.environ.get("TT_SHARED_DATA", ROOT.parent / "shared" / "data")) / "multi30k" / "test_2016_flickr.fr"
+    )
     if shared.exists():
         lines, name = shared.read_text(encoding="utf-8").splitlines(), "multi30k test_2016_flickr.fr"
     else:
@@ -87,6 +89,7 @@ def main() -> None:
         n, seconds, pieces = best[name]
         rate = n / seconds
         print(f"{name:<30} {n:6d} {seconds:8.1f} {rate:8.1f} {pieces / n:11.1f} {rate / ref_rate:7.2f}")
+
 
 if __name__ == "__main__":
     main()

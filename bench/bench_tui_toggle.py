@@ -107,8 +107,11 @@ def toggles(h: int, n_dec: int, n_enc: int) -> list[Toggle]:
         *[Toggle("H", "H previous head", head)] * (h + 1),
         Toggle("a", "a links on (word links of the rule)", titled("links")),
         Toggle("a", "a links off (raw weights)", titled(unless="links")),
-        Toggle("g", "g grid on (+ sink flags computed)",
-               lambda app: titled("all layers × heads")(app) and app.sinks.key is not None),
+        Toggle(
+            "g",
+            "g grid on (+ sink flags computed)",
+            lambda app: titled("all layers × heads")(app) and app.sinks.key is not None,
+        ),
         Toggle("g", "g grid off", titled(unless="all layers")),
         Toggle("i", "i attribution: input×gradient", titled("input × gradient", unless="computing")),
         Toggle("i", "i attribution: integrated gradients", titled("integrated gradients", unless="computing")),
@@ -125,8 +128,10 @@ def toggles(h: int, n_dec: int, n_enc: int) -> list[Toggle]:
         Toggle("o", "o head off (greedy re-decoded)", lambda app: app.decoding.ablated is not None),
         Toggle("o", "o head on again", lambda app: app.decoding.ablated is None),
         Toggle("H", "H (setup: mean of heads)", timed=False),
-        Toggle("t", "t temperature up", candidates), Toggle("T", "T temperature down", candidates),
-        Toggle("k", "k one more candidate", candidates), Toggle("K", "K one fewer candidate", candidates),
+        Toggle("t", "t temperature up", candidates),
+        Toggle("T", "T temperature down", candidates),
+        Toggle("k", "k one more candidate", candidates),
+        Toggle("K", "K one fewer candidate", candidates),
         Toggle("m", "m masks screen (+ positions computed)", lambda app: isinstance(app.screen, ViewsScreen)),
         Toggle("escape", "escape back from masks", main_screen),
         Toggle("question_mark", "? help screen", lambda app: isinstance(app.screen, HelpScreen)),
@@ -202,8 +207,11 @@ class Clock:
             since, since_cpu = t0, c0
         return Sample(
             first=self.frames[0][0] - t0,
-            compute=sum(end - begin for begin, end, _ in self.jobs), compute_cpu=sum(c for *_, c in self.jobs),
-            redraw=last - since, redraw_cpu=last_cpu - since_cpu, frames=len(self.frames),
+            compute=sum(end - begin for begin, end, _ in self.jobs),
+            compute_cpu=sum(c for *_, c in self.jobs),
+            redraw=last - since,
+            redraw_cpu=last_cpu - since_cpu,
+            frames=len(self.frames),
             collecting=sum(max(min(end, last) - max(begin, since), 0.0) for begin, end in self.collections),
         )
 
@@ -279,13 +287,16 @@ def bench(loaded: LoadedModel, repeat: int, profile: Profile | None) -> tuple[Sa
         app = make_app(loaded, SENTENCE, reference=REFERENCE)
         clock = Clock()
         async with app.run_test(size=SIZE) as pilot:
+
             async def settle() -> None:
                 """The model thread idle and two quiet frames' time with nothing left to draw."""
                 quiet, start = 0, time.perf_counter()
                 while quiet < 2:
                     if time.perf_counter() - start > 900:  # IG on the random-init fallback takes minutes
-                        raise SystemExit(f"bench_tui_toggle: the app did not settle ({app.pending} jobs queued, "
-                                         f"{len(clock.frames)} frames)")
+                        raise SystemExit(
+                            f"bench_tui_toggle: the app did not settle ({app.pending} jobs queued, "
+                            f"{len(clock.frames)} frames)"
+                        )
                     frames = len(clock.frames)
                     await pilot.pause()
                     quiet = quiet + 1 if app.pending == 0 and len(clock.frames) == frames else 0
@@ -296,8 +307,7 @@ def bench(loaded: LoadedModel, repeat: int, profile: Profile | None) -> tuple[Sa
             clock.install(app)
             d = app.decoding
             cfg = loaded.cfg
-            about.append(f"source {len(d.source.tokens)} pieces, output {len(d.steps)} pieces "
-                         f"(“{d.original.text}”)")
+            about.append(f"source {len(d.source.tokens)} pieces, output {len(d.steps)} pieces (“{d.original.text}”)")
             rounds = toggles(cfg.h, cfg.n_decoder_layers, cfg.n_encoder_layers)
             for r in range(-1, repeat):  # round -1 warms up (first draws, imports) and is not kept
                 # a new Decoding (same content) makes the attribution, lens and explanation be
@@ -336,17 +346,21 @@ def ms(x: float) -> str:
 
 
 def report(samples: Samples, spent: dict) -> None:
-    print("| key → view | n | computation ms, median (max) | comp. CPU ms | first frame ms | redraw after the "
-          "computation ms, median | max | redraw CPU ms, median | max | GC in the redraw ms, max | frames | ≤ 150 ms |")
+    print(
+        "| key → view | n | computation ms, median (max) | comp. CPU ms | first frame ms | redraw after the "
+        "computation ms, median | max | redraw CPU ms, median | max | GC in the redraw ms, max | frames | ≤ 150 ms |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|")
     for name, ss in samples.items():
         comp, redraw, cpu = ([getattr(s, f) for s in ss] for f in ("compute", "redraw", "redraw_cpu"))
         med = statistics.median
         met = "yes" if max(redraw) <= BUDGET else ("median only" if med(redraw) <= BUDGET else "**no**")
         computed = f"{ms(med(comp))} ({ms(max(comp))}) | {ms(med(s.compute_cpu for s in ss))}" if max(comp) else "– | –"
-        print(f"| {name} | {len(ss)} | {computed} | {ms(med(s.first for s in ss))} | {ms(med(redraw))} | "
-              f"{ms(max(redraw))} | {ms(med(cpu))} | {ms(max(cpu))} | {ms(max(s.collecting for s in ss))} | "
-              f"{med(s.frames for s in ss):.0f} | {met} |")
+        print(
+            f"| {name} | {len(ss)} | {computed} | {ms(med(s.first for s in ss))} | {ms(med(redraw))} | "
+            f"{ms(max(redraw))} | {ms(med(cpu))} | {ms(max(cpu))} | {ms(max(s.collecting for s in ss))} | "
+            f"{med(s.frames for s in ss):.0f} | {met} |"
+        )
     if spent:
         print()
         print("Profile: UI-thread ms per press (mean), inclusive; the largest parts")
@@ -373,8 +387,10 @@ def main() -> None:
         profile.install()
     samples, first, spent, about = bench(loaded, args.repeat, profile)
     cfg = loaded.cfg
-    print(f"{origin}: d_model {cfg.d_model}, h {cfg.h}, {cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers; "
-          f"{about}; {SIZE[0]}×{SIZE[1]}; threads {args.threads}; {args.repeat} rounds")
+    print(
+        f"{origin}: d_model {cfg.d_model}, h {cfg.h}, {cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers; "
+        f"{about}; {SIZE[0]}×{SIZE[1]}; threads {args.threads}; {args.repeat} rounds"
+    )
     print()
     report(samples, spent)
     print()

@@ -81,7 +81,11 @@ def convert(loaded, out_dir: str | Path, quantization: str | None = None) -> Pat
     vocabulary = loaded.tokenizer.pieces(range(cfg.vocab_size))
     spec.register_source_vocabulary(vocabulary)
     spec.register_target_vocabulary(vocabulary)
-    spec.config.bos_token, spec.config.eos_token, spec.config.unk_token = vocabulary[cfg.bos_id], vocabulary[cfg.eos_id], vocabulary[cfg.unk_id]
+    spec.config.bos_token, spec.config.eos_token, spec.config.unk_token = (
+        vocabulary[cfg.bos_id],
+        vocabulary[cfg.eos_id],
+        vocabulary[cfg.unk_id],
+    )
     spec.config.decoder_start_token = vocabulary[cfg.bos_id]
     spec.validate()
     if quantization:

@@ -101,8 +101,17 @@ class Translator:
 
 def _result(t) -> Result:
     return Result(
-        index=t.index, source=t.source, text=t.text, pieces=t.pieces, token_ids=t.tokens,
-        token_logprobs=t.token_logprobs, score=t.score, truncated=t.truncated, warnings=t.warnings,
+        index=t.index,
+        source=t.source,
+        text=t.text,
+        pieces=t.pieces,
+        token_ids=t.tokens,
+        token_logprobs=t.token_logprobs,
+        score=t.score,
+        truncated=t.truncated,
+        warnings=t.warnings,
         n_best=[Alternative(a.text, a.pieces, a.token_logprobs, a.score) for a in t.alternatives],
-        source_trace=t.source_trace, steps=t.steps, translation=t,
+        source_trace=t.source_trace,
+        steps=t.steps,
+        translation=t,
     )

@@ -54,7 +54,9 @@ def save_model(
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     cfg: ModelConfig = model.cfg
-    tensors = {name: t.to("cpu", dtype if t.is_floating_point() else t.dtype) for name, t in model_tensors(model).items()}
+    tensors = {
+        name: t.to("cpu", dtype if t.is_floating_point() else t.dtype) for name, t in model_tensors(model).items()
+    }
     metadata = {"format": FORMAT, "format_version": str(FORMAT_VERSION), "config": cfg.to_json()}
     from core import __version__
 
@@ -102,8 +104,15 @@ def check_format(
 
 
 def config_from_metadata(path: Path, metadata: dict[str, str]) -> ModelConfig:
-    check_format(path, metadata, fmt=FORMAT, newest=FORMAT_VERSION, what="tt model", version_label="format version",
-                 error=CheckpointError)
+    check_format(
+        path,
+        metadata,
+        fmt=FORMAT,
+        newest=FORMAT_VERSION,
+        what="tt model",
+        version_label="format version",
+        error=CheckpointError,
+    )
     try:
         return ModelConfig.from_json(metadata.get("config", ""))
     except ConfigError as exc:
@@ -118,9 +127,13 @@ def load_state(model: torch.nn.Module, tensors: dict[str, torch.Tensor], path: P
     if missing or unexpected:
         parts = []
         if missing:
-            parts.append(f"missing {len(missing)} tensor(s) ({', '.join(missing[:3])}{'…' if len(missing) > 3 else ''})")
+            parts.append(
+                f"missing {len(missing)} tensor(s) ({', '.join(missing[:3])}{'…' if len(missing) > 3 else ''})"
+            )
         if unexpected:
-            parts.append(f"unexpected {len(unexpected)} ({', '.join(unexpected[:3])}{'…' if len(unexpected) > 3 else ''})")
+            parts.append(
+                f"unexpected {len(unexpected)} ({', '.join(unexpected[:3])}{'…' if len(unexpected) > 3 else ''})"
+            )
         raise CheckpointError(f"{path}: weights do not match the config: {'; '.join(parts)}")
     for name, want in expected.items():
         if tuple(tensors[name].shape) != tuple(want.shape):
@@ -156,7 +169,9 @@ class LoadedModel:
         return self.model.cfg
 
 
-def load_model(directory: str | Path | None = None, *, device: str | torch.device = "cpu", packed: bool = False) -> LoadedModel:
+def load_model(
+    directory: str | Path | None = None, *, device: str | torch.device = "cpu", packed: bool = False
+) -> LoadedModel:
     """Load a model directory (fp16 or fp32 on disk; fp32 in memory); None = the default model.
 
     packed=True (inference and attribution on the CPU, never training): the Linear layers run on
@@ -168,7 +183,9 @@ def load_model(directory: str | Path | None = None, *, device: str | torch.devic
     if not directory.exists():
         raise CheckpointError(f"{directory}: no such model directory")
     if not directory.is_dir():
-        raise CheckpointError(f"{directory}: not a directory (a model is a directory with {WEIGHTS_FILE} and {TOKENIZER_FILE})")
+        raise CheckpointError(
+            f"{directory}: not a directory (a model is a directory with {WEIGHTS_FILE} and {TOKENIZER_FILE})"
+        )
     weights = directory / WEIGHTS_FILE
     if not weights.exists():
         raise CheckpointError(f"{directory}: no {WEIGHTS_FILE} in the model directory")

@@ -50,7 +50,9 @@ def main() -> None:
     parser.add_argument("--join", default="1,2,4,8")
     parser.add_argument("--layer", type=int, help="default: the model's stored rule")
     parser.add_argument("--head", type=int)
-    parser.add_argument("--full-context", action="store_true", help="read the unmasked pass (--align-full-context heads)")
+    parser.add_argument(
+        "--full-context", action="store_true", help="read the unmasked pass (--align-full-context heads)"
+    )
     args = parser.parse_args()
 
     lo, hi = map(int, args.lines.split("-"))
@@ -67,7 +69,9 @@ def main() -> None:
         found = [{(i, j) for i, j, _ in ls} for ls in align(att, rule)]
         score = score_links(found, [g for _, g in group])
         words = statistics.mean(len(p[0].split()) for p, _ in group)
-        print(f"{n:>12} {words:>10.1f} {100 * score.aer:>6.1f} {100 * score.precision:>9.1f} {100 * score.recall:>7.1f}")
+        print(
+            f"{n:>12} {words:>10.1f} {100 * score.aer:>6.1f} {100 * score.precision:>9.1f} {100 * score.recall:>7.1f}"
+        )
 
 
 if __name__ == "__main__":

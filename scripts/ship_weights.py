@@ -62,12 +62,16 @@ OOD = ROOT / "docs" / "ood" / "ood"
 
 
 def tt(*args: str) -> str:
-    out = subprocess.run([sys.executable, "-m", "tt_cli.main", *args], check=True, capture_output=True, text=True, cwd=ROOT)
+    out = subprocess.run(
+        [sys.executable, "-m", "tt_cli.main", *args], check=True, capture_output=True, text=True, cwd=ROOT
+    )
     return out.stdout
 
 
 def eval_json(model: Path, src: Path, ref: Path) -> dict:
-    return json.loads(tt("eval", "--model", str(model), "--src", str(src), "--ref", str(ref), "--json").strip().splitlines()[-1])
+    return json.loads(
+        tt("eval", "--model", str(model), "--src", str(src), "--ref", str(ref), "--json").strip().splitlines()[-1]
+    )
 
 
 HANSARDS = SHARED / "hansards-align"
@@ -77,9 +81,25 @@ def align_score(model: Path, *options: str) -> dict:
     """AER, precision, recall (percent) of `tt align` on the Hansards trial set with these options."""
     D = HANSARDS
     out = subprocess.run(
-        [sys.executable, "-m", "tt_cli.main", "align", "--model", str(model), "--src", str(D / "trial.fr"),
-         "--tgt", str(D / "trial.en"), "--gold", str(D / "trial.wa"), *options],
-        check=True, capture_output=True, text=True, cwd=ROOT,
+        [
+            sys.executable,
+            "-m",
+            "tt_cli.main",
+            "align",
+            "--model",
+            str(model),
+            "--src",
+            str(D / "trial.fr"),
+            "--tgt",
+            str(D / "trial.en"),
+            "--gold",
+            str(D / "trial.wa"),
+            *options,
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
     )
     m = re.search(r"AER ([\d.]+)\s+precision ([\d.]+)\s+recall ([\d.]+)", out.stderr)
     if not m:
@@ -93,18 +113,38 @@ def measure_alignment(model: Path, previous: dict, reverse: Path | None = None) 
     from core.analysis.align import load_rule
 
     D = HANSARDS
-    tt("align", "--model", str(model), "--find-heads", "--src", str(D / "trial.fr"), "--tgt", str(D / "trial.en"),
-       "--gold", str(D / "trial.wa"))
+    tt(
+        "align",
+        "--model",
+        str(model),
+        "--find-heads",
+        "--src",
+        str(D / "trial.fr"),
+        "--tgt",
+        str(D / "trial.en"),
+        "--gold",
+        str(D / "trial.wa"),
+    )
     pairs = len((D / "trial.fr").read_text(encoding="utf-8").splitlines())
     return {
-        "rule": load_rule(model).describe(), "pairs": pairs, **align_score(model),
+        "rule": load_rule(model).describe(),
+        "pairs": pairs,
+        **align_score(model),
         "earlier_aer": align_score(model, "--method", "plain")["aer"],
         "diagonal_aer": align_score(model, "--method", "diagonal")["aer"],
         # eflomal is measured by the recipe in docs/alignment.md (it needs the `align` extra).
         "eflomal_aer": previous.get("eflomal_aer"),
-        **({"symmetrized": {"reverse_model": str(reverse), "method": "intersection",
-                            **align_score(model, "--reverse-model", str(reverse), "--symmetrize", "intersection")}}
-           if reverse else {}),
+        **(
+            {
+                "symmetrized": {
+                    "reverse_model": str(reverse),
+                    "method": "intersection",
+                    **align_score(model, "--reverse-model", str(reverse), "--symmetrize", "intersection"),
+                }
+            }
+            if reverse
+            else {}
+        ),
     }
 
 
@@ -120,8 +160,14 @@ def measure_limits(model: Path) -> dict:
     ood = eval_json(model, Path(f"{OOD}.fr"), Path(f"{OOD}.en"))
     hard = tt("translate", "--model", str(model), *(fr for fr, _ in HARD)).splitlines()
     return {
-        "ood": {"src": f"{OOD.relative_to(ROOT)}.fr", "ref": f"{OOD.relative_to(ROOT)}.en", "sentences": ood["sentences"],
-                "bleu": ood["bleu"], "chrf": ood["chrf"], "bleu_signature": ood["bleu_signature"]},
+        "ood": {
+            "src": f"{OOD.relative_to(ROOT)}.fr",
+            "ref": f"{OOD.relative_to(ROOT)}.en",
+            "sentences": ood["sentences"],
+            "bleu": ood["bleu"],
+            "chrf": ood["chrf"],
+            "bleu_signature": ood["bleu_signature"],
+        },
         "hard": [[fr, en, kind] for (fr, kind), en in zip(HARD, hard)],
     }
 
@@ -141,12 +187,12 @@ spells unknown names and words from pieces it knows:
 |---|---|---|
 {hard}
 
-Measured out of domain: **{ood['bleu']:.1f} BLEU, {ood['chrf']:.1f} chrF** on {ood['sentences']} news and parliamentary sentences
+Measured out of domain: **{ood["bleu"]:.1f} BLEU, {ood["chrf"]:.1f} chrF** on {ood["sentences"]} news and parliamentary sentences
 written for this card with our own reference translations (not taken from any test set), against
-{card['test_sets']['tatoeba-test']['bleu']:.1f} BLEU on held-out Tatoeba. BLEU `{ood['bleu_signature']}`. Reproduce:
+{card["test_sets"]["tatoeba-test"]["bleu"]:.1f} BLEU on held-out Tatoeba. BLEU `{ood["bleu_signature"]}`. Reproduce:
 
 ```
-tt eval --src {ood['src']} --ref {ood['ref']}
+tt eval --src {ood["src"]} --ref {ood["ref"]}
 ```
 
 These sentences are shorter and plainer than real proceedings or newswire: expect lower on real text. To go further,
@@ -160,10 +206,12 @@ def symmetrized(a: dict) -> str:
     sym = a.get("symmetrized")
     if not sym:
         return ""
-    return (f"With an English→French model fine-tuned from this one (`tt train --src-lang en --tgt-lang fr --init-from weights`, "
-            f"then with guided alignment on joined pairs: docs/alignment.md, *Length*) "
-            f"and the two directions' links intersected (`tt align --reverse-model DIR --symmetrize intersection`), "
-            f"**AER {sym['aer']:.1f}** (precision {sym['precision']:.1f}, recall {sym['recall']:.1f}). ")
+    return (
+        f"With an English→French model fine-tuned from this one (`tt train --src-lang en --tgt-lang fr --init-from weights`, "
+        f"then with guided alignment on joined pairs: docs/alignment.md, *Length*) "
+        f"and the two directions' links intersected (`tt align --reverse-model DIR --symmetrize intersection`), "
+        f"**AER {sym['aer']:.1f}** (precision {sym['precision']:.1f}, recall {sym['recall']:.1f}). "
+    )
 
 
 def render_alignment(card: dict) -> str:
@@ -174,12 +222,12 @@ def render_alignment(card: dict) -> str:
     return f"""## Alignment
 
 `tt align` and `tt translate --json --align` read word links from this model's cross-attention with the rule
-stored in `alignment.json` ({a['rule']}), found by
-`tt align --find-heads` on the {a['pairs']} gold-aligned English–French Hansards trial pairs of the HLT-NAACL 2003
-workshop. On those same {a['pairs']} pairs (the only gold set on this machine; the rule was chosen on them, so the figure
-is optimistic) the alignment error rate is **AER {a['aer']:.1f}** (precision {a['precision']:.1f}, recall {a['recall']:.1f}), against {a['earlier_aer']:.1f} for the
-earlier rule (mean of the last layer's heads, argmax) and {a['diagonal_aer']:.1f} for a diagonal line; a statistical aligner
-(eflomal) scores {a['eflomal_aer']:.1f}. The model never saw Hansards text. {symmetrized(a)}Commands and the full comparison:
+stored in `alignment.json` ({a["rule"]}), found by
+`tt align --find-heads` on the {a["pairs"]} gold-aligned English–French Hansards trial pairs of the HLT-NAACL 2003
+workshop. On those same {a["pairs"]} pairs (the only gold set on this machine; the rule was chosen on them, so the figure
+is optimistic) the alignment error rate is **AER {a["aer"]:.1f}** (precision {a["precision"]:.1f}, recall {a["recall"]:.1f}), against {a["earlier_aer"]:.1f} for the
+earlier rule (mean of the last layer's heads, argmax) and {a["diagonal_aer"]:.1f} for a diagonal line; a statistical aligner
+(eflomal) scores {a["eflomal_aer"]:.1f}. The model never saw Hansards text. {symmetrized(a)}Commands and the full comparison:
 [docs/alignment.md](../docs/alignment.md).
 
 """
@@ -194,25 +242,35 @@ def render_fine_tune(card: dict) -> str:
     data_flags = " ".join(f"--data {d}" for d in tc["data"])
     valid = "\n".join(f"| {name} | {s['bleu']:.1f} | {s['chrf']:.1f} |" for name, s in ft["valid"].items())
     control = ft.get("control")
-    control_text = "" if not control else f"""
-The same fine-tune without `--align-links` (`--out {control['run']}`, everything else equal) scores
-{control['bleu']:.2f} valid BLEU ({control['selected']}) against {ft['valid'][ft['selected']]['bleu']:.2f} with guided alignment: the alignment loss costs
-{control['bleu'] - ft['valid'][ft['selected']]['bleu']:+.2f} BLEU (issue 10's bound: at most 0.5).
+    control_text = (
+        ""
+        if not control
+        else f"""
+The same fine-tune without `--align-links` (`--out {control["run"]}`, everything else equal) scores
+{control["bleu"]:.2f} valid BLEU ({control["selected"]}) against {ft["valid"][ft["selected"]]["bleu"]:.2f} with guided alignment: the alignment loss costs
+{control["bleu"] - ft["valid"][ft["selected"]]["bleu"]:+.2f} BLEU (issue 10's bound: at most 0.5).
 """
-    guided = (f"with guided alignment (Garg et al. 2019): one cross-attention head (decoder layer {tc['align_layer']}, "
-              f"head {tc['align_head']}, weight λ {tc['align_weight']}) is pulled toward word links of the training pairs made by "
-              "eflomal (`scripts/silver_links.py`; no gold links, no Hansards text)") if tc.get("align_links") else "on the same data"
+    )
+    guided = (
+        (
+            f"with guided alignment (Garg et al. 2019): one cross-attention head (decoder layer {tc['align_layer']}, "
+            f"head {tc['align_head']}, weight λ {tc['align_weight']}) is pulled toward word links of the training pairs made by "
+            "eflomal (`scripts/silver_links.py`; no gold links, no Hansards text)"
+        )
+        if tc.get("align_links")
+        else "on the same data"
+    )
     return f"""### Fine-tuning
 
-The model above was then fine-tuned from its own weights (`--init-from`) for {ft['train_steps']} steps
-({ft['train_seconds'] / 3600:.1f} h) {guided}:
+The model above was then fine-tuned from its own weights (`--init-from`) for {ft["train_steps"]} steps
+({ft["train_seconds"] / 3600:.1f} h) {guided}:
 
 ```
 python scripts/silver_links.py {data_flags} --out runs/silver.links
 tt train --init-from weights {data_flags} --align-links runs/silver.links \\
-  --align-layer {tc['align_layer']} --align-head {tc['align_head']} --align-weight {tc['align_weight']} \\
-  --test-per-mille {tc['test_per_mille']} --warmup {tc['warmup']} --lr-scale {tc['lr_scale']} --max-steps {ft['train_steps']} \\
-  --valid-every {tc['valid_every']} --save-every {tc['save_every']} --keep-last {tc['keep_last']} --bleu-sample {tc['bleu_sample']} --threads {tc['threads']} --out runs/guided
+  --align-layer {tc["align_layer"]} --align-head {tc["align_head"]} --align-weight {tc["align_weight"]} \\
+  --test-per-mille {tc["test_per_mille"]} --warmup {tc["warmup"]} --lr-scale {tc["lr_scale"]} --max-steps {ft["train_steps"]} \\
+  --valid-every {tc["valid_every"]} --save-every {tc["save_every"]} --keep-last {tc["keep_last"]} --bleu-sample {tc["bleu_sample"]} --threads {tc["threads"]} --out runs/guided
 python scripts/ship_weights.py --run runs/guided --last 5 --control runs/control
 ```
 
@@ -220,7 +278,7 @@ python scripts/ship_weights.py --run runs/guided --last 5 --control runs/control
 |---|---:|---:|
 {valid}
 
-Kept: **{ft['selected']}**.
+Kept: **{ft["selected"]}**.
 {control_text}
 """
 
@@ -233,7 +291,8 @@ def render_card(card: dict) -> str:
         for name, spec in card["test_sets"].items()
     )
     sigs = "\n".join(
-        f"- {name}: BLEU `{spec['bleu_signature']}`, chrF `{spec['chrf_signature']}`" for name, spec in card["test_sets"].items()
+        f"- {name}: BLEU `{spec['bleu_signature']}`, chrF `{spec['chrf_signature']}`"
+        for name, spec in card["test_sets"].items()
     )
     valid = "\n".join(f"| {name} | {s['bleu']:.1f} | {s['chrf']:.1f} |" for name, s in card["valid"].items())
     samples = "\n".join(f"| {fr} | {en} |" for fr, en in card["samples"])
@@ -241,10 +300,10 @@ def render_card(card: dict) -> str:
     data_flags = " ".join(f"--data {d}" for d in tc["data"])
     return f"""# tt's shipped French→English model
 
-A `small` Transformer (d_model {cfg['d_model']}, h {cfg['h']}, {cfg['n_encoder_layers']}+{cfg['n_decoder_layers']} layers,
-d_ff {cfg['d_ff']}, post-norm as in the paper, sinusoidal positions, shared source/target/output embeddings,
-{card['parameters'] / 1e6:.1f}M parameters) with a joint SentencePiece vocabulary of {cfg['vocab_size']} pieces.
-Stored in fp16 ({card['size_bytes'] / 1e6:.1f} MB), loaded as fp32. `tt translate` uses it by default; nothing is downloaded.
+A `small` Transformer (d_model {cfg["d_model"]}, h {cfg["h"]}, {cfg["n_encoder_layers"]}+{cfg["n_decoder_layers"]} layers,
+d_ff {cfg["d_ff"]}, post-norm as in the paper, sinusoidal positions, shared source/target/output embeddings,
+{card["parameters"] / 1e6:.1f}M parameters) with a joint SentencePiece vocabulary of {cfg["vocab_size"]} pieces.
+Stored in fp16 ({card["size_bytes"] / 1e6:.1f} MB), loaded as fp32. `tt translate` uses it by default; nothing is downloaded.
 
 ## Data
 
@@ -258,21 +317,21 @@ test = buckets [10, 25). The Tatoeba test set below is the Tatoeba part of the t
 
 ## Training
 
-Hardware: {card['hardware']}. Training time: {hours:.1f} h wall-clock ({card['train_steps']} steps, ~{tc['max_tokens']}-piece batches,
+Hardware: {card["hardware"]}. Training time: {hours:.1f} h wall-clock ({card["train_steps"]} steps, ~{tc["max_tokens"]}-piece batches,
 bf16 autocast), partly shared with other work on the same 2 cores. The run went through `core.train.trainer.Trainer` — the code
 behind `tt train` — and is equivalent to:
 
 ```
-tt train {data_flags} --preset small --vocab-size {tc['vocab_size']} \\
-  --precision {tc['precision']} --max-tokens {tc['max_tokens']} --warmup {tc['warmup']} --lr-scale {tc['lr_scale']} \\
-  --label-smoothing {tc['label_smoothing']} --valid-per-mille {tc['valid_per_mille']} --test-per-mille {tc['test_per_mille']} \\
-  --valid-every {tc['valid_every']} --save-every {tc['save_every']} --keep-last {tc['keep_last']} --bleu-sample {tc['bleu_sample']} \\
-  --seed {tc['seed']} --max-time {card['train_seconds']} --out runs/shipped
+tt train {data_flags} --preset small --vocab-size {tc["vocab_size"]} \\
+  --precision {tc["precision"]} --max-tokens {tc["max_tokens"]} --warmup {tc["warmup"]} --lr-scale {tc["lr_scale"]} \\
+  --label-smoothing {tc["label_smoothing"]} --valid-per-mille {tc["valid_per_mille"]} --test-per-mille {tc["test_per_mille"]} \\
+  --valid-every {tc["valid_every"]} --save-every {tc["save_every"]} --keep-last {tc["keep_last"]} --bleu-sample {tc["bleu_sample"]} \\
+  --seed {tc["seed"]} --max-time {card["train_seconds"]} --out runs/shipped
 ```
 
 It was stopped and resumed (`--resume`) a few times while the machine was shared; resuming is exact. Then
 `python scripts/ship_weights.py --run runs/shipped --last 5` compared the best checkpoint (by validation BLEU) with
-the average of the last 5 checkpoints (paper §6.1) on the validation set, kept the better one (**{card['selected']}**),
+the average of the last 5 checkpoints (paper §6.1) on the validation set, kept the better one (**{card["selected"]}**),
 and saved it in fp16:
 
 | candidate | valid BLEU | valid chrF |
@@ -300,7 +359,7 @@ and saved it in fp16:
 {render_limits(card)}## Known limits
 
 - Trained on short, everyday sentences (Tatoeba) and image captions (Multi30k): long, technical or formal text
-  translates worse, and sentences over {cfg['max_len']} pieces are truncated (with a warning).
+  translates worse, and sentences over {cfg["max_len"]} pieces are truncated (with a warning).
 - 8k-piece vocabulary: rare names and words are split into many pieces and may be garbled.
 - Tatoeba's English often uses contractions ("I'm", "It's"); the model does too.
 - No casing or punctuation repair of the input; emoji and scripts other than Latin map to unknown pieces.
@@ -325,9 +384,15 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=ROOT / "weights")
     ap.add_argument("--valid-buckets", default="0,10")
     ap.add_argument("--test-buckets", default="10,25")
-    ap.add_argument("--control", type=Path, help="a fine-tune run like --run without --align-links: its valid BLEU goes in the card")
-    ap.add_argument("--reverse-model", type=Path, help="an English→French model (tt train --src-lang en --tgt-lang fr): the card reports the "
-                    "two directions' links intersected")
+    ap.add_argument(
+        "--control", type=Path, help="a fine-tune run like --run without --align-links: its valid BLEU goes in the card"
+    )
+    ap.add_argument(
+        "--reverse-model",
+        type=Path,
+        help="an English→French model (tt train --src-lang en --tgt-lang fr): the card reports the "
+        "two directions' links intersected",
+    )
     ap.add_argument("--card-only", action="store_true", help="re-measure the limits of --out and re-render its card")
     args = ap.parse_args()
     if args.card_only:
@@ -337,7 +402,9 @@ def main() -> None:
         (args.out / "card.json").write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         (args.out / "README.md").write_text(render_card(card), encoding="utf-8")
         return
-    previous = json.loads((args.out / "card.json").read_text(encoding="utf-8")) if (args.out / "card.json").exists() else {}
+    previous = (
+        json.loads((args.out / "card.json").read_text(encoding="utf-8")) if (args.out / "card.json").exists() else {}
+    )
     tmp = Path(tempfile.mkdtemp())
     vlo, vhi = map(int, args.valid_buckets.split(","))
     tlo, thi = map(int, args.test_buckets.split(","))
@@ -351,28 +418,58 @@ def main() -> None:
     tsrc, tref, n_test = tatoeba_split(tmp, tlo, thi, "test")
     m30k = SHARED / "multi30k/test_2016_flickr"
     results = {
-        "tatoeba-test": ({"source": "tatoeba-heldout", "file": "tatoeba-fra-eng/fra-eng.tsv", "buckets": [tlo, thi],
-                          "sentences": n_test}, eval_json(args.out, tsrc, tref)),
-        "multi30k-test2016": ({"source": "files", "file": "multi30k/test_2016_flickr",
-                               "sentences": sum(1 for _ in open(str(m30k) + ".fr", encoding="utf-8"))},
-                              eval_json(args.out, Path(str(m30k) + ".fr"), Path(str(m30k) + ".en"))),
+        "tatoeba-test": (
+            {
+                "source": "tatoeba-heldout",
+                "file": "tatoeba-fra-eng/fra-eng.tsv",
+                "buckets": [tlo, thi],
+                "sentences": n_test,
+            },
+            eval_json(args.out, tsrc, tref),
+        ),
+        "multi30k-test2016": (
+            {
+                "source": "files",
+                "file": "multi30k/test_2016_flickr",
+                "sentences": sum(1 for _ in open(str(m30k) + ".fr", encoding="utf-8")),
+            },
+            eval_json(args.out, Path(str(m30k) + ".fr"), Path(str(m30k) + ".en")),
+        ),
     }
     samples = tt("translate", "--model", str(args.out), *SAMPLES).splitlines()
     info = read_trainer_info(list_checkpoints(args.run)[-1])
     fine_tune = info["train_config"].get("init_from")
     if fine_tune:  # the base model's record (the card of the model it started from) stays in the card
-        base_card = previous if (ROOT / fine_tune).resolve() == args.out.resolve() else \
-            json.loads((ROOT / fine_tune / "card.json").read_text(encoding="utf-8"))
-        base = base_card.get("base") or {k: base_card[k] for k in ("train_steps", "train_seconds", "train_config", "selected", "valid")}
-    record = {"selected": chosen, "valid": valid, "train_steps": info["step"], "train_seconds": round(info["elapsed"]),
-              "train_config": info["train_config"]}
+        base_card = (
+            previous
+            if (ROOT / fine_tune).resolve() == args.out.resolve()
+            else json.loads((ROOT / fine_tune / "card.json").read_text(encoding="utf-8"))
+        )
+        base = base_card.get("base") or {
+            k: base_card[k] for k in ("train_steps", "train_seconds", "train_config", "selected", "valid")
+        }
+    record = {
+        "selected": chosen,
+        "valid": valid,
+        "train_steps": info["step"],
+        "train_seconds": round(info["elapsed"]),
+        "train_config": info["train_config"],
+    }
     card = {
         "model_config": loaded.cfg.to_dict(),
         **(base if fine_tune else record),
         "hardware": f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, CPU only",
-        "test_sets": {name: {**spec, "bleu": r["bleu"], "chrf": r["chrf"], "bleu_signature": r.get("bleu_signature"),
-                             "chrf_signature": r.get("chrf_signature"), "sentences_per_second": r.get("sentences_per_second")}
-                      for name, (spec, r) in results.items()},
+        "test_sets": {
+            name: {
+                **spec,
+                "bleu": r["bleu"],
+                "chrf": r["chrf"],
+                "bleu_signature": r.get("bleu_signature"),
+                "chrf_signature": r.get("chrf_signature"),
+                "sentences_per_second": r.get("sentences_per_second"),
+            }
+            for name, (spec, r) in results.items()
+        },
         "samples": list(zip(SAMPLES, samples)),
         "size_bytes": (args.out / "model.safetensors").stat().st_size,
         "parameters": loaded.model.num_parameters(),
@@ -382,8 +479,12 @@ def main() -> None:
         card["base"], card["fine_tune"] = base, record
         if args.control:
             _, ctrl_valid, ctrl_best = choose(args.control, args.last, tmp / "control", vsrc, vref)
-            record["control"] = {"run": str(args.control.relative_to(ROOT) if args.control.is_absolute() else args.control),
-                                 "selected": ctrl_best, "bleu": ctrl_valid[ctrl_best]["bleu"], "chrf": ctrl_valid[ctrl_best]["chrf"]}
+            record["control"] = {
+                "run": str(args.control.relative_to(ROOT) if args.control.is_absolute() else args.control),
+                "selected": ctrl_best,
+                "bleu": ctrl_valid[ctrl_best]["bleu"],
+                "chrf": ctrl_valid[ctrl_best]["chrf"],
+            }
     earlier = previous.get("alignment") or (base_card.get("alignment") if fine_tune else None) or {}
     card["alignment"] = measure_alignment(args.out, earlier, args.reverse_model)
     (args.out / "card.json").write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

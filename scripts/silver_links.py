@@ -41,7 +41,9 @@ def main() -> None:
     parser.add_argument("--data", action="append", required=True, help="as tt train's --data (repeat)")
     parser.add_argument("--src-lang", default="fr")
     parser.add_argument("--tgt-lang", default="en")
-    parser.add_argument("--swap", action="store_true", help="as tt train's --swap: links for the target→source direction")
+    parser.add_argument(
+        "--swap", action="store_true", help="as tt train's --swap: links for the target→source direction"
+    )
     parser.add_argument("--out", type=Path, required=True, help="Pharaoh links, one line per pair")
     parser.add_argument("--symmetrize", default="grow-diag-final", choices=["grow-diag-final", "intersection", "union"])
     parser.add_argument("--model", type=int, default=3, help="eflomal model: 1 = IBM1, 2 = + HMM, 3 = + fertility")
@@ -51,12 +53,18 @@ def main() -> None:
     except ImportError:
         sys.exit('scripts/silver_links.py: eflomal is not installed (pip install -e ".[align]")')
 
-    pairs = [p for spec in args.data for p in read_corpus(spec, src_lang=args.src_lang, tgt_lang=args.tgt_lang, swap=args.swap)]
+    pairs = [
+        p
+        for spec in args.data
+        for p in read_corpus(spec, src_lang=args.src_lang, tgt_lang=args.tgt_lang, swap=args.swap)
+    ]
     src = io.StringIO("".join(" ".join(p.src.lower().split()) + "\n" for p in pairs))
     tgt = io.StringIO("".join(" ".join(p.tgt.lower().split()) + "\n" for p in pairs))
     with tempfile.TemporaryDirectory() as tmp:
         fwd, rev = Path(tmp) / "fwd", Path(tmp) / "rev"
-        eflomal.Aligner(model=args.model).align(src, tgt, links_filename_fwd=str(fwd), links_filename_rev=str(rev), quiet=False)
+        eflomal.Aligner(model=args.model).align(
+            src, tgt, links_filename_fwd=str(fwd), links_filename_rev=str(rev), quiet=False
+        )
         forward, reverse = read_links(fwd), read_links(rev)
     if len(forward) != len(pairs) or len(reverse) != len(pairs):
         sys.exit(f"eflomal returned {len(forward)}/{len(reverse)} lines for {len(pairs)} pairs")

@@ -148,8 +148,12 @@ def test_word_pieces_concatenate_to_the_line(tiny_loaded):
 
 def test_batched_pass_matches_a_one_sentence_trace(tiny_loaded):
     """The batch (padded, length-sorted) gives each pair what a single teacher-forced trace gives."""
-    pairs = [("Je suis étudiant.", "I am a student."), ("", "x"), ("Il est médecin.", "He is a doctor."),
-             ("Tu es professeur", "you are a teacher")]
+    pairs = [
+        ("Je suis étudiant.", "I am a student."),
+        ("", "x"),
+        ("Il est médecin.", "He is a doctor."),
+        ("Tu es professeur", "you are a teacher"),
+    ]
     batched = pair_attention(tiny_loaded, pairs, batch_size=3)
     assert batched[1].plain.shape == (2, 4, 1, 0) and align([batched[1]]) == [[]]
     tok, cfg = tiny_loaded.tokenizer, tiny_loaded.cfg
@@ -183,7 +187,11 @@ def test_translation_alignment_reads_the_rule(tiny_loaded):
 def test_full_context_pass_sees_the_whole_target(tiny_loaded):
     """The second pass lifts the look-ahead mask: a later target word changes the first word's row,
     which the causal pass never lets happen; padding stays hidden (batched = one pair at a time)."""
-    pairs = [("Je suis étudiant.", "I am a student."), ("Je suis étudiant.", "I am a doctor."), ("Il est médecin.", "He is")]
+    pairs = [
+        ("Je suis étudiant.", "I am a student."),
+        ("Je suis étudiant.", "I am a doctor."),
+        ("Il est médecin.", "He is"),
+    ]
     batched = pair_attention(tiny_loaded, pairs, batch_size=3, full_context=True)
     a, b = batched[0], batched[1]
     torch.testing.assert_close(a.plain[:, :, :3], b.plain[:, :, :3])  # "I am a" sees only its past
@@ -192,11 +200,15 @@ def test_full_context_pass_sees_the_whole_target(tiny_loaded):
     tok, cfg = tiny_loaded.tokenizer, tiny_loaded.cfg
     for (src, tgt), att in zip(pairs, batched):
         (s_ids, s_groups), (t_ids, t_groups) = word_pieces(tok, src.split()), word_pieces(tok, tgt.split())
-        cross = full_context_cross(tiny_loaded.model, s_ids + [cfg.eos_id], t_ids + [cfg.eos_id])  # per layer (h, T+1, S)
+        cross = full_context_cross(
+            tiny_loaded.model, s_ids + [cfg.eos_id], t_ids + [cfg.eos_id]
+        )  # per layer (h, T+1, S)
         for layer, m in enumerate(cross):
             for j, tg in enumerate(t_groups):
                 for i, sg in enumerate(s_groups):
-                    torch.testing.assert_close(att.full[layer, :, j, i], m[:, tg][:, :, sg].sum(-1).mean(-1), atol=1e-5, rtol=1e-4)
+                    torch.testing.assert_close(
+                        att.full[layer, :, j, i], m[:, tg][:, :, sg].sum(-1).mean(-1), atol=1e-5, rtol=1e-4
+                    )
     rule = AlignRule(1, 2, full_context=True)
     assert "full context" in rule.describe() and align([a], rule) != align([a], AlignRule(1, 2))
     with pytest.raises(ConfigError, match="full-context pass"):
@@ -282,11 +294,15 @@ def test_bad_alignment_json_is_a_checkpoint_error(tmp_path):
     (tmp_path / "alignment.json").write_text("{", encoding="utf-8")
     with pytest.raises(CheckpointError, match="not a valid alignment rule"):
         load_rule(tmp_path)
-    (tmp_path / "alignment.json").write_text('{"format": "tt.alignment", "rule": {"layer": 1, "full_context": 1}}', encoding="utf-8")
+    (tmp_path / "alignment.json").write_text(
+        '{"format": "tt.alignment", "rule": {"layer": 1, "full_context": 1}}', encoding="utf-8"
+    )
     with pytest.raises(CheckpointError, match="full_context must be true or false"):
         load_rule(tmp_path)
     # Files written before full-context rules keep loading; the new field round-trips.
-    (tmp_path / "alignment.json").write_text('{"format": "tt.alignment", "rule": {"layer": 1, "head": 2}}', encoding="utf-8")
+    (tmp_path / "alignment.json").write_text(
+        '{"format": "tt.alignment", "rule": {"layer": 1, "head": 2}}', encoding="utf-8"
+    )
     assert load_rule(tmp_path) == AlignRule(1, 2) and not load_rule(tmp_path).full_context
     score = score_links([{(0, 0)}], [gold({(0, 0)})])
     save_rule(tmp_path, [(AlignRule(1, 2, full_context=True), score)], {"gold": "test"})
@@ -332,9 +348,23 @@ def test_guided_alignment_pulls_a_head_onto_the_links(tmp_path):
     def run(name: str, guided: bool, full_context: bool = False):
         events = []
         cfg = TrainConfig(
-            data=[str(TINY_TSV)], out=str(tmp_path / name), preset="tiny", vocab_size=120, max_steps=200, warmup=100,
-            max_tokens=512, valid_every=0, save_every=0, bleu_sample=0, seed=1, log_every=1, model_overrides={"max_len": 64},
-            align_links=str(tmp_path / "links.txt") if guided else None, align_layer=-1, align_head=1, align_weight=1.0,
+            data=[str(TINY_TSV)],
+            out=str(tmp_path / name),
+            preset="tiny",
+            vocab_size=120,
+            max_steps=200,
+            warmup=100,
+            max_tokens=512,
+            valid_every=0,
+            save_every=0,
+            bleu_sample=0,
+            seed=1,
+            log_every=1,
+            model_overrides={"max_len": 64},
+            align_links=str(tmp_path / "links.txt") if guided else None,
+            align_layer=-1,
+            align_head=1,
+            align_weight=1.0,
             align_full_context=full_context,
         )
         Trainer(cfg, [events.append]).run()
@@ -342,7 +372,9 @@ def test_guided_alignment_pulls_a_head_onto_the_links(tmp_path):
         atts = pair_attention(loaded, [(p.src, p.tgt) for p in pairs], full_context=True)
         rule = AlignRule(layer=-1, head=1, full_context=full_context)
         aligned = [{(i, j) for i, j, _ in links} for links in align(atts, rule)]
-        return [e.data.get("align_loss") for e in events if e.kind == "step"], score_links(aligned, [gold(ls) for ls in links])
+        return [e.data.get("align_loss") for e in events if e.kind == "step"], score_links(
+            aligned, [gold(ls) for ls in links]
+        )
 
     curve, guided = run("guided", True)
     assert curve[0] is not None and sum(curve[-20:]) / 20 < 0.7 * sum(curve[:20]) / 20  # 2.6 -> 1.25 nats
@@ -361,8 +393,17 @@ def test_links_file_must_match_the_data(tmp_path):
     from tests.conftest import TINY_TSV
 
     (tmp_path / "links.txt").write_text("0-0\n", encoding="utf-8")
-    cfg = TrainConfig(data=[str(TINY_TSV)], out=str(tmp_path / "run"), preset="tiny", vocab_size=120, max_steps=1,
-                      valid_every=0, save_every=0, bleu_sample=0, align_links=str(tmp_path / "links.txt"))
+    cfg = TrainConfig(
+        data=[str(TINY_TSV)],
+        out=str(tmp_path / "run"),
+        preset="tiny",
+        vocab_size=120,
+        max_steps=1,
+        valid_every=0,
+        save_every=0,
+        bleu_sample=0,
+        align_links=str(tmp_path / "links.txt"),
+    )
     with pytest.raises(DataError, match=r"links\.txt has 1 lines but the training data has 40 pairs"):
         Trainer(cfg).run()
     lines = ["0-0"] * 40

@@ -63,27 +63,45 @@ def test_tsv_on_stdin_and_json(tt, tiny_loaded):
     objs = [json.loads(line) for line in result.stdout.splitlines()]
     assert [o["index"] for o in objs] == [0, 1, 2, 3] and objs[1]["links"] == []
     first = objs[0]["links"]
-    assert [(x["source"], x["target"]) for x in first] == [tuple(map(int, p.split("-"))) for p in plain.stdout.splitlines()[0].split()]
+    assert [(x["source"], x["target"]) for x in first] == [
+        tuple(map(int, p.split("-"))) for p in plain.stdout.splitlines()[0].split()
+    ]
     assert [x["target_word"] for x in first] == ["I", "am", "a", "student."]
     assert all(x["source_word"] == PAIRS[0][0].split()[x["source"]] and 0 < x["score"] <= 1 for x in first)
 
 
 def test_gold_prints_the_score_on_stderr(tt, files):
-    result = tt("--method", "diagonal", "--src", str(files / "a.fr"), "--tgt", str(files / "a.en"), "--gold", str(files / "a.wa"))
+    result = tt(
+        "--method",
+        "diagonal",
+        "--src",
+        str(files / "a.fr"),
+        "--tgt",
+        str(files / "a.en"),
+        "--gold",
+        str(files / "a.wa"),
+    )
     assert result.exit_code == 0, result.stderr
     # Diagonal on pair 1 (3 source, 4 target words): j -> int((j + .5) * 3/4) = 0, 1, 1, 2.
     assert result.stdout.splitlines()[0] == "0-0 1-1 1-2 2-3"
     # Pair 1: A∩S = {0-0, 1-1, 2-3}, A∩P the same (1-2 is not the possible 2-2), |S| = 3, |P| = 4.
     # Pairs 3 and 4 add 5 + 4 links and no gold: AER = 1 - (3 + 3) / (13 + 3), precision 3/13, recall 3/3.
-    assert result.stderr == (
-        "tt: AER 62.5  precision 23.1  recall 100.0  (13 links; gold 3 sure, 4 possible)\n"
-    )
+    assert result.stderr == ("tt: AER 62.5  precision 23.1  recall 100.0  (13 links; gold 3 sure, 4 possible)\n")
 
 
 def test_find_heads_stores_the_rule_that_align_and_translate_then_use(tt, files, tiny_model_dir, tmp_path):
     model = tmp_path / "model"
     shutil.copytree(tiny_model_dir, model)
-    result = tt("--find-heads", "--src", str(files / "a.fr"), "--tgt", str(files / "a.en"), "--gold", str(files / "a.wa"), model=model)
+    result = tt(
+        "--find-heads",
+        "--src",
+        str(files / "a.fr"),
+        "--tgt",
+        str(files / "a.en"),
+        "--gold",
+        str(files / "a.wa"),
+        model=model,
+    )
     assert result.exit_code == 0, result.stderr
     rows = result.stdout.splitlines()
     # layers × (plain, shift, full context) × (mean + 4 heads) × (one way, both ways)
@@ -93,7 +111,12 @@ def test_find_heads_stores_the_rule_that_align_and_translate_then_use(tt, files,
     assert "stored the best rule" in result.stderr
     # Now the default: `tt align` equals the stored rule given explicitly.
     rule = AlignRule(**stored["rule"])
-    explicit = ["--method", "shift" if rule.shift else "full" if rule.full_context else "plain", "--layer", str(rule.layer)]
+    explicit = [
+        "--method",
+        "shift" if rule.shift else "full" if rule.full_context else "plain",
+        "--layer",
+        str(rule.layer),
+    ]
     explicit += ["--head", str(rule.head)] if rule.head is not None else []
     explicit += ["--both-ways"] if rule.bidirectional else []
     by_default = tt("--src", str(files / "a.fr"), "--tgt", str(files / "a.en"), model=model)
@@ -113,19 +136,39 @@ def test_reverse_model_symmetrizes(tt, files, tiny_model_dir):
 @pytest.mark.parametrize(
     ("setup", "args", "code", "message"),
     [
-        (lambda d: (d / "b.en").write_text("one\n", encoding="utf-8"), ["--src", "{d}/a.fr", "--tgt", "{d}/b.en"], 1,
-         "tt: error: {d}/b.en has 1 lines but {d}/a.fr has 4; they must be line-aligned\n"),
-        (lambda d: (d / "long.en").write_text("a\n\nx\n" + "étudiant " * 80 + "\n", encoding="utf-8"),
-         ["--src", "{d}/a.fr", "--tgt", "{d}/long.en"], 1, "tt: error: {d}/long.en:4: 400 pieces, longer than the model's 63\n"),
-        (lambda d: (d / "bad.wa").write_text("1 1 1 S\n1 9 1 S\n", encoding="utf-8"),
-         ["--src", "{d}/a.fr", "--tgt", "{d}/a.en", "--gold", "{d}/bad.wa"], 1,
-         "tt: error: {d}/bad.wa:2: link source 1 - target 9, but pair 1 has 3 source and 4 target words "
-         "(is the file for these sentences, with the target position first?)\n"),
+        (
+            lambda d: (d / "b.en").write_text("one\n", encoding="utf-8"),
+            ["--src", "{d}/a.fr", "--tgt", "{d}/b.en"],
+            1,
+            "tt: error: {d}/b.en has 1 lines but {d}/a.fr has 4; they must be line-aligned\n",
+        ),
+        (
+            lambda d: (d / "long.en").write_text("a\n\nx\n" + "étudiant " * 80 + "\n", encoding="utf-8"),
+            ["--src", "{d}/a.fr", "--tgt", "{d}/long.en"],
+            1,
+            "tt: error: {d}/long.en:4: 400 pieces, longer than the model's 63\n",
+        ),
+        (
+            lambda d: (d / "bad.wa").write_text("1 1 1 S\n1 9 1 S\n", encoding="utf-8"),
+            ["--src", "{d}/a.fr", "--tgt", "{d}/a.en", "--gold", "{d}/bad.wa"],
+            1,
+            "tt: error: {d}/bad.wa:2: link source 1 - target 9, but pair 1 has 3 source and 4 target words "
+            "(is the file for these sentences, with the target position first?)\n",
+        ),
         (lambda d: None, ["--src", "{d}/a.fr"], 2, "tt: error: give both --src and --tgt, or TSV lines on stdin\n"),
         (lambda d: None, ["--src", "{d}/none.fr", "--tgt", "{d}/a.en"], 1, "tt: error: {d}/none.fr: no such file\n"),
-        (lambda d: None, ["--find-heads", "--src", "{d}/a.fr", "--tgt", "{d}/a.en"], 2, "tt: error: --find-heads needs --gold\n"),
-        (lambda d: None, ["--layer", "5", "--src", "{d}/a.fr", "--tgt", "{d}/a.en"], 1,
-         "tt: error: alignment layer 5: this model has 2 decoder layers (0..1, or -1 for the last)\n"),
+        (
+            lambda d: None,
+            ["--find-heads", "--src", "{d}/a.fr", "--tgt", "{d}/a.en"],
+            2,
+            "tt: error: --find-heads needs --gold\n",
+        ),
+        (
+            lambda d: None,
+            ["--layer", "5", "--src", "{d}/a.fr", "--tgt", "{d}/a.en"],
+            1,
+            "tt: error: alignment layer 5: this model has 2 decoder layers (0..1, or -1 for the last)\n",
+        ),
     ],
 )
 def test_bad_input_is_one_line(tt, files, setup, args, code, message):
@@ -137,7 +180,10 @@ def test_bad_input_is_one_line(tt, files, setup, args, code, message):
 
 def test_tsv_line_without_a_tab(tt):
     result = tt(input="Je suis\tI am\nsans tabulation\n")
-    assert result.exit_code == 1 and result.stderr == "tt: error: <stdin>:2: expected 'source<TAB>target', got 1 tab-separated field(s)\n"
+    assert (
+        result.exit_code == 1
+        and result.stderr == "tt: error: <stdin>:2: expected 'source<TAB>target', got 1 tab-separated field(s)\n"
+    )
 
 
 def test_bad_alignment_json_in_the_model_dir(tt, tiny_model_dir, tmp_path):
@@ -145,14 +191,36 @@ def test_bad_alignment_json_in_the_model_dir(tt, tiny_model_dir, tmp_path):
     shutil.copytree(tiny_model_dir, model)
     (model / "alignment.json").write_text("[]", encoding="utf-8")
     result = tt(model=model, input="a\tb\n")
-    assert result.exit_code == 1 and result.stderr.startswith(f"tt: error: {model / 'alignment.json'}: not a valid alignment rule")
+    assert result.exit_code == 1 and result.stderr.startswith(
+        f"tt: error: {model / 'alignment.json'}: not a valid alignment rule"
+    )
 
 
 def test_threshold_and_no_save(tt, files, tiny_loaded, tiny_model_dir):
-    result = tt("--method", "plain", "--layer", "0", "--threshold", "0.2", "--src", str(files / "a.fr"), "--tgt", str(files / "a.en"))
+    result = tt(
+        "--method",
+        "plain",
+        "--layer",
+        "0",
+        "--threshold",
+        "0.2",
+        "--src",
+        str(files / "a.fr"),
+        "--tgt",
+        str(files / "a.en"),
+    )
     assert result.exit_code == 0, result.stderr
     expected = align(pair_attention(tiny_loaded, PAIRS), AlignRule(0, None, False, 0.2))
     assert result.stdout.splitlines() == [pharaoh((i, j) for i, j, _ in links) for links in expected]
-    ranked = tt("--find-heads", "--no-save", "--src", str(files / "a.fr"), "--tgt", str(files / "a.en"), "--gold", str(files / "a.wa"))
+    ranked = tt(
+        "--find-heads",
+        "--no-save",
+        "--src",
+        str(files / "a.fr"),
+        "--tgt",
+        str(files / "a.en"),
+        "--gold",
+        str(files / "a.wa"),
+    )
     assert ranked.exit_code == 0 and len(ranked.stdout.splitlines()) == 60
     assert not (tiny_model_dir / "alignment.json").exists() and ranked.stderr == ""

@@ -21,8 +21,12 @@ from core.analysis.reference import compare_pairs
 from core.errors import ConfigError
 from tt_cli.main import app
 
-PAIRS = [("Je suis étudiant.", "I am a student."), ("Le chat dort.", "The cat is sleeping."),
-         ("Il fait froid.", "It is cold."), ("La voiture est rouge.", "The car is red.")]
+PAIRS = [
+    ("Je suis étudiant.", "I am a student."),
+    ("Le chat dort.", "The cat is sleeping."),
+    ("Il fait froid.", "It is cold."),
+    ("La voiture est rouge.", "The car is red."),
+]
 
 
 def _one_pass(loaded, mask) -> float:
@@ -33,8 +37,9 @@ def _one_pass(loaded, mask) -> float:
         for src, ref in PAIRS:
             s = torch.tensor([tok.encode(src) + [cfg.eos_id]])
             r = tok.encode(ref) + [cfg.eos_id]
-            logits = model.decode(torch.tensor([[cfg.bos_id] + r[:-1]]), model.encode(s, head_mask=mask),
-                                  head_mask=mask).logits[0]
+            logits = model.decode(
+                torch.tensor([[cfg.bos_id] + r[:-1]]), model.encode(s, head_mask=mask), head_mask=mask
+            ).logits[0]
             total += float(logits.log_softmax(-1)[torch.arange(len(r)), r].sum())
     return total / len(PAIRS)
 
@@ -116,15 +121,19 @@ def test_greedy_prune_curve_removes_at_each_step_the_head_that_hurts_least(tiny_
     assert [p.removed for p in greedy] == list(range(len(all_heads(cfg)) + 1))
     assert len(set(heads)) == len(heads) and set(heads) == set(all_heads(cfg))  # one new head a step
     # Each value is the metric with that prefix of heads off, as a plain one-mask pass measures it.
-    assert [p.value for p in greedy] == pytest.approx([_one_pass(tiny_loaded, head_mask(cfg, heads[:k]))
-                                                      for k in range(len(greedy))], abs=1e-4)
+    assert [p.value for p in greedy] == pytest.approx(
+        [_one_pass(tiny_loaded, head_mask(cfg, heads[:k])) for k in range(len(greedy))], abs=1e-4
+    )
     # Step 1 is the best single head; step 2 the best of every pair that includes it, so no worse than
     # once's second head (the best pair is not always reachable this way: later steps may go either way).
     best = max(ablation.effects, key=lambda e: e.value)
     assert greedy[1].head == once[1].head == best.head and greedy[1].value == best.value
     first = greedy[1].head
-    pairs_with_first = reference_logprob(tiny_loaded, PAIRS, [head_mask(cfg, [first])] + [
-        head_mask(cfg, [first, h]) for h in all_heads(cfg) if h != first])
+    pairs_with_first = reference_logprob(
+        tiny_loaded,
+        PAIRS,
+        [head_mask(cfg, [first])] + [head_mask(cfg, [first, h]) for h in all_heads(cfg) if h != first],
+    )
     assert greedy[2].value == pytest.approx(max(pairs_with_first[1:]), abs=1e-6)
     assert greedy[2].value >= once[2].value - 1e-6
     assert greedy[-1].value == pytest.approx(once[-1].value, abs=1e-6)  # every head off, either way

@@ -33,8 +33,12 @@ def test_ig_delta_is_the_log_probability_gap_to_the_baseline(tiny_loaded, ids):
     src, tgt_in = torch.tensor([src_ids]), torch.tensor([[cfg.bos_id] + out_ids[:-1]])
     with torch.no_grad():
         xs, xt = model.src_embed(src), model.tgt_embed(tgt_in)
-        f = [model.decode(tgt_in, model.encode(src, src_embeds=k * xs), tgt_embeds=k * xt).logits[0].log_softmax(-1)
-             [torch.arange(len(out_ids)), out_ids] for k in (1.0, 0.0)]
+        f = [
+            model.decode(tgt_in, model.encode(src, src_embeds=k * xs), tgt_embeds=k * xt)
+            .logits[0]
+            .log_softmax(-1)[torch.arange(len(out_ids)), out_ids]
+            for k in (1.0, 0.0)
+        ]
     a = attribute(tiny_loaded, src_ids, out_ids, method="ig", ig_steps=4)
     assert torch.allclose(a.delta, f[0] - f[1], atol=1e-5)
 
@@ -79,8 +83,21 @@ def test_bad_method_or_steps(tiny_loaded, ids):
 
 
 def test_cli_translate_json_attribution(tiny_model_dir):
-    result = CliRunner().invoke(app, ["translate", "--model", str(tiny_model_dir), "--greedy", "--json",
-                                      "--attribution", "ig", "--ig-steps", "16", "Le chat dort."])
+    result = CliRunner().invoke(
+        app,
+        [
+            "translate",
+            "--model",
+            str(tiny_model_dir),
+            "--greedy",
+            "--json",
+            "--attribution",
+            "ig",
+            "--ig-steps",
+            "16",
+            "Le chat dort.",
+        ],
+    )
     assert result.exit_code == 0, result.stderr
     att = json.loads(result.stdout)["attribution"]
     assert att["method"] == "ig" and att["ig_steps"] == 16
@@ -91,11 +108,25 @@ def test_cli_translate_json_attribution(tiny_model_dir):
 
 def test_cli_analyze_attribute(tiny_model_dir):
     runner = CliRunner()
-    result = runner.invoke(app, ["analyze", "attribute", "--model", str(tiny_model_dir), "--method", "ixg", "--json",
-                                 "Le chat dort.", "Je suis étudiant."])
+    result = runner.invoke(
+        app,
+        [
+            "analyze",
+            "attribute",
+            "--model",
+            str(tiny_model_dir),
+            "--method",
+            "ixg",
+            "--json",
+            "Le chat dort.",
+            "Je suis étudiant.",
+        ],
+    )
     assert result.exit_code == 0, result.stderr
     obj = json.loads(result.stdout)
     assert len(obj["sentences"]) == 2 and obj["steps"] == sum(len(s["agrees"]) for s in obj["sentences"])
     assert 0.0 <= obj["agreement"] <= 1.0
-    table = runner.invoke(app, ["analyze", "attribute", "--model", str(tiny_model_dir), "--ig-steps", "8", "Le chat dort."])
+    table = runner.invoke(
+        app, ["analyze", "attribute", "--model", str(tiny_model_dir), "--ig-steps", "8", "Le chat dort."]
+    )
     assert table.exit_code == 0 and "completeness error" in table.stdout

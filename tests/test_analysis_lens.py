@@ -50,8 +50,9 @@ def test_agreement_over_pairs(tiny_loaded):
 
 def test_cli_lens_sentence_file_and_usage(tiny_model_dir, tmp_path):
     runner = CliRunner()
-    result = runner.invoke(app, ["analyze", "lens", "--model", str(tiny_model_dir), "--json", "--top-k", "2",
-                                 "Je suis étudiant."])
+    result = runner.invoke(
+        app, ["analyze", "lens", "--model", str(tiny_model_dir), "--json", "--top-k", "2", "Je suis étudiant."]
+    )
     assert result.exit_code == 0, result.stderr
     obj = json.loads(result.stdout)
     assert obj["translation"] == "I am a student."
@@ -59,7 +60,9 @@ def test_cli_lens_sentence_file_and_usage(tiny_model_dir, tmp_path):
     src, ref = tmp_path / "s.fr", tmp_path / "r.en"
     src.write_text("".join(p[0] + "\n" for p in PAIRS), encoding="utf-8")
     ref.write_text("".join(p[1] + "\n" for p in PAIRS), encoding="utf-8")
-    table = runner.invoke(app, ["analyze", "lens", "--model", str(tiny_model_dir), "--src", str(src), "--ref", str(ref)])
+    table = runner.invoke(
+        app, ["analyze", "lens", "--model", str(tiny_model_dir), "--src", str(src), "--ref", str(ref)]
+    )
     assert table.exit_code == 0, table.stderr
     assert "decoder layer 0:" in table.stdout
     neither = runner.invoke(app, ["analyze", "lens"])

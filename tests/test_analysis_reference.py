@@ -55,7 +55,7 @@ def test_reference_logprob_matches_the_trace_of_one_sentence(tiny_loaded, compar
         ref = tok.encode(c.reference) + [tiny_loaded.cfg.eos_id]
         _, steps = trace_steps(tiny_loaded, tok.encode(c.source) + [tiny_loaded.cfg.eos_id], ref)
         assert c.ref_logprob == pytest.approx(sum(s.logprob for s in steps), abs=1e-4)
-        assert [s.ref_prob for s in c.steps] == pytest.approx([2.718281828 ** s.logprob for s in steps], abs=1e-4)
+        assert [s.ref_prob for s in c.steps] == pytest.approx([2.718281828**s.logprob for s in steps], abs=1e-4)
 
 
 def test_batching_does_not_change_the_result(tiny_loaded, comparisons):
@@ -78,8 +78,9 @@ def test_cli_ref_json_on_files(tiny_model_dir, tmp_path):
     src, ref = tmp_path / "s.fr", tmp_path / "r.en"
     src.write_text("".join(p[0] + "\n" for p in PAIRS), encoding="utf-8")
     ref.write_text("".join(p[1] + "\n" for p in PAIRS), encoding="utf-8")
-    result = CliRunner().invoke(app, ["analyze", "ref", "--model", str(tiny_model_dir), "--src", str(src),
-                                      "--ref", str(ref), "--json"])
+    result = CliRunner().invoke(
+        app, ["analyze", "ref", "--model", str(tiny_model_dir), "--src", str(src), "--ref", str(ref), "--json"]
+    )
     assert result.exit_code == 0, result.stderr
     obj = json.loads(result.stdout)
     assert obj["summary"]["sentences"] == 4
@@ -96,6 +97,17 @@ def test_cli_ref_one_pair_table_and_usage_errors(tiny_model_dir, tmp_path):
     assert "first divergence: step" in result.stdout
     only_src = runner.invoke(app, ["analyze", "ref", "--src", str(tmp_path / "x")])
     assert only_src.exit_code == 2 and "--src and --ref go together" in only_src.stderr
-    missing = runner.invoke(app, ["analyze", "ref", "--model", str(tiny_model_dir),
-                                  "--src", str(tmp_path / "nope.fr"), "--ref", str(tmp_path / "nope.en")])
+    missing = runner.invoke(
+        app,
+        [
+            "analyze",
+            "ref",
+            "--model",
+            str(tiny_model_dir),
+            "--src",
+            str(tmp_path / "nope.fr"),
+            "--ref",
+            str(tmp_path / "nope.en"),
+        ],
+    )
     assert missing.exit_code == 1 and missing.stderr.startswith("tt: error:") and len(missing.stderr.splitlines()) == 1

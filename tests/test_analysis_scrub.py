@@ -23,9 +23,21 @@ def run_dir(tmp_path_factory):
     from core.train.trainer import Trainer
 
     out = tmp_path_factory.mktemp("scrub_run")
-    cfg = TrainConfig(data=[str(TINY_TSV)], out=str(out), preset="tiny", vocab_size=120, max_steps=200, warmup=100,
-                      max_tokens=512, valid_every=0, save_every=100, keep_last=0, bleu_sample=0, seed=1,
-                      model_overrides={"max_len": 64})
+    cfg = TrainConfig(
+        data=[str(TINY_TSV)],
+        out=str(out),
+        preset="tiny",
+        vocab_size=120,
+        max_steps=200,
+        warmup=100,
+        max_tokens=512,
+        valid_every=0,
+        save_every=100,
+        keep_last=0,
+        bleu_sample=0,
+        seed=1,
+        model_overrides={"max_len": 64},
+    )
     Trainer(cfg).run()
     return out
 

@@ -11,8 +11,11 @@ from core.analysis.sinks import CATEGORIES, head_sinks, is_punctuation, parks_on
 from core.analysis.trace import trace_steps
 from tt_cli.main import app
 
-PAIRS = [("Je suis étudiant.", "I am a student."), ("Le chat dort.", "The cat is sleeping."),
-         ("Il fait froid.", "It is cold.")]
+PAIRS = [
+    ("Je suis étudiant.", "I am a student."),
+    ("Le chat dort.", "The cat is sleeping."),
+    ("Il fait froid.", "It is cold."),
+]
 
 
 def test_punctuation_pieces():

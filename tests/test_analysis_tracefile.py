@@ -34,7 +34,13 @@ def test_round_trip_keeps_every_tensor_and_candidate(traced, tmp_path):
         assert torch.equal(a, b)
     assert len(back.steps) == len(steps)
     for a, b in zip(back.steps, steps):
-        assert (a.index, a.token, a.piece, a.logprob, a.candidates) == (b.index, b.token, b.piece, b.logprob, b.candidates)
+        assert (a.index, a.token, a.piece, a.logprob, a.candidates) == (
+            b.index,
+            b.token,
+            b.piece,
+            b.logprob,
+            b.candidates,
+        )
         for x, y in zip(a.cross + a.decoder_self, b.cross + b.decoder_self):
             assert torch.equal(x, y)
         assert torch.allclose(a.logits, b.logits, atol=1e-2, rtol=1e-3)  # stored as fp16
@@ -90,8 +96,9 @@ def test_newer_version_other_format_and_bad_contents(traced, tmp_path):
 
 def test_cli_translate_trace_writes_a_loadable_file(tiny_model_dir, tmp_path):
     path = tmp_path / "t.trace"
-    result = CliRunner().invoke(app, ["translate", "--model", str(tiny_model_dir), "--greedy", "--trace", str(path),
-                                      "Je suis étudiant."])
+    result = CliRunner().invoke(
+        app, ["translate", "--model", str(tiny_model_dir), "--greedy", "--trace", str(path), "Je suis étudiant."]
+    )
     assert result.exit_code == 0, result.stderr
     back = load_trace(path)
     assert back.translation == result.stdout.strip() == "I am a student."

@@ -35,7 +35,9 @@ def test_the_readme_example_runs_as_written_and_prints_what_it_shows(tmp_path):
     code, shown = readme_example()
     env = {k: v for k, v in os.environ.items() if k != "TT_MODEL"}  # the shipped model, as a new user has it
     env["PYTHONPATH"] = str(ROOT)
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout == shown
 
@@ -59,7 +61,9 @@ def test_results_match_translate_lines_and_the_json_keys(translator, tiny_loaded
     assert [r.text for r in results] == [t.text for t in expected] == ["I am a student.", "", "He is a doctor."]
     assert [r.index for r in results] == [0, 1, 2] and all(isinstance(r, Result) for r in results)
     # to_dict() has exactly the keys and values of `tt translate --json` for the same sentence.
-    cli = CliRunner().invoke(app, ["translate", "--model", str(tiny_model_dir), "--greedy", "--json", "Je suis étudiant."])
+    cli = CliRunner().invoke(
+        app, ["translate", "--model", str(tiny_model_dir), "--greedy", "--json", "Je suis étudiant."]
+    )
     assert cli.exit_code == 0, cli.stderr
     assert results[0].to_dict() == json.loads(cli.stdout)
     assert json.loads(json.dumps(results[1].to_dict()))["translation"] == ""
@@ -102,7 +106,9 @@ def test_tt_model_chooses_the_model_of_translate_and_eval(tiny_model_dir, tiny_l
 
     (tmp_path / "s.fr").write_text("Le chien mange.\n", encoding="utf-8")
     (tmp_path / "r.en").write_text("The dog is eating.\n", encoding="utf-8")
-    result = runner.invoke(app, ["eval", "--src", str(tmp_path / "s.fr"), "--ref", str(tmp_path / "r.en"), "--json"], env=env)
+    result = runner.invoke(
+        app, ["eval", "--src", str(tmp_path / "s.fr"), "--ref", str(tmp_path / "r.en"), "--json"], env=env
+    )
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["model"] == str(tiny_model_dir)
 
@@ -111,7 +117,9 @@ def test_tt_model_chooses_the_model_of_translate_and_eval(tiny_model_dir, tiny_l
     result = runner.invoke(app, ["translate", "--model", str(tiny_model_dir), "Le chien mange."], env=nowhere)
     assert result.exit_code == 0, result.stderr
     result = runner.invoke(app, ["translate", "Le chien mange."], env=nowhere)
-    assert result.exit_code == 1 and result.stderr.strip() == f"tt: error: {tmp_path / 'nowhere'}: no such model directory"
+    assert (
+        result.exit_code == 1 and result.stderr.strip() == f"tt: error: {tmp_path / 'nowhere'}: no such model directory"
+    )
 
 
 @pytest.mark.parametrize("command", ["translate", "eval", "inspect"])

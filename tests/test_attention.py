@@ -240,7 +240,10 @@ def test_head_mask_with_a_cache_matches_the_full_masked_pass():
 def test_head_mask_api():
     cfg = preset("tiny", vocab_size=40)
     mask = HeadMask.ones(cfg)
-    assert mask.encoder_self.shape == (cfg.n_encoder_layers, cfg.h) and mask.cross.shape == (cfg.n_decoder_layers, cfg.h)
+    assert mask.encoder_self.shape == (cfg.n_encoder_layers, cfg.h) and mask.cross.shape == (
+        cfg.n_decoder_layers,
+        cfg.h,
+    )
     off = mask.off("cross", 1, 3)
     assert off.cross[1, 3] == 0 and int(off.cross.eq(0).sum()) == 1
     assert mask.cross.eq(1).all()  # the original is untouched

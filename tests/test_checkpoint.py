@@ -75,8 +75,11 @@ def expect_error(model_dir: Path, *patterns: str) -> str:
 # ------------------------------------------------------------------------------ round trips
 
 
-@pytest.mark.parametrize("overrides", [{}, {"positional": "learned", "norm": "pre", "share_embeddings": False}],
-                         ids=["paper", "learned-pre-unshared"])
+@pytest.mark.parametrize(
+    "overrides",
+    [{}, {"positional": "learned", "norm": "pre", "share_embeddings": False}],
+    ids=["paper", "learned-pre-unshared"],
+)
 def test_fp32_round_trip_is_exact(tmp_path, tokenizer, overrides):
     model = make_model(tokenizer, **overrides)
     save_model(model, tokenizer, tmp_path / "m")

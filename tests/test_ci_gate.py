@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import ROOT
 
-SUITE = '''
+SUITE = """
 import pytest
 
 def test_runs():
@@ -30,7 +30,7 @@ def test_skips():
 @pytest.mark.xfail(reason="known", strict=True)
 def test_expected_failure():
     assert False
-'''
+"""
 
 
 def run_pytest(tmp_path, ci: str | None, data: str, *select: str) -> subprocess.CompletedProcess:
@@ -39,8 +39,21 @@ def run_pytest(tmp_path, ci: str | None, data: str, *select: str) -> subprocess.
     env.update(PYTHONPATH=str(ROOT), TT_SHARED_DATA=data)
     if ci is not None:
         env["CI"] = ci
-    args = [sys.executable, "-m", "pytest", "-p", "tests.conftest", "-p", "no:cacheprovider", "-q", "-rs",
-            "-W", "ignore::pytest.PytestUnknownMarkWarning", str(tmp_path / "test_suite.py"), *select]
+    args = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "tests.conftest",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "-rs",
+        "-W",
+        "ignore::pytest.PytestUnknownMarkWarning",
+        str(tmp_path / "test_suite.py"),
+        *select,
+    ]
     return subprocess.run(args, check=False, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
 
 

@@ -17,7 +17,16 @@ def params(command: str) -> dict:
 
 
 def test_every_command_is_wired():
-    assert set(typer.main.get_command(app).commands) == {"translate", "eval", "inspect", "train", "average", "align", "data", "analyze"}
+    assert set(typer.main.get_command(app).commands) == {
+        "translate",
+        "eval",
+        "inspect",
+        "train",
+        "average",
+        "align",
+        "data",
+        "analyze",
+    }
 
 
 def test_shared_options_are_one_definition():
@@ -31,7 +40,9 @@ def test_shared_options_are_one_definition():
     assert params("translate")["device"].rich_help_panel is None
 
 
-@pytest.mark.parametrize("shell, line", [("bash", "complete -o default -F _tt_completion tt"), ("zsh", "compdef _tt_completion tt")])
+@pytest.mark.parametrize(
+    "shell, line", [("bash", "complete -o default -F _tt_completion tt"), ("zsh", "compdef _tt_completion tt")]
+)
 def test_show_completion_prints_the_shell_script(shell, line, monkeypatch):
     # Typer's own switch for naming the shell instead of detecting it from the parent process.
     monkeypatch.setenv("_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION", "1")
@@ -42,7 +53,11 @@ def test_show_completion_prints_the_shell_script(shell, line, monkeypatch):
 
 @pytest.mark.parametrize(
     "words, cword, expected",
-    [("tt tr", "1", {"translate", "train"}), ("tt train --prec", "2", {"--precision"}), ("tt data ", "2", {"get", "list"})],
+    [
+        ("tt tr", "1", {"translate", "train"}),
+        ("tt train --prec", "2", {"--precision"}),
+        ("tt data ", "2", {"get", "list"}),
+    ],
 )
 def test_the_completion_script_gets_answers(words, cword, expected):
     """What the shell function asks tt when Tab is pressed (the bash protocol)."""

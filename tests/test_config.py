@@ -21,7 +21,12 @@ from core.model.config import PRESETS, ModelConfig, preset
 def test_presets_match_the_issue(name, d_model, h, layers, d_ff, dropout):
     cfg = PRESETS[name]
     assert (cfg.d_model, cfg.h, cfg.n_encoder_layers, cfg.n_decoder_layers, cfg.d_ff, cfg.dropout) == (
-        d_model, h, layers, layers, d_ff, dropout,
+        d_model,
+        h,
+        layers,
+        layers,
+        d_ff,
+        dropout,
     )
     assert cfg.d_k == 64  # d_k = d_v = 64 in every preset above (§3.2.2)
     assert cfg.norm == "post" and cfg.positional == "sinusoidal" and cfg.share_embeddings

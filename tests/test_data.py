@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from core.data.prepare import prepare_data
 from core.data.readers import (
     Example,
     Pair,
@@ -27,6 +26,7 @@ from core.data.readers import (
 )
 from core.errors import DataError
 from core.train.config import TrainConfig
+from core.train.prepare import prepare_data
 from tests.conftest import SHARED_DATA, TINY_TSV
 
 
@@ -95,12 +95,18 @@ def test_a_tsv_named_by_its_languages_turns_with_src_lang(tmp_path):
     write(tmp_path / "c.fr", "Deux chiens.\n")
     write(tmp_path / "c.en", "Two dogs.\n")
     write(tmp_path / "pairs.tsv", "Un chat.\tA cat.\n")
-    assert tsv_languages(tmp_path / "fra-eng.tsv") == ("fr", "en") and tsv_languages(Path("deu-eng.tsv.gz")) == ("de", "en")
+    assert tsv_languages(tmp_path / "fra-eng.tsv") == ("fr", "en") and tsv_languages(Path("deu-eng.tsv.gz")) == (
+        "de",
+        "en",
+    )
     assert tsv_languages(tmp_path / "pairs.tsv") is None and tsv_languages(Path("my-corpus.tsv")) is None
     both = [str(tmp_path / "fra-eng.tsv"), str(tmp_path / "c")]
     assert [p.src for spec in both for p in read_corpus(spec)] == ["Un chat.", "Deux chiens."]
     assert [p.src for spec in both for p in read_corpus(spec, src_lang="en", tgt_lang="fr")] == ["A cat.", "Two dogs."]
-    assert [p.src for spec in both for p in read_corpus(spec, src_lang="en", tgt_lang="fr", swap=True)] == ["Un chat.", "Deux chiens."]
+    assert [p.src for spec in both for p in read_corpus(spec, src_lang="en", tgt_lang="fr", swap=True)] == [
+        "Un chat.",
+        "Deux chiens.",
+    ]
     assert [p.src for p in read_corpus(tmp_path / "fra-eng.tsv", src_lang="eng", tgt_lang="fra")] == ["A cat."]
     # A TSV that names no languages is source<TAB>target, whatever the languages asked for.
     assert [p.src for p in read_corpus(tmp_path / "pairs.tsv", src_lang="en", tgt_lang="fr")] == ["Un chat."]
@@ -124,7 +130,10 @@ def test_aligned_empty_line_strict_and_skipped(tmp_path):
     with pytest.raises(DataError, match=r"x\.fr:2: empty line"):
         list(read_aligned(tmp_path / "x.fr", tmp_path / "x.en"))
     stats = ReadStats()
-    assert [p.tgt for p in read_aligned(tmp_path / "x.fr", tmp_path / "x.en", strict=False, stats=stats)] == ["one", "three"]
+    assert [p.tgt for p in read_aligned(tmp_path / "x.fr", tmp_path / "x.en", strict=False, stats=stats)] == [
+        "one",
+        "three",
+    ]
     assert stats.skipped_malformed == 1
 
 
@@ -216,11 +225,32 @@ def test_tt_train_writes_exactly_the_test_split_and_never_trains_on_it(tmp_path)
     assert valid and test and train
 
     run = tmp_path / "run"
-    args = ["train", "--data", str(TINY_TSV), "--out", str(run), "--preset", "tiny", "--vocab-size", "120",
-            "--max-steps", "1", "--valid-every", "0", "--threads", "1", "--valid-per-mille", "300", "--test-per-mille", "200"]
+    args = [
+        "train",
+        "--data",
+        str(TINY_TSV),
+        "--out",
+        str(run),
+        "--preset",
+        "tiny",
+        "--vocab-size",
+        "120",
+        "--max-steps",
+        "1",
+        "--valid-every",
+        "0",
+        "--threads",
+        "1",
+        "--valid-per-mille",
+        "300",
+        "--test-per-mille",
+        "200",
+    ]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.stderr
-    written = list(zip((run / "test.fr").read_text("utf-8").splitlines(), (run / "test.en").read_text("utf-8").splitlines()))
+    written = list(
+        zip((run / "test.fr").read_text("utf-8").splitlines(), (run / "test.en").read_text("utf-8").splitlines())
+    )
     assert written == test
     start = json.loads((run / "metrics.jsonl").read_text().splitlines()[0])
     assert (start["train_pairs"], start["valid_pairs"]) == (len(train), len(valid))
@@ -236,12 +266,14 @@ def test_tt_train_writes_exactly_the_test_split_and_never_trains_on_it(tmp_path)
 def test_concat_joins_pairs_for_length(tmp_path):
     """--concat adds seeded examples of 2..concat-max training pairs side by side: their pieces, one BOS,
     one EOS, exactly what the joined text encodes to; within --max-pieces; the same on every rebuild."""
-    from core.data.prepare import prepare_data
     from core.data.readers import join_examples
     from core.train.config import TrainConfig
+    from core.train.prepare import prepare_data
     from tests.conftest import TINY_TSV
 
-    cfg = TrainConfig(data=[str(TINY_TSV)], out=str(tmp_path), preset="tiny", vocab_size=120, concat=0.5, concat_max=3, max_pieces=40)
+    cfg = TrainConfig(
+        data=[str(TINY_TSV)], out=str(tmp_path), preset="tiny", vocab_size=120, concat=0.5, concat_max=3, max_pieces=40
+    )
     data = prepare_data(cfg, tmp_path)
     plain = [e for e in data.train if not e.parts]
     joined = [e for e in data.train if e.parts]
@@ -250,13 +282,21 @@ def test_concat_joins_pairs_for_length(tmp_path):
     for e in joined:
         assert 2 <= len(e.parts) <= 3 and all(p in plain for p in e.parts)
         assert len(e.src) - 1 <= 40 and len(e.tgt) - 2 <= 40
-        text = lambda side: " ".join(tok.decode(getattr(p, side)[:-1] if side == "src" else getattr(p, side)[1:-1]) for p in e.parts)  # noqa: E731
-        assert e.src[:-1] == tok.encode(text("src")) and e.tgt[1:-1] == tok.encode(text("tgt"))
+        src_text = " ".join(tok.decode(p.src[:-1]) for p in e.parts)
+        tgt_text = " ".join(tok.decode(p.tgt[1:-1]) for p in e.parts)
+        assert e.src[:-1] == tok.encode(src_text) and e.tgt[1:-1] == tok.encode(tgt_text)
         assert e.src[-1] == tok.sp.eos_id() and (e.tgt[0], e.tgt[-1]) == (tok.sp.bos_id(), tok.sp.eos_id())
     assert join_examples(joined[0].parts) == joined[0]
     again = prepare_data(cfg, tmp_path)
     assert [(e.src, e.tgt) for e in again.train] == [(e.src, e.tgt) for e in data.train]
     with pytest.raises(DataError, match="--concat -1"):
-        prepare_data(TrainConfig(data=[str(TINY_TSV)], out=str(tmp_path), preset="tiny", vocab_size=120, concat=-1), tmp_path)
+        prepare_data(
+            TrainConfig(data=[str(TINY_TSV)], out=str(tmp_path), preset="tiny", vocab_size=120, concat=-1), tmp_path
+        )
     with pytest.raises(DataError, match="--concat-max 1"):
-        prepare_data(TrainConfig(data=[str(TINY_TSV)], out=str(tmp_path), preset="tiny", vocab_size=120, concat=0.5, concat_max=1), tmp_path)
+        prepare_data(
+            TrainConfig(
+                data=[str(TINY_TSV)], out=str(tmp_path), preset="tiny", vocab_size=120, concat=0.5, concat_max=1
+            ),
+            tmp_path,
+        )

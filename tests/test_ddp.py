@@ -21,14 +21,27 @@ def free_port() -> int:
 
 def _trainer(rank: int, world: int, port: int, out: str):
     # What torchrun would set for each process.
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank))
+    os.environ.update(
+        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank)
+    )
     torch.set_num_threads(1)
     from core.train.config import TrainConfig
     from core.train.trainer import Trainer
 
     cfg = TrainConfig(
-        data=[str(TINY_TSV)], out=out, preset="tiny", vocab_size=120, warmup=20, max_tokens=128, max_steps=8,
-        valid_every=4, bleu_sample=4, save_every=4, log_every=1, device="cpu", seed=5,
+        data=[str(TINY_TSV)],
+        out=out,
+        preset="tiny",
+        vocab_size=120,
+        warmup=20,
+        max_tokens=128,
+        max_steps=8,
+        valid_every=4,
+        bleu_sample=4,
+        save_every=4,
+        log_every=1,
+        device="cpu",
+        seed=5,
         model_overrides={"dropout": 0.1, "max_len": 64},
     )
     return Trainer(cfg)

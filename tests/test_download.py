@@ -42,7 +42,10 @@ def tatoeba_zip() -> bytes:
     so two builds a second apart would differ (and the cache tests compare them)."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
-        for name, text in (("fra.txt", FRA_TXT), ("_about.txt", "Attribution: www.manythings.org/anki and tatoeba.org\n")):
+        for name, text in (
+            ("fra.txt", FRA_TXT),
+            ("_about.txt", "Attribution: www.manythings.org/anki and tatoeba.org\n"),
+        ):
             zf.writestr(zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0)), text, zipfile.ZIP_DEFLATED)
     return buffer.getvalue()
 
@@ -338,8 +341,11 @@ def test_cli_list_shows_a_partial_download(tmp_path):
             ["data", "get", "tatoeba", "--url", "{base}/nowhere/"],
             "tt: error: {base}/nowhere/fra-eng.zip: the server answered HTTP 404 Not Found",
         ),
-        (["data", "get", "wmt14"], "tt: error: unknown corpus 'wmt14'; known: tatoeba, multi30k, or opus:NAME (e.g. opus:Europarl); "
-         "test sets such as WMT's come through tt eval --testset"),
+        (
+            ["data", "get", "wmt14"],
+            "tt: error: unknown corpus 'wmt14'; known: tatoeba, multi30k, or opus:NAME (e.g. opus:Europarl); "
+            "test sets such as WMT's come through tt eval --testset",
+        ),
         (["data", "get", "tatoeba", "--url", "ftp://x/"], "tt: error: ftp://x/: not an http:// or https:// URL"),
     ],
 )

@@ -40,8 +40,18 @@ def test_table_has_bleu_chrf_signatures_and_speed(tiny_model_dir, files):
 def test_json_with_two_references_and_output_file(tiny_model_dir, files, tmp_path):
     out = tmp_path / "hyp.en"
     result = evaluate(
-        tiny_model_dir, "--src", str(files / "src.fr"), "--ref", str(files / "ref.en"), "--ref", str(files / "ref.en"),
-        "--json", "--beam", "2", "--output", str(out),
+        tiny_model_dir,
+        "--src",
+        str(files / "src.fr"),
+        "--ref",
+        str(files / "ref.en"),
+        "--ref",
+        str(files / "ref.en"),
+        "--json",
+        "--beam",
+        "2",
+        "--output",
+        str(out),
     )
     assert result.exit_code == 0, result.stderr
     obj = json.loads(result.stdout)
@@ -61,7 +71,9 @@ def test_scores_are_the_hand_computed_ones(tiny_model_dir, tmp_path):
     def scores(*refs: str) -> tuple[float, float]:
         ref = tmp_path / "ref.en"
         ref.write_text("".join(f"{r}\n" for r in refs), encoding="utf-8")
-        result = evaluate(tiny_model_dir, "--src", str(src), "--ref", str(ref), "--greedy", "--json", "--output", str(hyp))
+        result = evaluate(
+            tiny_model_dir, "--src", str(src), "--ref", str(ref), "--greedy", "--json", "--output", str(hyp)
+        )
         assert result.exit_code == 0, result.stderr
         assert hyp.read_text(encoding="utf-8") == "I am a student.\nHe is a doctor.\n"  # what was scored
         obj = json.loads(result.stdout)
@@ -84,7 +96,10 @@ def test_scores_are_the_hand_computed_ones(tiny_model_dir, tmp_path):
 def test_reference_line_count_mismatch_is_a_clear_error(tiny_model_dir, files):
     result = evaluate(tiny_model_dir, "--src", str(files / "src.fr"), "--ref", str(files / "short.en"))
     assert result.exit_code == 1
-    assert result.stderr == f"tt: error: {files / 'short.en'} has 5 lines but {files / 'src.fr'} has 16; they must be line-aligned\n"
+    assert (
+        result.stderr
+        == f"tt: error: {files / 'short.en'} has 5 lines but {files / 'src.fr'} has 16; they must be line-aligned\n"
+    )
 
 
 def test_missing_files_and_bad_utf8(tiny_model_dir, files, tmp_path):

@@ -23,8 +23,15 @@ def decoded(tiny_loaded):
 
 def explain_at(loaded, stepper, family, layer, head, query):
     return explain(
-        loaded.model, stepper.source.tokens, stepper.target_inputs, family=family, layer=layer, head=head,
-        query=query, src_pieces=stepper.source.pieces, tgt_pieces=stepper.tokenizer.pieces(stepper.target_inputs),
+        loaded.model,
+        stepper.source.tokens,
+        stepper.target_inputs,
+        family=family,
+        layer=layer,
+        head=head,
+        query=query,
+        src_pieces=stepper.source.pieces,
+        tgt_pieces=stepper.tokenizer.pieces(stepper.target_inputs),
     )
 
 

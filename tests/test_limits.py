@@ -34,11 +34,26 @@ def test_the_card_is_what_the_generator_renders_from_card_json():
 def test_a_fine_tuned_card_keeps_the_base_record_and_shows_the_fine_tune():
     """A model fine-tuned with --init-from (guided alignment): the card's training section is still the base
     model's, followed by the fine-tune's command, candidates and its control's BLEU."""
-    tuned_cfg = {**CARD["train_config"], "init_from": "weights", "align_links": "runs/silver.links", "align_layer": -2,
-                 "align_head": 0, "align_weight": 0.3, "warmup": 200, "lr_scale": 0.1, "threads": 1}
+    tuned_cfg = {
+        **CARD["train_config"],
+        "init_from": "weights",
+        "align_links": "runs/silver.links",
+        "align_layer": -2,
+        "align_head": 0,
+        "align_weight": 0.3,
+        "warmup": 200,
+        "lr_scale": 0.1,
+        "threads": 1,
+    }
     valid = {"average of last 5": {**CARD["valid"]["average of last 5"], "bleu": 61.44}}
-    fine_tune = {"selected": "average of last 5", "valid": valid, "train_steps": 1500, "train_seconds": 2184,
-                 "train_config": tuned_cfg, "control": {"run": "runs/control", "selected": "best", "bleu": 61.99, "chrf": 73.1}}
+    fine_tune = {
+        "selected": "average of last 5",
+        "valid": valid,
+        "train_steps": 1500,
+        "train_seconds": 2184,
+        "train_config": tuned_cfg,
+        "control": {"run": "runs/control", "selected": "best", "bleu": 61.99, "chrf": 73.1},
+    }
     card = {**CARD, "fine_tune": fine_tune}
     text = ship_weights().render_card(card)
     assert f"({CARD['train_steps']} steps" in text  # the base model's training, as before
@@ -57,8 +72,9 @@ def test_the_ood_sample_is_aligned_and_ours():
 @pytest.mark.slow
 def test_the_ood_figure_is_reproduced_by_the_printed_command():
     ood = LIMITS["ood"]
-    result = CliRunner().invoke(app, ["eval", "--src", str(ROOT / ood["src"]), "--ref", str(ROOT / ood["ref"]), "--json"],
-                                env={"TT_MODEL": ""})
+    result = CliRunner().invoke(
+        app, ["eval", "--src", str(ROOT / ood["src"]), "--ref", str(ROOT / ood["ref"]), "--json"], env={"TT_MODEL": ""}
+    )
     assert result.exit_code == 0, result.stderr
     got = json.loads(result.stdout)
     assert (got["bleu"], got["chrf"]) == (ood["bleu"], ood["chrf"])

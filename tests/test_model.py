@@ -228,7 +228,9 @@ def test_head_mask_fused_manual_and_cached_agree(variant):
     plain = model.decode(tgt, model.encode(src)).logits
     assert not torch.allclose(fused, plain, atol=1e-4)  # switching heads off changed the output
     ones = HeadMask.ones(model.cfg)
-    torch.testing.assert_close(model.decode(tgt, model.encode(src, head_mask=ones), head_mask=ones).logits, plain, rtol=0, atol=0)
+    torch.testing.assert_close(
+        model.decode(tgt, model.encode(src, head_mask=ones), head_mask=ones).logits, plain, rtol=0, atol=0
+    )
 
 
 def test_each_family_of_the_head_mask_reaches_its_heads():

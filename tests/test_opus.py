@@ -24,7 +24,10 @@ from tt_cli.main import app
 UPSTREAM = "https://object.pouta.csc.fi"
 PAIRS = [
     ("Reprise de la session", "Resumption of the session"),
-    ("Je déclare reprise la session du Parlement européen.", "I declare resumed the session of the European Parliament."),
+    (
+        "Je déclare reprise la session du Parlement européen.",
+        "I declare resumed the session of the European Parliament.",
+    ),
     ("Vous avez souhaité un débat à ce sujet.", "You have requested a debate on this subject."),
 ] * 400
 
@@ -131,7 +134,10 @@ def test_an_archive_without_the_pair_files_says_what_it_holds(server, tmp_path):
 
 def test_list_shows_fetchable_and_cached_corpora_with_sizes(server, tmp_path):  # noqa: F811
     base = serve(server, "Books", "v1", opus_zip(corpus="Books"))
-    assert CliRunner().invoke(app, ["data", "get", "opus:Books/v1", "--url", base, "--cache-dir", str(tmp_path)]).exit_code == 0
+    assert (
+        CliRunner().invoke(app, ["data", "get", "opus:Books/v1", "--url", base, "--cache-dir", str(tmp_path)]).exit_code
+        == 0
+    )
     result = CliRunner().invoke(app, ["data", "list", "--cache-dir", str(tmp_path)])
     assert result.exit_code == 0, result.stderr
     rows = {line.split()[0]: line for line in result.stdout.splitlines()[1:] if not line.startswith(" ")}

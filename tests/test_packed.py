@@ -66,7 +66,9 @@ def test_packed_decoding_and_attribution_match_fp32(model, always_packed):
     torch.manual_seed(2)
     src = pad_batch([torch.randint(4, 40, (n,)).tolist() + [model.cfg.eos_id] for n in range(3, 19)], model.cfg.pad_id)
     packed = packed_model(model)
-    assert [h.tokens for h in greedy(packed, src, max_output=12)] == [h.tokens for h in greedy(model, src, max_output=12)]
+    assert [h.tokens for h in greedy(packed, src, max_output=12)] == [
+        h.tokens for h in greedy(model, src, max_output=12)
+    ]
     a = beam_search(model, src, beam_size=3, max_output=12)
     b = beam_search(packed, src, beam_size=3, max_output=12)
     assert [h[0].tokens for h in a] == [h[0].tokens for h in b]
@@ -75,5 +77,7 @@ def test_packed_decoding_and_attribution_match_fp32(model, always_packed):
     ids, out = src[5].tolist()[:9], greedy(model, src[5:6], max_output=6)[0].tokens + [model.cfg.eos_id]
     plain = attribute(loaded, ids, out, method="ig", ig_steps=8)
     fast_ = attribute(LoadedModel(packed, None, None, {}), ids, out, method="ig", ig_steps=8)
-    assert torch.allclose(plain.source, fast_.source, atol=1e-4) and torch.allclose(plain.target, fast_.target, atol=1e-4)
+    assert torch.allclose(plain.source, fast_.source, atol=1e-4) and torch.allclose(
+        plain.target, fast_.target, atol=1e-4
+    )
     assert used_onednn(packed) and all(m._packed_t is not None for m in packed.modules() if type(m) is PackedLinear)

@@ -80,12 +80,21 @@ def assert_frequencies_match(pieces: list[int], expected: list[float]) -> None:
         else:
             # 5 standard deviations of a binomial count (+1 for small q): a false alarm is ~1e-6 per piece.
             bound = 5 * math.sqrt(N * q * (1 - q)) + 1
-            assert abs(observed - N * q) <= bound, f"piece {piece}: drawn {observed} times, expected {N * q:.0f} ± {bound:.0f}"
+            assert abs(observed - N * q) <= bound, (
+                f"piece {piece}: drawn {observed} times, expected {N * q:.0f} ± {bound:.0f}"
+            )
 
 
 @pytest.mark.parametrize(
     "options",
-    [{}, {"temperature": 2.0}, {"temperature": 0.5}, {"top_k": 3}, {"top_p": 0.6}, {"top_k": 5, "top_p": 0.8, "temperature": 1.5}],
+    [
+        {},
+        {"temperature": 2.0},
+        {"temperature": 0.5},
+        {"top_k": 3},
+        {"top_p": 0.6},
+        {"top_k": 5, "top_p": 0.8, "temperature": 1.5},
+    ],
     ids=["plain", "T=2", "T=0.5", "top-k=3", "top-p=0.6", "k5-p0.8-T1.5"],
 )
 def test_frequencies_match_the_shaped_probabilities(spread_model, options):

@@ -53,8 +53,14 @@ def test_pe_rows_d_model_6_seed_001():
     """001 "Bank (pos=1)": [0.84, 0.54, 0.04, 0.99, 0.00, 0.99]; "River (pos=0)": [0, 1, 0, 1, 0, 1]."""
     table = sinusoidal_table(2, 6)
     assert table[0].tolist() == [0.0, 1.0, 0.0, 1.0, 0.0, 1.0]
-    exact = [math.sin(1), math.cos(1), math.sin(10000 ** (-1 / 3)), math.cos(10000 ** (-1 / 3)),
-             math.sin(10000 ** (-2 / 3)), math.cos(10000 ** (-2 / 3))]
+    exact = [
+        math.sin(1),
+        math.cos(1),
+        math.sin(10000 ** (-1 / 3)),
+        math.cos(10000 ** (-1 / 3)),
+        math.sin(10000 ** (-2 / 3)),
+        math.cos(10000 ** (-2 / 3)),
+    ]
     torch.testing.assert_close(table[1], torch.tensor(exact), atol=1e-6, rtol=0)
     # The seed truncates to two decimals rather than rounding: 0.0464 is shown as 0.04 and
     # 0.999998 as 0.99. Truncation reproduces every one of its numbers.
@@ -215,9 +221,7 @@ def test_padding_and_look_ahead_masks_seed_000():
 
 
 # 000 "④ MASK": scores for a 4-token target whose last token is padding.
-SEED_SCORES = torch.tensor(
-    [[0.3, 0.7, 1.1, 0.0], [0.7, 1.9, 3.1, 0.0], [1.1, 3.1, 5.1, 0.0], [0.0, 0.0, 0.0, 0.0]]
-)
+SEED_SCORES = torch.tensor([[0.3, 0.7, 1.1, 0.0], [0.7, 1.9, 3.1, 0.0], [1.1, 3.1, 5.1, 0.0], [0.0, 0.0, 0.0, 0.0]])
 
 
 def test_combined_mask_and_masked_softmax_seed_000():

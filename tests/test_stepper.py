@@ -44,7 +44,9 @@ def test_step_attention_equals_teacher_forced_trace(tiny_loaded, stepper):
         torch.testing.assert_close(step.logits, logits[0, t], atol=1e-4, rtol=1e-4)
         for layer in range(tiny_loaded.cfg.n_decoder_layers):
             assert step.decoder_self[layer].shape == (tiny_loaded.cfg.h, t + 1)
-            torch.testing.assert_close(step.decoder_self[layer], trace.decoder_self[layer][0, :, t, : t + 1], atol=1e-5, rtol=1e-4)
+            torch.testing.assert_close(
+                step.decoder_self[layer], trace.decoder_self[layer][0, :, t, : t + 1], atol=1e-5, rtol=1e-4
+            )
             torch.testing.assert_close(step.cross[layer], trace.cross[layer][0, :, t], atol=1e-5, rtol=1e-4)
             # Each query's weights are a distribution over the keys it may see.
             torch.testing.assert_close(step.cross[layer].sum(-1), torch.ones(tiny_loaded.cfg.h))

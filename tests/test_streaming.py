@@ -44,7 +44,11 @@ def test_each_line_is_answered_before_the_next_is_sent(tiny_model_dir, method):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "tt_cli.main", "translate", "--model", str(tiny_model_dir), *method],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=ROOT,
     )
     try:
         deadline = time.monotonic() + DEADLINE_S

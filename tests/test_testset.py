@@ -69,8 +69,20 @@ def tt(*args: str, sacrebleu: Path, **env: str) -> subprocess.CompletedProcess:
 
 def test_eval_testset_reads_the_cached_wmt14(tiny_model_dir, sacrebleu_dir, tmp_path):
     out = tmp_path / "hyp.en"
-    result = tt("eval", "--testset", "wmt14", "--langpair", "fr-en", "--model", str(tiny_model_dir), "--greedy",
-                "--json", "--output", str(out), sacrebleu=sacrebleu_dir)
+    result = tt(
+        "eval",
+        "--testset",
+        "wmt14",
+        "--langpair",
+        "fr-en",
+        "--model",
+        str(tiny_model_dir),
+        "--greedy",
+        "--json",
+        "--output",
+        str(out),
+        sacrebleu=sacrebleu_dir,
+    )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert (report["testset"], report["langpair"], report["sentences"]) == ("wmt14", "fr-en", len(PAIRS))
@@ -84,12 +96,23 @@ def test_eval_testset_reads_the_cached_wmt14(tiny_model_dir, sacrebleu_dir, tmp_
 def test_the_same_score_as_with_src_and_ref(tiny_model_dir, sacrebleu_dir, tmp_path):
     (tmp_path / "src.fr").write_text("".join(fr + "\n" for fr, _ in PAIRS), encoding="utf-8")
     (tmp_path / "ref.en").write_text("".join(en + "\n" for _, en in PAIRS), encoding="utf-8")
-    by_files = tt("eval", "--src", str(tmp_path / "src.fr"), "--ref", str(tmp_path / "ref.en"), "--greedy", "--json",
-                  sacrebleu=sacrebleu_dir, TT_MODEL=str(tiny_model_dir))  # TT_MODEL picks the model, no --model
+    by_files = tt(
+        "eval",
+        "--src",
+        str(tmp_path / "src.fr"),
+        "--ref",
+        str(tmp_path / "ref.en"),
+        "--greedy",
+        "--json",
+        sacrebleu=sacrebleu_dir,
+        TT_MODEL=str(tiny_model_dir),
+    )  # TT_MODEL picks the model, no --model
     by_set = tt("eval", "-t", "wmt14", "--greedy", "--json", sacrebleu=sacrebleu_dir, TT_MODEL=str(tiny_model_dir))
     assert by_files.returncode == 0 and by_set.returncode == 0, by_files.stderr + by_set.stderr
     a, b = json.loads(by_files.stdout), json.loads(by_set.stdout)
-    assert (a["bleu"], a["chrf"], a["model"]) == (b["bleu"], b["chrf"], b["model"]) and a["model"] == str(tiny_model_dir)
+    assert (a["bleu"], a["chrf"], a["model"]) == (b["bleu"], b["chrf"], b["model"]) and a["model"] == str(
+        tiny_model_dir
+    )
 
 
 @pytest.mark.parametrize(
@@ -110,8 +133,16 @@ def test_testset_errors_are_one_line(tiny_model_dir, sacrebleu_dir, args, code, 
 
 def test_an_empty_cache_offline_says_what_to_do(tiny_model_dir, tmp_path):
     # No network here, and a proxy that refuses makes sure of it: sacreBLEU's fetch must fail cleanly.
-    result = tt("eval", "--model", str(tiny_model_dir), "--testset", "wmt14", sacrebleu=tmp_path / "empty",
-                https_proxy="http://127.0.0.1:9", HTTPS_PROXY="http://127.0.0.1:9")
+    result = tt(
+        "eval",
+        "--model",
+        str(tiny_model_dir),
+        "--testset",
+        "wmt14",
+        sacrebleu=tmp_path / "empty",
+        https_proxy="http://127.0.0.1:9",
+        HTTPS_PROXY="http://127.0.0.1:9",
+    )
     assert result.returncode == 1
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith(f"tt: error: --testset wmt14: sacreBLEU could not fetch it into {tmp_path / 'empty'}")
@@ -154,15 +185,40 @@ def test_the_readme_walkthrough_runs_offline(server, sacrebleu_dir, tmp_path):  
     train = [str(cache) + a.removeprefix("~/.cache/tt/data") if a.startswith("~/.cache/tt/data") else a for a in train]
     run = tmp_path / "work"
     run.mkdir()
-    small = ["--preset", "tiny", "--vocab-size", "120", "--precision", "fp32", "--max-steps", "30", "--valid-every", "0",
-             "--save-every", "0", "--bleu-sample", "0"]  # later options win: the README's line, made small
-    trained = subprocess.run([sys.executable, "-m", "tt_cli.main", *train, *small], capture_output=True, text=True,
-                             env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=run, timeout=600)
+    small = [
+        "--preset",
+        "tiny",
+        "--vocab-size",
+        "120",
+        "--precision",
+        "fp32",
+        "--max-steps",
+        "30",
+        "--valid-every",
+        "0",
+        "--save-every",
+        "0",
+        "--bleu-sample",
+        "0",
+    ]  # later options win: the README's line, made small
+    trained = subprocess.run(
+        [sys.executable, "-m", "tt_cli.main", *train, *small],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        cwd=run,
+        timeout=600,
+    )
     assert trained.returncode == 0, trained.stderr
     assert (run / "runs" / "europarl" / "model.safetensors").is_file()
-    scored = subprocess.run([sys.executable, "-m", "tt_cli.main", *evaluate], capture_output=True, text=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT), "SACREBLEU": str(sacrebleu_dir)}, cwd=run,
-                            timeout=600)
+    scored = subprocess.run(
+        [sys.executable, "-m", "tt_cli.main", *evaluate],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "SACREBLEU": str(sacrebleu_dir)},
+        cwd=run,
+        timeout=600,
+    )
     assert scored.returncode == 0, scored.stderr
     assert scored.stdout.startswith("BLEU ") and f"{len(PAIRS)} sentences in" in scored.stdout
     assert "wmt14 fr-en" in scored.stdout

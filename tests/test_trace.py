@@ -73,11 +73,15 @@ def test_teacher_forced_steps_equal_stepped_ones(tiny_loaded):
         for head in (None, 1):
             torch.testing.assert_close(
                 attention_matrix(source, steps, family, -1, head),
-                attention_matrix(stepper.source, stepper.steps, family, -1, head), atol=1e-5, rtol=1e-4,
+                attention_matrix(stepper.source, stepper.steps, family, -1, head),
+                atol=1e-5,
+                rtol=1e-4,
             )
         torch.testing.assert_close(
-            attention_grid(source, steps, family, 1), attention_grid(stepper.source, stepper.steps, family, 1),
-            atol=1e-5, rtol=1e-4,
+            attention_grid(source, steps, family, 1),
+            attention_grid(stepper.source, stepper.steps, family, 1),
+            atol=1e-5,
+            rtol=1e-4,
         )
 
 

@@ -25,8 +25,18 @@ from tests.conftest import TINY_TSV
 
 def tiny_cfg(out, **changes) -> TrainConfig:
     base = dict(
-        data=[str(TINY_TSV)], out=str(out), preset="tiny", vocab_size=120, warmup=50, max_tokens=256,
-        valid_every=0, save_every=0, bleu_sample=0, log_every=1, max_steps=20, seed=3,
+        data=[str(TINY_TSV)],
+        out=str(out),
+        preset="tiny",
+        vocab_size=120,
+        warmup=50,
+        max_tokens=256,
+        valid_every=0,
+        save_every=0,
+        bleu_sample=0,
+        log_every=1,
+        max_steps=20,
+        seed=3,
         # Dropout on, so resuming must restore the RNG too, not only weights and Adam moments.
         model_overrides={"dropout": 0.1, "max_len": 64},
     )
@@ -126,7 +136,9 @@ def test_sigterm_saves_and_restores_the_previous_handler(tmp_path):
 def test_runs_in_a_worker_thread_without_touching_signals(tmp_path):
     before = signal.getsignal(signal.SIGINT)
     results = []
-    trainer = Trainer(tiny_cfg(tmp_path, max_steps=1000), [lambda e: e.kind == "step" and e.step == 3 and trainer.request_stop()])
+    trainer = Trainer(
+        tiny_cfg(tmp_path, max_steps=1000), [lambda e: e.kind == "step" and e.step == 3 and trainer.request_stop()]
+    )
     thread = threading.Thread(target=lambda: results.append(trainer.run()))
     thread.start()
     thread.join(60)
@@ -278,8 +290,15 @@ def test_init_from_fine_tunes_the_given_model(tmp_path):
     Trainer(tiny_cfg(tmp_path / "base", max_steps=40)).run()
     base = load_model(tmp_path / "base")
     # The preset and vocabulary size asked for here are ignored: the architecture is the model's.
-    tuned_cfg = tiny_cfg(tmp_path / "tuned", max_steps=1, warmup=1, lr_scale=1e-9, init_from=str(tmp_path / "base"),
-                         vocab_size=50, model_overrides={"dropout": 0.0})
+    tuned_cfg = tiny_cfg(
+        tmp_path / "tuned",
+        max_steps=1,
+        warmup=1,
+        lr_scale=1e-9,
+        init_from=str(tmp_path / "base"),
+        vocab_size=50,
+        model_overrides={"dropout": 0.0},
+    )
     Trainer(tuned_cfg).run()
     tuned = load_model(tmp_path / "tuned")
     assert (tmp_path / "tuned" / "spm.model").read_bytes() == (tmp_path / "base" / "spm.model").read_bytes()
@@ -290,14 +309,18 @@ def test_init_from_fine_tunes_the_given_model(tmp_path):
     # The first step's loss is the trained model's, far below a fresh model's.
     assert step_losses(tmp_path / "tuned")[1] < step_losses(tmp_path / "base")[1] * 0.8
     # Resuming a fine-tune takes the checkpoint's weights and keeps going.
-    resumed = tiny_cfg(tmp_path / "tuned", max_steps=3, init_from=str(tmp_path / "base"), model_overrides={"dropout": 0.0})
+    resumed = tiny_cfg(
+        tmp_path / "tuned", max_steps=3, init_from=str(tmp_path / "base"), model_overrides={"dropout": 0.0}
+    )
     assert Trainer(resumed, resume=True).run()["step"] == 3
 
 
 def test_init_from_refuses_a_different_architecture_or_vocabulary(tmp_path):
     Trainer(tiny_cfg(tmp_path / "base", max_steps=2)).run()
     with pytest.raises(ConfigError, match="the architecture is the model's own; drop d_model"):
-        Trainer(tiny_cfg(tmp_path / "a", init_from=str(tmp_path / "base"), model_overrides={"d_model": 24, "max_len": 64})).run()
+        Trainer(
+            tiny_cfg(tmp_path / "a", init_from=str(tmp_path / "base"), model_overrides={"d_model": 24, "max_len": 64})
+        ).run()
     other = tmp_path / "other.model"
     Trainer(tiny_cfg(tmp_path / "b", max_steps=1, vocab_size=90)).run()
     other.write_bytes((tmp_path / "b" / "spm.model").read_bytes())
@@ -309,8 +332,8 @@ def test_init_from_refuses_a_different_architecture_or_vocabulary(tmp_path):
 
 def test_swap_trains_the_other_direction(tmp_path):
     Trainer(tiny_cfg(tmp_path, max_steps=1, swap=True, valid_per_mille=0)).run()
-    from core.data.prepare import prepare_data
     from core.data.readers import read_tsv
+    from core.train.prepare import prepare_data
 
     data = prepare_data(tiny_cfg(tmp_path, swap=True), tmp_path)
     first = next(iter(read_tsv(TINY_TSV)))

@@ -26,8 +26,26 @@ runner = CliRunner()
 
 def tiny_args(out: Path, *extra: str, data: Path = TINY_TSV) -> list[str]:
     return [
-        "train", "--data", str(data), "--out", str(out), "--preset", "tiny", "--vocab-size", "120",
-        "--max-tokens", "256", "--warmup", "50", "--valid-every", "0", "--threads", "1", "--log-every", "1", *extra,
+        "train",
+        "--data",
+        str(data),
+        "--out",
+        str(out),
+        "--preset",
+        "tiny",
+        "--vocab-size",
+        "120",
+        "--max-tokens",
+        "256",
+        "--warmup",
+        "50",
+        "--valid-every",
+        "0",
+        "--threads",
+        "1",
+        "--log-every",
+        "1",
+        *extra,
     ]
 
 
@@ -86,17 +104,45 @@ def test_resume_without_a_run(tmp_path):
 # -- a real run ------------------------------------------------------------------------------------
 def test_train_model_options_then_translate_and_average(tmp_path):
     out = tmp_path / "run"
-    model_opts = ["--d-model", "16", "--heads", "2", "--encoder-layers", "1", "--decoder-layers", "2", "--d-ff", "24",
-                  "--dropout", "0.05", "--attention-dropout", "0.1", "--max-len", "40", "--positional", "learned",
-                  "--norm", "pre", "--no-share-embeddings"]
-    result = runner.invoke(app, tiny_args(out, "--max-steps", "6", "--save-every", "2", "--keep-last", "3", "--quiet", *model_opts))
+    model_opts = [
+        "--d-model",
+        "16",
+        "--heads",
+        "2",
+        "--encoder-layers",
+        "1",
+        "--decoder-layers",
+        "2",
+        "--d-ff",
+        "24",
+        "--dropout",
+        "0.05",
+        "--attention-dropout",
+        "0.1",
+        "--max-len",
+        "40",
+        "--positional",
+        "learned",
+        "--norm",
+        "pre",
+        "--no-share-embeddings",
+    ]
+    result = runner.invoke(
+        app, tiny_args(out, "--max-steps", "6", "--save-every", "2", "--keep-last", "3", "--quiet", *model_opts)
+    )
     assert result.exit_code == 0, result.stderr
     assert result.stdout == f"{out}\n"  # the result: where the model is
     assert result.stderr == ""  # --quiet
     cfg = load_model(out).cfg
     assert (cfg.d_model, cfg.h, cfg.n_encoder_layers, cfg.n_decoder_layers, cfg.d_ff) == (16, 2, 1, 2, 24)
     assert (cfg.dropout, cfg.attention_dropout, cfg.max_len, cfg.positional, cfg.norm, cfg.share_embeddings) == (
-        0.05, 0.1, 40, "learned", "pre", False)
+        0.05,
+        0.1,
+        40,
+        "learned",
+        "pre",
+        False,
+    )
 
     translated = runner.invoke(app, ["translate", "--model", str(out)], input="Je suis étudiant.\n")
     assert translated.exit_code == 0, translated.stderr
@@ -121,7 +167,9 @@ def test_train_model_options_then_translate_and_average(tmp_path):
 
 
 def test_progress_lines_on_a_non_terminal(tmp_path):
-    result = runner.invoke(app, tiny_args(tmp_path / "r", "--max-steps", "4", "--valid-every", "2", "--bleu-sample", "4"))
+    result = runner.invoke(
+        app, tiny_args(tmp_path / "r", "--max-steps", "4", "--valid-every", "2", "--bleu-sample", "4")
+    )
     assert result.exit_code == 0, result.stderr
     err = result.stderr
     begin = json.loads((tmp_path / "r" / "metrics.jsonl").read_text().splitlines()[0])
@@ -140,14 +188,23 @@ def test_prefix_gzip_data_with_explicit_valid_and_dedup(tmp_path):
             f.write("".join(p[col] + "\n" for p in pairs + pairs[:5]))  # five repeated pairs
         (tmp_path / f"v.{lang}").write_text("".join(p[col] + "\n" for p in pairs[:3]), encoding="utf-8")
     out = tmp_path / "run"
-    result = runner.invoke(app, tiny_args(out, "--max-steps", "2", "--dedup", "--valid", str(tmp_path / "v"), data=tmp_path / "c"))
+    result = runner.invoke(
+        app, tiny_args(out, "--max-steps", "2", "--dedup", "--valid", str(tmp_path / "v"), data=tmp_path / "c")
+    )
     assert result.exit_code == 0, result.stderr
     start = json.loads((out / "metrics.jsonl").read_text().splitlines()[0])
-    assert (start["pairs_read"], start["skipped_duplicate"], start["train_pairs"], start["valid_pairs"]) == (45, 5, 40, 3)
+    assert (start["pairs_read"], start["skipped_duplicate"], start["train_pairs"], start["valid_pairs"]) == (
+        45,
+        5,
+        40,
+        3,
+    )
     assert "5 duplicate" in result.stderr
 
     ckpt = list_checkpoints(out)[-1]
-    averaged = runner.invoke(app, ["average", "--checkpoint", str(ckpt), "--checkpoint", str(ckpt), "--out", str(tmp_path / "a")])
+    averaged = runner.invoke(
+        app, ["average", "--checkpoint", str(ckpt), "--checkpoint", str(ckpt), "--out", str(tmp_path / "a")]
+    )
     assert averaged.exit_code == 0, averaged.stderr
     assert load_model(tmp_path / "a").metadata["averaged"] == f"{ckpt.name},{ckpt.name}"
     no_out = runner.invoke(app, ["average", "--checkpoint", str(ckpt)])
@@ -159,9 +216,15 @@ def start(args: list[str], cwd: Path) -> subprocess.Popen:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     # A child inherits an ignored SIGINT (pytest started with `&` from a script); tt train would
     # then rightly keep ignoring it. Give the child the default, as a terminal would.
-    return subprocess.Popen([sys.executable, "-m", "tt_cli.main", *args], cwd=cwd, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # noqa: PLW1509
+    return subprocess.Popen(
+        [sys.executable, "-m", "tt_cli.main", *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # noqa: PLW1509
 
 
 def wait_for(predicate, proc: subprocess.Popen, timeout: float = 120.0) -> None:
@@ -177,7 +240,16 @@ def wait_for(predicate, proc: subprocess.Popen, timeout: float = 120.0) -> None:
 
 def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path, tiny_model_dir):
     # A shared tokenizer, so both runs see the very same pieces.
-    common = ["--spm-model", str(tiny_model_dir / "spm.model"), "--dropout", "0.1", "--save-every", "10", "--keep-last", "0"]
+    common = [
+        "--spm-model",
+        str(tiny_model_dir / "spm.model"),
+        "--dropout",
+        "0.1",
+        "--save-every",
+        "10",
+        "--keep-last",
+        "0",
+    ]
     reference = runner.invoke(app, tiny_args(tmp_path / "whole", "--max-steps", "120", "--quiet", *common))
     assert reference.exit_code == 0, reference.stderr
 
@@ -201,8 +273,12 @@ def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path, tiny_model_d
 @pytest.mark.parametrize("sig, code, word", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
 def test_signal_saves_a_checkpoint_before_exiting(tmp_path, sig, code, word):
     out = tmp_path / "run"
-    proc = start(tiny_args(out, "--max-steps", "100000", "--save-every", "0", "--spm-model", str(_spm(tmp_path))), tmp_path)
-    wait_for(lambda: (out / "metrics.jsonl").exists() and len((out / "metrics.jsonl").read_text().splitlines()) > 5, proc)
+    proc = start(
+        tiny_args(out, "--max-steps", "100000", "--save-every", "0", "--spm-model", str(_spm(tmp_path))), tmp_path
+    )
+    wait_for(
+        lambda: (out / "metrics.jsonl").exists() and len((out / "metrics.jsonl").read_text().splitlines()) > 5, proc
+    )
     proc.send_signal(sig)
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == code, stderr
@@ -233,10 +309,14 @@ def test_one_run_directory_one_writer(tmp_path):
         second = start(tiny_args(out, "--max-steps", "3", "--spm-model", str(spm)), tmp_path)
         stdout, stderr = second.communicate(timeout=120)
         assert second.returncode == 1 and stdout == ""
-        assert stderr == (f"tt: error: {out} is in use by another training run (pid {first.pid} on {socket.gethostname()}); "
-                          "wait for it to end, or choose another --out\n")
+        assert stderr == (
+            f"tt: error: {out} is in use by another training run (pid {first.pid} on {socket.gethostname()}); "
+            "wait for it to end, or choose another --out\n"
+        )
         resume = start(["train", "--out", str(out), "--resume"], tmp_path)
-        assert resume.communicate(timeout=120)[1].startswith(f"tt: error: {out} is in use by another training run (pid {first.pid}")
+        assert resume.communicate(timeout=120)[1].startswith(
+            f"tt: error: {out} is in use by another training run (pid {first.pid}"
+        )
         assert first.poll() is None  # the first run never noticed
     finally:
         first.kill()

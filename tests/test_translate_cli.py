@@ -62,7 +62,10 @@ def test_failed_run_leaves_no_output_file(tt, tmp_path):
     out = tmp_path / "en.txt"
     result = tt("--greedy", "-i", str(src), "-o", str(out))
     assert result.exit_code == 1
-    assert result.stderr.strip() == f"tt: error: {src}:2: invalid UTF-8 (byte 0xff at column 3); use --errors replace to translate it anyway"
+    assert (
+        result.stderr.strip()
+        == f"tt: error: {src}:2: invalid UTF-8 (byte 0xff at column 3); use --errors replace to translate it anyway"
+    )
     assert list(tmp_path.iterdir()) == [src]
 
 
@@ -119,8 +122,13 @@ def by_hand(att: dict, layer: int, head, shift: bool) -> list[tuple[int, int]]:
     from core.analysis.align import words
 
     heads = att["cross"][layer]  # (h, T, S) as nested lists
-    rows = [[sum(h[t][s] for h in heads) / len(heads) if head is None else heads[head][t][s]
-             for s in range(len(heads[0][0]))] for t in range(len(heads[0]))]
+    rows = [
+        [
+            sum(h[t][s] for h in heads) / len(heads) if head is None else heads[head][t][s]
+            for s in range(len(heads[0][0]))
+        ]
+        for t in range(len(heads[0]))
+    ]
     src_words, out_words = words(att["source_pieces"]), words(att["output_pieces"])
     links = []
     for j, pieces in enumerate(out_words):
@@ -136,7 +144,8 @@ def test_align_follows_the_rule_stored_with_the_model(tiny_model_dir, tmp_path):
     model = tmp_path / "model"
     shutil.copytree(tiny_model_dir, model)
     (model / "alignment.json").write_text(
-        json.dumps({"format": "tt.alignment", "version": 1, "rule": {"layer": 0, "head": 1, "shift": True}}), encoding="utf-8"
+        json.dumps({"format": "tt.alignment", "version": 1, "rule": {"layer": 0, "head": 1, "shift": True}}),
+        encoding="utf-8",
     )
     args = ["translate", "--model", str(model), "--greedy", "--json", "--attention", "cross", "--align"]
     result = runner.invoke(app, [*args, "Je suis étudiant.", "Il est médecin."])
@@ -196,8 +205,12 @@ def test_terminal_stdin_without_arguments_is_a_usage_error(tiny_model_dir):
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "tt_cli.main", "translate", "--model", str(tiny_model_dir)],
-            stdin=follower, capture_output=True, text=True, timeout=300,
-            env={**os.environ, "OMP_NUM_THREADS": "1"}, cwd=Path(__file__).resolve().parent.parent,
+            stdin=follower,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, "OMP_NUM_THREADS": "1"},
+            cwd=Path(__file__).resolve().parent.parent,
         )
     finally:
         os.close(follower)
@@ -207,7 +220,13 @@ def test_terminal_stdin_without_arguments_is_a_usage_error(tiny_model_dir):
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\n"), max_size=30), min_size=1, max_size=5))
+@given(
+    st.lists(
+        st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\n"), max_size=30),
+        min_size=1,
+        max_size=5,
+    )
+)
 def test_any_unicode_on_stdin_gives_one_line_per_line(tt, lines):
     result = tt("--greedy", "--batch-size", "2", input="\n".join(lines) + "\n")
     assert result.exit_code == 0, result.stderr
@@ -224,21 +243,45 @@ def test_align_with_a_full_context_rule_matches_tt_align(tiny_model_dir, tmp_pat
     model = tmp_path / "model"
     shutil.copytree(tiny_model_dir, model)
     rule = {"layer": 1, "head": 2, "shift": False, "full_context": True}
-    (model / "alignment.json").write_text(json.dumps({"format": "tt.alignment", "version": 1, "rule": rule}), encoding="utf-8")
+    (model / "alignment.json").write_text(
+        json.dumps({"format": "tt.alignment", "version": 1, "rule": rule}), encoding="utf-8"
+    )
     sources = ["Je suis étudiant.", "Il est médecin."]
     result = runner.invoke(app, ["translate", "--model", str(model), "--greedy", "--json", "--align", *sources])
     assert result.exit_code == 0, result.stderr
     objs = [json.loads(line) for line in result.stdout.splitlines()]
     (tmp_path / "s.fr").write_text("".join(s + "\n" for s in sources), encoding="utf-8")
     (tmp_path / "t.en").write_text("".join(o["translation"] + "\n" for o in objs), encoding="utf-8")
-    aligned = runner.invoke(app, ["align", "--model", str(model), "--src", str(tmp_path / "s.fr"), "--tgt", str(tmp_path / "t.en")])
+    aligned = runner.invoke(
+        app, ["align", "--model", str(model), "--src", str(tmp_path / "s.fr"), "--tgt", str(tmp_path / "t.en")]
+    )
     assert aligned.exit_code == 0, aligned.stderr
     for obj, line in zip(objs, aligned.stdout.splitlines()):
         links = sorted((a["source"], a["target"]) for a in obj["alignment"])
         assert links and links == sorted(tuple(map(int, x.split("-"))) for x in line.split())
     # The causal reading of the same head is another matrix: the rule is really read.
-    causal = runner.invoke(app, ["align", "--model", str(model), "--method", "plain", "--layer", "1", "--head", "2",
-                                 "--src", str(tmp_path / "s.fr"), "--tgt", str(tmp_path / "t.en"), "--json"])
-    full = runner.invoke(app, ["align", "--model", str(model), "--src", str(tmp_path / "s.fr"), "--tgt", str(tmp_path / "t.en"), "--json"])
+    causal = runner.invoke(
+        app,
+        [
+            "align",
+            "--model",
+            str(model),
+            "--method",
+            "plain",
+            "--layer",
+            "1",
+            "--head",
+            "2",
+            "--src",
+            str(tmp_path / "s.fr"),
+            "--tgt",
+            str(tmp_path / "t.en"),
+            "--json",
+        ],
+    )
+    full = runner.invoke(
+        app,
+        ["align", "--model", str(model), "--src", str(tmp_path / "s.fr"), "--tgt", str(tmp_path / "t.en"), "--json"],
+    )
     scores = lambda r: [[link["score"] for link in json.loads(line)["links"]] for line in r.stdout.splitlines()]  # noqa: E731
     assert scores(causal) != scores(full)

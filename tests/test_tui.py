@@ -108,7 +108,11 @@ def test_families_layers_heads_and_grid(tiny_loaded, greedy_steps):
         assert heatmap.data.rows[-1] == last.piece
         assert heatmap.data.matrix[-1] == pytest.approx(last.cross[0].mean(0).tolist(), abs=1e-6)
         await keys(pilot, "l", "h", "h")
-        assert (app.view.layer, app.view.head) == (1, 1) and "layer 1" in heatmap.data.title and "head 1" in heatmap.data.title
+        assert (
+            (app.view.layer, app.view.head) == (1, 1)
+            and "layer 1" in heatmap.data.title
+            and "head 1" in heatmap.data.title
+        )
         assert heatmap.data.matrix[-1] == pytest.approx(last.cross[1][1].tolist(), abs=1e-6)
         await keys(pilot, "H", "H")
         assert app.view.head is None
@@ -140,7 +144,9 @@ def test_selecting_a_cell_shows_its_weight_and_tokens(tiny_loaded):
         assert heatmap.cursor == (1, 1) and len(app.decoding.steps) == 3
         # A click on a cell selects it: row 0 is drawn 2 lines under the top, columns after the labels.
         region = heatmap.content_region
-        await pilot.click(Heatmap, offset=(region.x - heatmap.region.x + 11 + 3 * 4 + 1, region.y - heatmap.region.y + 2))
+        await pilot.click(
+            Heatmap, offset=(region.x - heatmap.region.x + 11 + 3 * 4 + 1, region.y - heatmap.region.y + 2)
+        )
         await settle(pilot)
         assert heatmap.cursor[0] == 0 and heatmap.cursor[1] in (3, 4)
 
@@ -196,7 +202,10 @@ def test_what_if_from_a_candidate_and_from_a_typed_piece(tiny_loaded, greedy_ste
         assert app.decoding.original.text == greedy_steps.output_text  # run to the end, untouched
         assert "what-if" in text_of(app.query_one("SentenceView"))
         await keys(pilot, "r")
-        assert app.decoding.branch.finished and [s.token for s in app.decoding.branch.steps[:2]] == [greedy_steps.tokens[0], runner_up]
+        assert app.decoding.branch.finished and [s.token for s in app.decoding.branch.steps[:2]] == [
+            greedy_steps.tokens[0],
+            runner_up,
+        ]
         await keys(pilot, "x")
         assert app.decoding.branch is None and app.decoding.active is app.decoding.original
         # Typing a piece: "▁student" may not exist in a 120-piece vocabulary, so take a real one.
@@ -205,7 +214,9 @@ def test_what_if_from_a_candidate_and_from_a_typed_piece(tiny_loaded, greedy_ste
         assert isinstance(app.screen, AskScreen)
         await pilot.press(*piece.replace("\u2581", ""))
         await keys(pilot, "enter")
-        assert app.decoding.branch is not None and app.decoding.branch.steps[-1].token == tiny_loaded.tokenizer.piece_id(piece)
+        assert app.decoding.branch is not None and app.decoding.branch.steps[
+            -1
+        ].token == tiny_loaded.tokenizer.piece_id(piece)
         await keys(pilot, "x", "w")
         await pilot.press(*"zzqx")
         await keys(pilot, "enter")
@@ -253,7 +264,9 @@ def test_explain_mode_reproduces_the_selected_weight(tiny_loaded):
         await keys(pilot, "f", "f", "l")  # encoder self-attention, layer 1
         assert app.explained[0].family == "encoder_self" and app.explained[0].layer == 1
         row = heatmap.cursor[0]
-        torch.testing.assert_close(app.explained[0].weights, app.decoding.source.encoder_self[1][1, row], atol=1e-5, rtol=1e-4)
+        torch.testing.assert_close(
+            app.explained[0].weights, app.decoding.source.encoder_self[1][1, row], atol=1e-5, rtol=1e-4
+        )
 
     drive(tiny_loaded, script)
 

@@ -123,9 +123,16 @@ def aligned_loaded(tiny_model_dir, tmp_path_factory):
     model_dir = tmp_path_factory.mktemp("aligned") / "model"
     shutil.copytree(tiny_model_dir, model_dir)
     score = lambda aer: AlignmentScore(aer, 0.5, 0.5, 10, 10, 10)  # noqa: E731
-    save_rule(model_dir, [(AlignRule(0, 1, shift=True), score(0.41)), (AlignRule(1, None), score(0.45)),
-                          (AlignRule(-1, 0), score(0.52)), (AlignRule(1, 0, bidirectional=True), score(0.6))],
-              {"gold": "made up for the test"})
+    save_rule(
+        model_dir,
+        [
+            (AlignRule(0, 1, shift=True), score(0.41)),
+            (AlignRule(1, None), score(0.45)),
+            (AlignRule(-1, 0), score(0.52)),
+            (AlignRule(1, 0, bidirectional=True), score(0.6)),
+        ],
+        {"gold": "made up for the test"},
+    )
     return load_model(model_dir)
 
 
@@ -162,7 +169,8 @@ def test_word_links_of_a_full_context_rule_reread_the_output(tiny_model_dir, tmp
     shutil.copytree(tiny_model_dir, model_dir)
     rule = AlignRule(1, 2, full_context=True)
     (model_dir / "alignment.json").write_text(
-        json.dumps({"format": "tt.alignment", "version": 1, "rule": {"layer": 1, "head": 2, "full_context": True}}), encoding="utf-8"
+        json.dumps({"format": "tt.alignment", "version": 1, "rule": {"layer": 1, "head": 2, "full_context": True}}),
+        encoding="utf-8",
     )
     loaded = load_model(model_dir)
 
@@ -179,7 +187,9 @@ def test_word_links_of_a_full_context_rule_reread_the_output(tiny_model_dir, tmp
     drive(loaded, script)
 
     trace = tmp_path / "t.json"
-    result = CliRunner().invoke(cli, ["translate", "--model", str(model_dir), "--greedy", "--trace", str(trace), SENTENCE])
+    result = CliRunner().invoke(
+        cli, ["translate", "--model", str(model_dir), "--greedy", "--trace", str(trace), SENTENCE]
+    )
     assert result.exit_code == 0, result.stderr
 
     async def replay(app, pilot):
@@ -194,7 +204,7 @@ def test_the_cross_grid_labels_each_head_with_its_aer(aligned_loaded, tiny_loade
         data = app.query_one(Heatmap).data
         # best AER per head: L0 h1 41% (layer -1 is layer 1: L1 h0 min(52%, 60%)); the mean is no head
         labelled = {"L0 h1": "L0 h1 41%", "L1 h0": "L1 h0 52%"}
-        plain = [f"L{l} h{h}" for l in range(2) for h in range(app.view.dims.h)]
+        plain = [f"L{layer} h{h}" for layer in range(2) for h in range(app.view.dims.h)]
         assert app.view.dims.n_decoder_layers == 2 and "AER" in data.title
         assert data.rows == [labelled.get(r, r) for r in plain]
         await keys(pilot, "f", "g", "g")  # decoder self-attention heads have no AER

@@ -95,8 +95,14 @@ def test_cell_note_says_which_query_and_head():
 def test_candidates_follow_the_view_not_the_step():
     tokenizer = Tokenizer.load(FIXTURES / "tiny_model" / "spm.model")
     logits = torch.linspace(3.0, -3.0, tokenizer.vocab_size)  # piece 0 most probable, then 1, 2, …
-    step = StepTrace(index=0, token=0, piece="<pad>", logprob=float(logits.log_softmax(-1)[0]),
-                     candidates=top_candidates(logits, tokenizer, 10), logits=logits)
+    step = StepTrace(
+        index=0,
+        token=0,
+        piece="<pad>",
+        logprob=float(logits.log_softmax(-1)[0]),
+        candidates=top_candidates(logits, tokenizer, 10),
+        logits=logits,
+    )
     hot = view(top_k=3, temperature=2.0).candidates(step, tokenizer)
     assert [c.token for c in hot] == [0, 1, 2] and [c.piece for c in hot] == tokenizer.pieces([0, 1, 2])
     assert hot[0].prob == pytest.approx(float((logits / 2).softmax(-1)[0]))
@@ -174,8 +180,9 @@ def test_find_piece_and_mask_inputs(session):
 def test_candidates_of_a_replayed_trace_are_rescored_from_its_logits():
     tokenizer = Tokenizer.load(FIXTURES / "tiny_model" / "spm.model")
     logits = torch.linspace(3.0, -3.0, tokenizer.vocab_size)  # (vocab,)
-    step = StepTrace(index=0, token=0, piece="<pad>", logprob=0.0, candidates=top_candidates(logits, tokenizer, 10),
-                     logits=logits)
+    step = StepTrace(
+        index=0, token=0, piece="<pad>", logprob=0.0, candidates=top_candidates(logits, tokenizer, 10), logits=logits
+    )
     hot = view(top_k=3, temperature=2.0)
     assert hot.candidates(step, None) == pytest.approx(hot.candidates(step, tokenizer))  # no tokenizer, same answer
     no_logits = StepTrace(index=0, token=0, piece="<pad>", logprob=0.0, candidates=step.candidates)
@@ -226,8 +233,11 @@ def test_a_session_with_heads_off_matches_a_masked_stepper(session):
 
     session.start("Je suis étudiant.")
     d = session.heads_off(frozenset({("encoder_self", 0, 0), ("cross", 1, 0)}))
-    masked = Stepper(session.loaded, "Je suis étudiant.", head_mask=HeadMask.ones(session.loaded.cfg)
-                     .off("encoder_self", 0, 0).off("cross", 1, 0))
+    masked = Stepper(
+        session.loaded,
+        "Je suis étudiant.",
+        head_mask=HeadMask.ones(session.loaded.cfg).off("encoder_self", 0, 0).off("cross", 1, 0),
+    )
     masked.run()
     assert [s.token for s in d.ablated.line.steps] == [s.token for s in masked.steps]
     assert d.ablated.intact.text == "I am a student." and len(d.steps) == 1
@@ -240,8 +250,12 @@ def test_links_toggle_and_the_head_finder_labels():
     v = view()
     assert v.toggle_links().links and not v.toggle_links().toggle_links().links
     assert v.toggle_links().picture != v.picture  # the heatmap redraws
-    ranking = [{"layer": -1, "head": 3, "aer": 0.5}, {"layer": 1, "head": 3, "aer": 0.4},
-               {"layer": 0, "head": None, "aer": 0.1}, {"layer": 0, "head": 2, "aer": 0.7}]
+    ranking = [
+        {"layer": -1, "head": 3, "aer": 0.5},
+        {"layer": 1, "head": 3, "aer": 0.4},
+        {"layer": 0, "head": None, "aer": 0.1},
+        {"layer": 0, "head": 2, "aer": 0.7},
+    ]
     assert head_aer(ranking, 2) == {(1, 3): 0.4, (0, 2): 0.7}  # best rule per head; the mean is no head
 
 

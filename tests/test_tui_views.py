@@ -27,7 +27,9 @@ def test_i_cycles_the_heatmap_through_attention_ixg_and_ig_of_the_same_steps(tin
             assert torch.allclose(torch.tensor(data.matrix), expected, atol=1e-5)
             assert data.rows == attention.rows  # the same steps, one key apart
             assert data.cols[: len(app.decoding.source.pieces)] == list(app.decoding.source.pieces)
-            assert "attribution" in str(app.query_one("#cell").content) and method in str(app.query_one("#cell").content)
+            assert "attribution" in str(app.query_one("#cell").content) and method in str(
+                app.query_one("#cell").content
+            )
         await keys(pilot, "n")  # a step re-computes the attribution of the new decoding
         assert len(app.query_one(Heatmap).data.rows) == len(app.decoding.steps) == len(out) + 1
         assert app.attributed.key[0] is app.decoding
@@ -69,8 +71,9 @@ def test_ref_teacher_forces_the_reference_and_marks_the_first_divergence(tiny_lo
     async def script(app, pilot):
         c = app.compared
         assert app.view.mode == "ref" and c is not None
-        assert [(s.ref_token, s.ref_rank, s.model_token) for s in c.steps] == \
-            [(s.ref_token, s.ref_rank, s.model_token) for s in expected.steps]
+        assert [(s.ref_token, s.ref_rank, s.model_token) for s in c.steps] == [
+            (s.ref_token, s.ref_rank, s.model_token) for s in expected.steps
+        ]
         assert c.first_divergence == expected.first_divergence
         shown = text_of(app.query_one(ReferenceView))
         for s in expected.steps:
@@ -122,8 +125,11 @@ def test_the_grid_marks_the_heads_that_park_their_attention(tiny_loaded):
 
     greedy = Stepper(tiny_loaded, SENTENCE)
     greedy.run()
-    parked = {(h.family, h.layer, h.head): h.parks_on
-              for h in head_sinks(tiny_loaded, [(SENTENCE, greedy.output_text)]) if h.parks_on}
+    parked = {
+        (h.family, h.layer, h.head): h.parks_on
+        for h in head_sinks(tiny_loaded, [(SENTENCE, greedy.output_text)])
+        if h.parks_on
+    }
 
     async def script(app, pilot):
         await keys(pilot, "g")
@@ -178,9 +184,21 @@ def test_run_scrubs_the_sentence_across_checkpoints(tmp_path):
     from tt_cli.main import app as cli
     from tt_cli.tui.widgets.sentence import SentenceView
 
-    cfg = TrainConfig(data=[str(TINY_TSV)], out=str(tmp_path / "run"), preset="tiny", vocab_size=120, max_steps=40,
-                      warmup=20, max_tokens=512, valid_every=0, save_every=20, keep_last=0, bleu_sample=0, seed=1,
-                      model_overrides={"max_len": 64})
+    cfg = TrainConfig(
+        data=[str(TINY_TSV)],
+        out=str(tmp_path / "run"),
+        preset="tiny",
+        vocab_size=120,
+        max_steps=40,
+        warmup=20,
+        max_tokens=512,
+        valid_every=0,
+        save_every=20,
+        keep_last=0,
+        bleu_sample=0,
+        seed=1,
+        model_overrides={"max_len": 64},
+    )
     Trainer(cfg).run()
     points = list(scrub(tmp_path / "run", SENTENCE, top_k=5))
     assert [p.step for p in points] == [20, 40]

@@ -14,34 +14,58 @@ def show_comparison(console, c) -> None:
         table.add_column(col, justify="right" if col in ("step", "rank", "p(ref)", "p") else "left")
     for s in c.steps:
         style = "bold red" if s.index == c.first_divergence else ("" if s.agrees else "yellow")
-        table.add_row(str(s.index), s.ref_piece, str(s.ref_rank), f"{s.ref_prob:.3f}",
-                      s.model_piece, f"{s.model_prob:.3f}", style=style)
+        table.add_row(
+            str(s.index),
+            s.ref_piece,
+            str(s.ref_rank),
+            f"{s.ref_prob:.3f}",
+            s.model_piece,
+            f"{s.model_prob:.3f}",
+            style=style,
+        )
     console.print(table)
     where = "none: greedy output follows the reference" if c.first_divergence is None else f"step {c.first_divergence}"
     console.print(f"first divergence: {where} · log p(reference) = {c.ref_logprob:.3f}")
 
 
 def show_sinks(console, found, n: int) -> None:
-    table = Table(title=f"attention sinks over {n} sentence(s): share of mass (uniform share)", box=None,
-                  header_style="bold")
+    table = Table(
+        title=f"attention sinks over {n} sentence(s): share of mass (uniform share)", box=None, header_style="bold"
+    )
     for col in ("family", "layer", "head", "</s>", "punct", "first", "parks on"):
         table.add_column(col, justify="left" if col in ("family", "parks on") else "right")
     for s in found:
-        cells = [f"{s.share[c]:.2f} ({s.uniform[c]:.2f})" if not (c == "eos" and s.family == "decoder_self") else "–"
-                 for c in ("eos", "punct", "first")]
-        table.add_row(s.family, str(s.layer), str(s.head), *cells, ", ".join(s.parks_on),
-                      style="bold yellow" if s.parks_on else "")
+        cells = [
+            f"{s.share[c]:.2f} ({s.uniform[c]:.2f})" if not (c == "eos" and s.family == "decoder_self") else "–"
+            for c in ("eos", "punct", "first")
+        ]
+        table.add_row(
+            s.family,
+            str(s.layer),
+            str(s.head),
+            *cells,
+            ", ".join(s.parks_on),
+            style="bold yellow" if s.parks_on else "",
+        )
     console.print(table)
     parked = [s for s in found if s.parks_on]
-    console.print(f"{len(parked)} of {len(found)} heads park their attention" + (
-        ": " + ", ".join(f"{s.family} L{s.layer}H{s.head} on {'/'.join(s.parks_on)}" for s in parked) if parked else "."))
+    console.print(
+        f"{len(parked)} of {len(found)} heads park their attention"
+        + (
+            ": " + ", ".join(f"{s.family} L{s.layer}H{s.head} on {'/'.join(s.parks_on)}" for s in parked)
+            if parked
+            else "."
+        )
+    )
 
 
 def show_ablation(console, ablation, parks: dict) -> None:
     """A heatmap of the deltas (rows: family × layer, columns: heads; red = the metric drops)."""
     unit = "mean log p(reference)" if ablation.metric == "logprob" else "BLEU"
-    console.print(f"{unit} with every head on: {ablation.intact:.3f} ({ablation.sentences} sentences); "
-                  f"cells: change when that head alone is off; * parks its attention")
+    console.print(
+        f"{unit} with every head on: {ablation.intact:.3f} ({ablation.sentences} sentences); "
+        f"cells: change when that head alone is off; * parks its attention"
+    )
     scale = max((abs(e.delta) for e in ablation.effects), default=0.0) or 1.0
     n_heads = max(e.head.head for e in ablation.effects) + 1
     table = Table(box=None, header_style="bold")
@@ -80,6 +104,7 @@ def show_curve(console, curve, metric: str, order: str) -> None:
     for col in ("heads off", "head removed", metric, "change"):
         table.add_column(col, justify="left" if col == "head removed" else "right")
     for p in curve:
-        table.add_row(str(p.removed), "—" if p.head is None else str(p.head), f"{p.value:.3f}",
-                      f"{p.value - curve[0].value:+.3f}")
+        table.add_row(
+            str(p.removed), "—" if p.head is None else str(p.head), f"{p.value:.3f}", f"{p.value - curve[0].value:+.3f}"
+        )
     console.print(table)

@@ -48,7 +48,11 @@ def root(
 
 
 for name, function in [
-    ("translate", translate), ("eval", evaluate), ("inspect", inspect), ("train", train), ("average", average),
+    ("translate", translate),
+    ("eval", evaluate),
+    ("inspect", inspect),
+    ("train", train),
+    ("average", average),
     ("align", align),
 ]:
     app.command(name, help=function.__doc__)(guard(function))

@@ -43,7 +43,9 @@ class TrainProgress:
         self.progress = Progress(
             TextColumn("step {task.completed}/{task.fields[total_text]}"),
             BarColumn(),
-            TextColumn("loss {task.fields[loss]}  lr {task.fields[lr]}  {task.fields[speed]} tok/s  ETA {task.fields[eta]}"),
+            TextColumn(
+                "loss {task.fields[loss]}  lr {task.fields[lr]}  {task.fields[speed]} tok/s  ETA {task.fields[eta]}"
+            ),
             console=self.console,
             transient=False,
         )
@@ -66,7 +68,9 @@ class TrainProgress:
             self._line(f"checkpoint @ {step}: {data['path']}")
 
     def _line(self, text: str) -> None:
-        (self.progress.console if self.progress else self.console).print(text, highlight=False, markup=False, soft_wrap=True)
+        (self.progress.console if self.progress else self.console).print(
+            text, highlight=False, markup=False, soft_wrap=True
+        )
 
     def _start(self, step: int, data: dict[str, Any]) -> None:
         if self.quiet:
@@ -88,11 +92,18 @@ class TrainProgress:
     def _step(self, step: int, data: dict[str, Any]) -> None:
         if self.quiet:
             return
-        fields = dict(loss=f"{data['loss']:.3f}", lr=f"{data['lr']:.2e}", speed=f"{data['tokens_per_s']:,.0f}", eta=duration(data["eta"]))
+        fields = dict(
+            loss=f"{data['loss']:.3f}",
+            lr=f"{data['lr']:.2e}",
+            speed=f"{data['tokens_per_s']:,.0f}",
+            eta=duration(data["eta"]),
+        )
         if self.live:
             if self.progress is None:
                 self._bar(data.get("max_steps") or None, step - 1)
             self.progress.update(self.task, completed=step, **fields)
         elif data.get("log"):
             total = data.get("max_steps") or "?"
-            self._line(f"step {step}/{total}  loss {fields['loss']}  lr {fields['lr']}  {fields['speed']} tok/s  ETA {fields['eta']}")
+            self._line(
+                f"step {step}/{total}  loss {fields['loss']}  lr {fields['lr']}  {fields['speed']} tok/s  ETA {fields['eta']}"
+            )

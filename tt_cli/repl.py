@@ -232,7 +232,9 @@ class Repl:
         from tt_cli.commands.translate import _show
 
         t = self.last
-        if t.steps is None and t.source_tokens:  # traced on demand: a teacher-forced pass costs about one decoding step per piece
+        if (
+            t.steps is None and t.source_tokens
+        ):  # traced on demand: a teacher-forced pass costs about one decoding step per piece
             eos = [self.loaded.cfg.eos_id] if len(t.token_logprobs) > len(t.tokens) else []
             t.source_trace, t.steps = trace_steps(self.loaded, t.source_tokens, t.tokens + eos, text=t.source)
         if not t.steps:

@@ -89,6 +89,7 @@ def head_mask(cfg, off: Iterable[Head]) -> HeadMask:
 
 def _stack(masks: Sequence[HeadMask], repeat: int) -> HeadMask:
     """One batched mask: each of `masks` repeated for `repeat` consecutive rows. (M·B, L, h) per family."""
+
     def rows(family: str) -> torch.Tensor:
         table = torch.stack([getattr(m, family) for m in masks])  # (M, L, h)
         return table.repeat_interleave(repeat, dim=0)  # (M·B, L, h)
@@ -142,8 +143,12 @@ def _sum_logprob(model, x: torch.Tensor, out: torch.Tensor, pad_id: int, m: int)
 
 @torch.inference_mode()
 def reference_logprob(
-    loaded: LoadedModel, pairs: Sequence[tuple[str, str]], masks: Sequence[HeadMask], *,
-    max_tokens: int = 4000, max_rows_tokens: int = 12000,
+    loaded: LoadedModel,
+    pairs: Sequence[tuple[str, str]],
+    masks: Sequence[HeadMask],
+    *,
+    max_tokens: int = 4000,
+    max_rows_tokens: int = 12000,
 ) -> list[float]:
     """Mean log p(reference | source) per sentence, under each of `masks` (one value per mask).
 
@@ -181,8 +186,13 @@ def reference_logprob(
             for start in range(0, len(todo), group):
                 chunk = todo[start : start + group]
                 m = len(chunk)
-                x = _encoder_from(model, enc_in[layer].repeat(m, 1, 1), src_mask.repeat(m, 1, 1, 1), layer,
-                                  _stack([masks[i] for i in chunk], b))  # (M·B, S, d_model)
+                x = _encoder_from(
+                    model,
+                    enc_in[layer].repeat(m, 1, 1),
+                    src_mask.repeat(m, 1, 1, 1),
+                    layer,
+                    _stack([masks[i] for i in chunk], b),
+                )  # (M·B, S, d_model)
                 memory = model.encoder_norm(x).view(m, b, *x.shape[1:])  # (M, B, S, d_model)
                 memory_of.update(zip(chunk, memory))
         dec_in: list[torch.Tensor] = []
@@ -193,14 +203,22 @@ def reference_logprob(
                 chunk = todo[start : start + group]
                 m = len(chunk)
                 memory = torch.cat([memory_of[i] for i in chunk])  # (M·B, S, d_model)
-                x = _decoder_from(model, dec_in[layer].repeat(m, 1, 1), memory, src_mask.repeat(m, 1, 1, 1), layer,
-                                  _stack([masks[i] for i in chunk], b))  # (M·B, T, d_model)
+                x = _decoder_from(
+                    model,
+                    dec_in[layer].repeat(m, 1, 1),
+                    memory,
+                    src_mask.repeat(m, 1, 1, 1),
+                    layer,
+                    _stack([masks[i] for i in chunk], b),
+                )  # (M·B, T, d_model)
                 totals[chunk] += _sum_logprob(model, x, batch.tgt_out.repeat(m, 1), cfg.pad_id, m).cpu()
     return (totals / max(len(pairs), 1)).tolist()
 
 
 @torch.inference_mode()
-def greedy_bleu(loaded: LoadedModel, pairs: Sequence[tuple[str, str]], mask: HeadMask, *, batch_size: int = 64) -> float:
+def greedy_bleu(
+    loaded: LoadedModel, pairs: Sequence[tuple[str, str]], mask: HeadMask, *, batch_size: int = 64
+) -> float:
     """Corpus BLEU of greedy translations of the sources made with `mask`, against the references."""
     from core.decode.search import greedy, pad_batch
     from core.evaluate import corpus_scores
@@ -218,7 +236,9 @@ def greedy_bleu(loaded: LoadedModel, pairs: Sequence[tuple[str, str]], mask: Hea
     return corpus_scores(out, [[r for _, r in pairs]]).bleu
 
 
-def evaluate(loaded: LoadedModel, pairs: Sequence[tuple[str, str]], masks: Sequence[HeadMask], metric: str) -> list[float]:
+def evaluate(
+    loaded: LoadedModel, pairs: Sequence[tuple[str, str]], masks: Sequence[HeadMask], metric: str
+) -> list[float]:
     """The metric under each mask."""
     if metric not in METRICS:
         raise ConfigError(f"unknown metric {metric!r}; use logprob or bleu")
@@ -228,8 +248,12 @@ def evaluate(loaded: LoadedModel, pairs: Sequence[tuple[str, str]], masks: Seque
 
 
 def ablate_heads(
-    loaded: LoadedModel, pairs: Sequence[tuple[str, str]], *, metric: str = "logprob",
-    heads: Sequence[Head] | None = None, base_off: Sequence[Head] = (),
+    loaded: LoadedModel,
+    pairs: Sequence[tuple[str, str]],
+    *,
+    metric: str = "logprob",
+    heads: Sequence[Head] | None = None,
+    base_off: Sequence[Head] = (),
 ) -> Ablation:
     """The metric with each head of `heads` (default: all) off in turn, on top of `base_off`."""
     cfg = loaded.cfg
@@ -242,8 +266,13 @@ def ablate_heads(
 
 
 def prune_curve(
-    loaded: LoadedModel, pairs: Sequence[tuple[str, str]], *, metric: str = "logprob", order: str = "once",
-    max_removed: int | None = None, ablation: Ablation | None = None,
+    loaded: LoadedModel,
+    pairs: Sequence[tuple[str, str]],
+    *,
+    metric: str = "logprob",
+    order: str = "once",
+    max_removed: int | None = None,
+    ablation: Ablation | None = None,
 ) -> list[PruneStep]:
     """Remove heads cumulatively, least damaging first, measuring each time: the intact model, then
     one step per head off, up to `max_removed` (None: every head).
@@ -263,9 +292,16 @@ def prune_curve(
         removed, values, step = [], [], ablation
         while len(removed) < n:
             if removed:
-                step = ablate_heads(loaded, pairs, metric=metric, heads=[e.head for e in step.effects if e.head != removed[-1]],
-                                    base_off=removed)
+                step = ablate_heads(
+                    loaded,
+                    pairs,
+                    metric=metric,
+                    heads=[e.head for e in step.effects if e.head != removed[-1]],
+                    base_off=removed,
+                )
             best = max(step.effects, key=lambda e: e.value)  # max keeps the first of equals: model order
             removed.append(best.head)
             values.append(best.value)
-    return [PruneStep(0, None, ablation.intact)] + [PruneStep(k + 1, h, v) for k, (h, v) in enumerate(zip(removed, values))]
+    return [PruneStep(0, None, ablation.intact)] + [
+        PruneStep(k + 1, h, v) for k, (h, v) in enumerate(zip(removed, values))
+    ]

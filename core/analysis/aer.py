@@ -39,9 +39,7 @@ class AlignmentScore:
         )
 
 
-def read_gold(
-    path: str | Path, lengths: Sequence[tuple[int, int]], *, target_first: bool = True
-) -> list[GoldPair]:
+def read_gold(path: str | Path, lengths: Sequence[tuple[int, int]], *, target_first: bool = True) -> list[GoldPair]:
     """Gold links in the HLT-NAACL 2003 workshop format, one per line: SENTENCE POS POS S|P (1-based).
 
     `lengths` holds (source words, target words) of each pair; sentence k is pair k-1. The workshop's
@@ -62,7 +60,11 @@ def read_gold(
         fields = line.split()
         if not fields:
             continue
-        if len(fields) not in (3, 4) or not all(f.isdigit() for f in fields[:3]) or (len(fields) == 4 and fields[3] not in "SP"):
+        if (
+            len(fields) not in (3, 4)
+            or not all(f.isdigit() for f in fields[:3])
+            or (len(fields) == 4 and fields[3] not in "SP")
+        ):
             raise DataError(f"{path}:{lineno}: expected 'SENTENCE POS POS S|P' (1-based numbers), got {line.strip()!r}")
         k, a, b = (int(f) for f in fields[:3])
         tgt_pos, src_pos = (a, b) if target_first else (b, a)

@@ -41,17 +41,27 @@ class AlignRule:
     shift: bool = False  # read the step whose input is the target word (shift-att) instead of the one predicting it
     threshold: float = 0.0  # 0: each target word links to its best source word; > 0: every word pair scoring this much
     bidirectional: bool = False  # argmax both ways (also each source word's best target word), grow-diag-final
-    full_context: bool = False  # read a second pass without the look-ahead mask (a head trained with --align-full-context)
+    full_context: bool = (
+        False  # read a second pass without the look-ahead mask (a head trained with --align-full-context)
+    )
 
     def describe(self) -> str:
         head = "mean of heads" if self.head is None else f"head {self.head}"
-        pick = f"score ≥ {self.threshold:g}" if self.threshold > 0 else "argmax both ways" if self.bidirectional else "argmax"
+        pick = (
+            f"score ≥ {self.threshold:g}"
+            if self.threshold > 0
+            else "argmax both ways"
+            if self.bidirectional
+            else "argmax"
+        )
         row = "full context" if self.full_context else "shift" if self.shift else "plain"
         return f"layer {self.layer}, {head}, {row}, {pick}"
 
     def check(self, n_layers: int, h: int) -> AlignRule:
         if not -n_layers <= self.layer < n_layers:
-            raise ConfigError(f"alignment layer {self.layer}: this model has {n_layers} decoder layers (0..{n_layers - 1}, or -1 for the last)")
+            raise ConfigError(
+                f"alignment layer {self.layer}: this model has {n_layers} decoder layers (0..{n_layers - 1}, or -1 for the last)"
+            )
         if self.head is not None and not 0 <= self.head < h:
             raise ConfigError(f"alignment head {self.head}: this model has {h} heads (0..{h - 1})")
         if not 0.0 <= self.threshold <= 1.0:
@@ -127,7 +137,11 @@ def _pool(groups: list[list[int]], n: int, offset: int = 0, mean: bool = False) 
 # --------------------------------------------------------------------------------------- the pass
 @torch.inference_mode()
 def pair_attention(
-    loaded, pairs: Sequence[tuple[str, str]], *, batch_size: int = 32, names: tuple[str, str] = ("source", "target"),
+    loaded,
+    pairs: Sequence[tuple[str, str]],
+    *,
+    batch_size: int = 32,
+    names: tuple[str, str] = ("source", "target"),
     full_context: bool = False,
 ) -> list[PairAttention]:
     """Word-pooled cross-attention of every pair, the target teacher-forced: one pass per batch.
@@ -152,9 +166,12 @@ def pair_attention(
         return torch.zeros(n_layers, h, len(tw), len(sw))
 
     out: list[PairAttention | None] = [
-        PairAttention(sw, tw, empty(sw, tw), empty(sw, tw), empty(sw, tw) if full_context else None) for sw, tw, *_ in prepared
+        PairAttention(sw, tw, empty(sw, tw), empty(sw, tw), empty(sw, tw) if full_context else None)
+        for sw, tw, *_ in prepared
     ]
-    work = sorted((k for k, p in enumerate(prepared) if p[2] and p[4]), key=lambda k: (len(prepared[k][2]), len(prepared[k][4])))
+    work = sorted(
+        (k for k, p in enumerate(prepared) if p[2] and p[4]), key=lambda k: (len(prepared[k][2]), len(prepared[k][4]))
+    )
     for start in range(0, len(work), batch_size):
         batch = work[start : start + batch_size]
         srcs = [prepared[k][2] + [cfg.eos_id] for k in batch]
@@ -164,8 +181,14 @@ def pair_attention(
         for b, (s, t) in enumerate(zip(srcs, tgts)):
             src[b, : len(s)], tgt_in[b, : len(t)] = torch.tensor(s), torch.tensor(t)
         enc = model.encode(src.to(device))
-        cross = _cross(model.decode(tgt_in.to(device), enc, need_weights=True, logits=False))  # (B, n_layers, h, T+1, S)
-        full = _cross(model.decode(tgt_in.to(device), enc, need_weights=True, logits=False, full_context=True)) if full_context else None
+        cross = _cross(
+            model.decode(tgt_in.to(device), enc, need_weights=True, logits=False)
+        )  # (B, n_layers, h, T+1, S)
+        full = (
+            _cross(model.decode(tgt_in.to(device), enc, need_weights=True, logits=False, full_context=True))
+            if full_context
+            else None
+        )
         for b, k in enumerate(batch):
             sw, tw, s_ids, s_groups, t_ids, t_groups = prepared[k]
             rows, cols = len(tgts[b]), len(srcs[b])
@@ -173,7 +196,9 @@ def pair_attention(
             to_word = _pool(t_groups, rows, 0, mean=True)  # (J, T+1): the rows predicting a word's pieces
             plain = to_word @ cross[b, :, :, :rows, :cols] @ to_src  # (n_layers, h, J, I)
             shift = _pool(t_groups, rows, 1, mean=True) @ cross[b, :, :, :rows, :cols] @ to_src
-            out[k] = PairAttention(sw, tw, plain, shift, None if full is None else to_word @ full[b, :, :, :rows, :cols] @ to_src)
+            out[k] = PairAttention(
+                sw, tw, plain, shift, None if full is None else to_word @ full[b, :, :, :rows, :cols] @ to_src
+            )
     return out  # type: ignore[return-value]
 
 
@@ -237,7 +262,10 @@ def align(
         links = extract_links(scores, rule.threshold, rule.bidirectional)
         if reverse is not None:
             back_scores = rule_scores(reverse[k], reverse_rule)  # (I, J): the reverse model's rows are source words
-            back = {(link.target, link.source) for link in extract_links(back_scores, reverse_rule.threshold, reverse_rule.bidirectional)}
+            back = {
+                (link.target, link.source)
+                for link in extract_links(back_scores, reverse_rule.threshold, reverse_rule.bidirectional)
+            }
             kept = symmetrize({(i, j) for i, j, _ in links}, back, symmetrization)
             links = [Link(i, j, float(scores[j, i] + back_scores[i, j]) / 2) for i, j in sorted(kept)]
         result.append(links)
@@ -267,7 +295,10 @@ def rank_rules(
     rules = rules or candidate_rules(n_layers, h, full_context=attentions[0].full is not None)
     scored = []
     for rule in rules:
-        links = [{(i, j) for i, j, _ in extract_links(rule_scores(att, rule), rule.threshold, rule.bidirectional)} for att in attentions]
+        links = [
+            {(i, j) for i, j, _ in extract_links(rule_scores(att, rule), rule.threshold, rule.bidirectional)}
+            for att in attentions
+        ]
         scored.append((rule, score_links(links, gold)))
     return sorted(scored, key=lambda rs: (rs[1].aer, -rs[1].recall))
 
@@ -320,8 +351,12 @@ def save_rule(model_dir: str | Path, ranking: list[tuple[AlignRule, AlignmentSco
 
 # --------------------------------------------------------------------------------------- a translation
 def align_words(
-    source_pieces: list[str], target_pieces: list[str], cross: torch.Tensor, shift: bool = False,
-    threshold: float = 0.0, bidirectional: bool = False,
+    source_pieces: list[str],
+    target_pieces: list[str],
+    cross: torch.Tensor,
+    shift: bool = False,
+    threshold: float = 0.0,
+    bidirectional: bool = False,
 ) -> list[tuple[int, int]]:
     """(source word, target word) pairs for pieces grouped by `words`: each target word goes to the
     source word with the most attention mass in `cross` (T_out, S), one layer's head or mean of
@@ -329,8 +364,15 @@ def align_words(
     src_words, tgt_words = words(source_pieces), words(target_pieces)
     if not src_words or not tgt_words:
         return []
-    scores = _pool(tgt_words, cross.size(0), int(shift), mean=True) @ cross.float() @ _pool(src_words, cross.size(1)).T  # (J, I)
-    return [(i, j) for i, j, _ in sorted(extract_links(scores, threshold, bidirectional), key=lambda link: (link.target, link.source))]
+    scores = (
+        _pool(tgt_words, cross.size(0), int(shift), mean=True) @ cross.float() @ _pool(src_words, cross.size(1)).T
+    )  # (J, I)
+    return [
+        (i, j)
+        for i, j, _ in sorted(
+            extract_links(scores, threshold, bidirectional), key=lambda link: (link.target, link.source)
+        )
+    ]
 
 
 def align_steps(

@@ -96,7 +96,9 @@ def _nodes(f: torch.Tensor, m: int) -> tuple[torch.Tensor, torch.Tensor]:
     grid = torch.linspace(0, 1, p1, dtype=torch.float64)  # (P+1,)
     change = f.double().diff(dim=1).abs()  # (T, P)
     change = change / change.sum(1, keepdim=True).clamp(min=1e-12)
-    cdf = torch.cat([torch.zeros(t_len, 1, dtype=torch.float64), (0.5 * change + 0.5 / (p1 - 1)).cumsum(1)], 1)  # (T, P+1)
+    cdf = torch.cat(
+        [torch.zeros(t_len, 1, dtype=torch.float64), (0.5 * change + 0.5 / (p1 - 1)).cumsum(1)], 1
+    )  # (T, P+1)
     levels = torch.linspace(0, 1, m + 1, dtype=torch.float64)  # (m+1,)
     edges = torch.empty(t_len, m + 1, dtype=torch.float64)
     for t in range(t_len):  # invert the piecewise-linear cdf at each level
@@ -151,8 +153,15 @@ def attribute(
         es = (scale * x_src).requires_grad_(grad)  # (R, S, d_model)
         et = (scale * x_tgt[:t_end]).requires_grad_(grad)  # (R, t_end, d_model)
         r = steps.numel()
-        f = _step_logprobs(model, src.expand(r, -1), tgt_in[:, :t_end].expand(r, -1), out[:, :t_end].expand(r, -1),
-                           es, et, steps.to(device))  # (R,)
+        f = _step_logprobs(
+            model,
+            src.expand(r, -1),
+            tgt_in[:, :t_end].expand(r, -1),
+            out[:, :t_end].expand(r, -1),
+            es,
+            et,
+            steps.to(device),
+        )  # (R,)
         return f, es, et
 
     delta = None

@@ -92,8 +92,14 @@ def beam_steps(
         )
 
     (hyps,) = beam_search(
-        model, src, beam_size=beam_size, alpha=alpha, extra_len=extra_len, max_output=max_output,
-        n_best=None, on_step=record,
+        model,
+        src,
+        beam_size=beam_size,
+        alpha=alpha,
+        extra_len=extra_len,
+        max_output=max_output,
+        n_best=None,
+        on_step=record,
     )
     steps[-1].ranking = [
         RankedHypothesis(h.tokens, h.logprob, len(h.token_logprobs), h.score, rank) for rank, h in enumerate(hyps)

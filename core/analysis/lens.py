@@ -61,12 +61,14 @@ def logit_lens(loaded: LoadedModel, src_ids: list[int], out_ids: list[int], *, t
         for layer in range(logprobs.size(0)):
             ids = top_ids[layer, t].tolist()
             lp = logprobs[layer, t]
-            layers.append(LensLayer(
-                layer,
-                [Candidate(i, p, float(lp[i].exp()), float(lp[i])) for i, p in zip(ids, tok.pieces(ids))],
-                int((lp > lp[token]).sum()) + 1,
-                float(lp[token].exp()),
-            ))
+            layers.append(
+                LensLayer(
+                    layer,
+                    [Candidate(i, p, float(lp[i].exp()), float(lp[i])) for i, p in zip(ids, tok.pieces(ids))],
+                    int((lp > lp[token]).sum()) + 1,
+                    float(lp[token].exp()),
+                )
+            )
         steps.append(LensStep(t, token, tok.pieces([token])[0], layers))
     return steps
 

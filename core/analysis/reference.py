@@ -60,7 +60,9 @@ class RefSummary:
     top1_agreement: float  # share of steps where the model's choice is the reference piece
     by_position: dict[int, int] = field(default_factory=dict)  # first-divergence step -> sentences
     by_relative_position: dict[str, int] = field(default_factory=dict)  # fifth of the reference -> sentences
-    ref_pieces: list[tuple[str, int]] = field(default_factory=list)  # reference pieces the model leaves, most often first
+    ref_pieces: list[tuple[str, int]] = field(
+        default_factory=list
+    )  # reference pieces the model leaves, most often first
     swaps: list[tuple[str, str, int]] = field(default_factory=list)  # (reference piece, model's piece, sentences)
 
 
@@ -89,7 +91,10 @@ def encode_pairs(loaded: LoadedModel, pairs: Sequence[tuple[str, str]]) -> list[
 
 
 def pair_batches(
-    ids: Sequence[tuple[list[int], list[int]]], pad_id: int, bos_id: int, max_tokens: int = 8000,
+    ids: Sequence[tuple[list[int], list[int]]],
+    pad_id: int,
+    bos_id: int,
+    max_tokens: int = 8000,
     device: torch.device | str = "cpu",
 ) -> Iterator[PairBatch]:
     """Length-sorted batches of about `max_tokens` padded pieces (source + target) each."""
@@ -153,14 +158,26 @@ def compare_pairs(
             ref_pieces, model_ids = tok.pieces(ref_ids), model_tok[b, :n].tolist()
             model_pieces = tok.pieces(model_ids)
             steps = [
-                RefStep(t, ref_ids[t], ref_pieces[t], int(ranks[b, t]), float(ref_lp[b, t].exp()),
-                        model_ids[t], model_pieces[t], float(model_lp[b, t].exp()))
+                RefStep(
+                    t,
+                    ref_ids[t],
+                    ref_pieces[t],
+                    int(ranks[b, t]),
+                    float(ref_lp[b, t].exp()),
+                    model_ids[t],
+                    model_pieces[t],
+                    float(model_lp[b, t].exp()),
+                )
                 for t in range(n)
             ]
             first = next((s.index for s in steps if not s.agrees), None)
             results[i] = RefComparison(
-                source=pairs[i][0], reference=pairs[i][1], output=tok.decode(hyps[b].tokens),
-                output_pieces=tok.pieces(hyps[b].tokens), steps=steps, first_divergence=first,
+                source=pairs[i][0],
+                reference=pairs[i][1],
+                output=tok.decode(hyps[b].tokens),
+                output_pieces=tok.pieces(hyps[b].tokens),
+                steps=steps,
+                first_divergence=first,
                 ref_logprob=float(ref_lp[b, :n].sum()),
             )
     return results  # type: ignore[return-value]

@@ -46,12 +46,18 @@ def run_checkpoints(run_dir: str | Path) -> list[tuple[int, Path]]:
         raise CheckpointError(f"{run_dir}: no such run directory")
     found = [(int(read_trainer_info(p).get("step", 0)), p) for p in list_checkpoints(run_dir)]
     if not found:
-        raise CheckpointError(f"{run_dir}: no finished checkpoints in {run_dir / 'checkpoints'} (tt train --save-every)")
+        raise CheckpointError(
+            f"{run_dir}: no finished checkpoints in {run_dir / 'checkpoints'} (tt train --save-every)"
+        )
     return found
 
 
 def scrub(
-    run_dir: str | Path, text: str, *, top_k: int = 5, device: str | torch.device = "cpu",
+    run_dir: str | Path,
+    text: str,
+    *,
+    top_k: int = 5,
+    device: str | torch.device = "cpu",
     checkpoints: list[tuple[int, Path]] | None = None,
 ) -> Iterator[ScrubPoint]:
     """The probe `text` at each checkpoint of `run_dir`, oldest first, one checkpoint loaded at a time."""

@@ -86,15 +86,14 @@ def _shares(w: torch.Tensor, visible: torch.Tensor, queries: torch.Tensor, cats:
 
 
 @torch.inference_mode()
-def head_sinks(
-    loaded: LoadedModel, pairs: Sequence[tuple[str, str]], *, max_tokens: int = 4000
-) -> list[HeadSink]:
+def head_sinks(loaded: LoadedModel, pairs: Sequence[tuple[str, str]], *, max_tokens: int = 4000) -> list[HeadSink]:
     """Sink shares of every head (encoder self, decoder self, cross × layer × head), teacher-forced
     on the (source, target) pairs; the target is usually a reference or the model's own output."""
     model, cfg, tok = loaded.model, loaded.cfg, loaded.tokenizer
     device = next(model.parameters()).device
-    punct_ids = torch.tensor([i for i in range(cfg.vocab_size) if is_punctuation(tok.pieces([i])[0])],
-                             dtype=torch.long, device=device)
+    punct_ids = torch.tensor(
+        [i for i in range(cfg.vocab_size) if is_punctuation(tok.pieces([i])[0])], dtype=torch.long, device=device
+    )
     sums: dict[tuple[str, int], dict[str, torch.Tensor]] = {}  # (family, layer) -> category -> (h,)
     uniform_sums: dict[tuple[str, int], dict[str, float]] = {}
     n = 0

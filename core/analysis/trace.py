@@ -66,9 +66,7 @@ def piece_label(piece: str, width: int = 10) -> str:
     return text if len(text) <= width else text[: max(width - 1, 1)] + "…"
 
 
-def top_candidates(
-    logits: torch.Tensor, tokenizer: Tokenizer, k: int, temperature: float = 1.0
-) -> list[Candidate]:
+def top_candidates(logits: torch.Tensor, tokenizer: Tokenizer, k: int, temperature: float = 1.0) -> list[Candidate]:
     """The k most probable pieces under softmax(logits / temperature), most probable first.
 
     Traces store temperature 1; a view's temperature control re-shapes with this. `logprob`
@@ -181,7 +179,10 @@ def trace_steps(
     dec = model.decode(tgt_in, enc, need_weights=True, head_mask=head_mask)
     steps = [
         step_trace(
-            tok, t, token, dec.logits[0, t],
+            tok,
+            t,
+            token,
+            dec.logits[0, t],
             [a.weights[0, :, t, : t + 1] for a in dec.self_attention],  # per layer (h, t+1)
             [a.weights[0, :, t] for a in dec.cross_attention],  # per layer (h, S)
             top_k=top_k,

@@ -96,8 +96,13 @@ def save_trace(
         "encoder_layers": len(source.encoder_self),
         "sizes": [s, t],
         "steps": [
-            {"index": st.index, "piece": st.piece, "logprob": st.logprob, "forced": st.forced,
-             "candidates": [[c.token, c.piece, c.prob, c.logprob] for c in st.candidates]}
+            {
+                "index": st.index,
+                "piece": st.piece,
+                "logprob": st.logprob,
+                "forced": st.forced,
+                "candidates": [[c.token, c.piece, c.prob, c.logprob] for c in st.candidates],
+            }
             for st in steps
         ],
         "attribution": None if attribution is None else attribution.describe(),
@@ -120,8 +125,15 @@ def load_trace(path: str | Path) -> TraceFile:
     """Read a trace file back into SourceTrace + StepTraces, without the model."""
     path = Path(path)
     tensors, metadata = _read(path)
-    check_format(path, metadata, fmt=FORMAT, newest=FORMAT_VERSION, what="tt trace file",
-                 version_label="trace format version", error=DataError)
+    check_format(
+        path,
+        metadata,
+        fmt=FORMAT,
+        newest=FORMAT_VERSION,
+        what="tt trace file",
+        version_label="trace format version",
+        error=DataError,
+    )
     try:
         meta = json.loads(metadata.get("trace", ""))
         s, t = (int(x) for x in meta["sizes"])
@@ -156,13 +168,19 @@ def load_trace(path: str | Path) -> TraceFile:
     steps = []
     try:
         for j, (token, m) in enumerate(zip(out_tokens, step_meta)):
-            steps.append(StepTrace(
-                index=int(m["index"]), token=token, piece=str(m["piece"]), logprob=float(m["logprob"]),
-                candidates=[Candidate(int(c[0]), str(c[1]), float(c[2]), float(c[3])) for c in m["candidates"]],
-                forced=bool(m.get("forced", False)),
-                decoder_self=[w[:, j, : j + 1] for w in dec], cross=[w[:, j] for w in cross],
-                logits=None if logits is None else logits[j].float(),
-            ))
+            steps.append(
+                StepTrace(
+                    index=int(m["index"]),
+                    token=token,
+                    piece=str(m["piece"]),
+                    logprob=float(m["logprob"]),
+                    candidates=[Candidate(int(c[0]), str(c[1]), float(c[2]), float(c[3])) for c in m["candidates"]],
+                    forced=bool(m.get("forced", False)),
+                    decoder_self=[w[:, j, : j + 1] for w in dec],
+                    cross=[w[:, j] for w in cross],
+                    logits=None if logits is None else logits[j].float(),
+                )
+            )
         attribution = None
         if meta.get("attribution") is not None:
             attribution = Attribution.from_description(

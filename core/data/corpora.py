@@ -193,17 +193,24 @@ def prepare_opus(directory: Path, corpus: str) -> dict[str, int]:
             names = zf.namelist()
             missing = [f"{stem}.{lang}" for lang in ("fr", "en") if f"{stem}.{lang}" not in names]
             if missing:
-                raise DownloadError(f"{archive}: no {', '.join(missing)} inside (found: {', '.join(names) or 'nothing'})")
+                raise DownloadError(
+                    f"{archive}: no {', '.join(missing)} inside (found: {', '.join(names) or 'nothing'})"
+                )
             pairs = 0
             with (
-                zf.open(f"{stem}.fr") as fr_in, zf.open(f"{stem}.en") as en_in,
-                atomic_path(directory / "train.fr") as fr_tmp, atomic_path(directory / "train.en") as en_tmp,
-                open(fr_tmp, "wb") as fr_out, open(en_tmp, "wb") as en_out,
+                zf.open(f"{stem}.fr") as fr_in,
+                zf.open(f"{stem}.en") as en_in,
+                atomic_path(directory / "train.fr") as fr_tmp,
+                atomic_path(directory / "train.en") as en_tmp,
+                open(fr_tmp, "wb") as fr_out,
+                open(en_tmp, "wb") as en_out,
             ):
                 for fr, en in zip_longest(fr_in, en_in):
                     if fr is None or en is None:
                         longer, shorter = (stem + ".en", stem + ".fr") if fr is None else (stem + ".fr", stem + ".en")
-                        raise DownloadError(f"{archive}: {shorter} ends at line {pairs} but {longer} goes on; they do not align")
+                        raise DownloadError(
+                            f"{archive}: {shorter} ends at line {pairs} but {longer} goes on; they do not align"
+                        )
                     fr_out.write(fr if fr.endswith(b"\n") else fr + b"\n")
                     en_out.write(en if en.endswith(b"\n") else en + b"\n")
                     pairs += 1
@@ -257,11 +264,15 @@ def default_cache_dir() -> Path:
 
 def source(name: str) -> Source:
     if name.lower().startswith("opus:"):
-        return opus_source(name[len("opus:"):])
+        return opus_source(name[len("opus:") :])
     name = name.lower()
     if name not in SOURCES:
-        hint = "; test sets such as WMT's come through tt eval --testset" if name.startswith(("wmt", "newstest")) else ""
-        raise DownloadError(f"unknown corpus {name!r}; known: {', '.join(SOURCES)}, or opus:NAME (e.g. opus:Europarl){hint}")
+        hint = (
+            "; test sets such as WMT's come through tt eval --testset" if name.startswith(("wmt", "newstest")) else ""
+        )
+        raise DownloadError(
+            f"unknown corpus {name!r}; known: {', '.join(SOURCES)}, or opus:NAME (e.g. opus:Europarl){hint}"
+        )
     return SOURCES[name]
 
 
@@ -271,5 +282,3 @@ def base_url_for(src: Source, url: str | None = None, mirror: str | None = None)
     if not base.startswith(("http://", "https://")):
         raise DownloadError(f"{base}: not an http:// or https:// URL")
     return base
-
-

@@ -98,7 +98,9 @@ def read_aligned(
             return
         if s is None or t is None:
             longer, n = (tgt_path, t[0]) if s is None else (src_path, s[0])
-            raise DataError(f"{longer}:{n}: files are not aligned: {src_path} and {tgt_path} have different line counts")
+            raise DataError(
+                f"{longer}:{n}: files are not aligned: {src_path} and {tgt_path} have different line counts"
+            )
         lineno = s[0]
         problem = None
         for side_path, text in ((src_path, s[1]), (tgt_path, t[1])):
@@ -128,13 +130,36 @@ def resolve(spec: str | Path, src_lang: str = "fr", tgt_lang: str = "en") -> tup
 
 
 # ISO 639-2/3 codes whose first two letters are not the ISO 639-1 code (Tatoeba names its files fra-eng.tsv).
-ISO3_TO_ISO1 = {"fre": "fr", "ger": "de", "deu": "de", "spa": "es", "por": "pt", "dut": "nl", "nld": "nl", "zho": "zh",
-                "chi": "zh", "cmn": "zh", "jpn": "ja", "cze": "cs", "ces": "cs", "rum": "ro", "ron": "ro", "swe": "sv",
-                "gre": "el", "ell": "el", "ukr": "uk", "heb": "he", "pol": "pl", "tur": "tr", "ara": "ar", "kor": "ko"}
+ISO3_TO_ISO1 = {
+    "fre": "fr",
+    "ger": "de",
+    "deu": "de",
+    "spa": "es",
+    "por": "pt",
+    "dut": "nl",
+    "nld": "nl",
+    "zho": "zh",
+    "chi": "zh",
+    "cmn": "zh",
+    "jpn": "ja",
+    "cze": "cs",
+    "ces": "cs",
+    "rum": "ro",
+    "ron": "ro",
+    "swe": "sv",
+    "gre": "el",
+    "ell": "el",
+    "ukr": "uk",
+    "heb": "he",
+    "pol": "pl",
+    "tur": "tr",
+    "ara": "ar",
+    "kor": "ko",
+}
 
 
 def iso1(code: str) -> str:
-    """"fra", "fre" or "fr" → "fr": the two-letter code a language option or a file name means."""
+    """ "fra", "fre" or "fr" → "fr": the two-letter code a language option or a file name means."""
     code = code.lower()
     return ISO3_TO_ISO1.get(code, code[:2])
 
@@ -149,7 +174,12 @@ def tsv_languages(path: Path) -> tuple[str, str] | None:
 
 
 def read_corpus(
-    spec: str | Path, *, src_lang: str = "fr", tgt_lang: str = "en", strict: bool = True, stats: ReadStats | None = None,
+    spec: str | Path,
+    *,
+    src_lang: str = "fr",
+    tgt_lang: str = "en",
+    strict: bool = True,
+    stats: ReadStats | None = None,
     swap: bool = False,
 ) -> Iterator[Pair]:
     """The pairs of a --data argument, source in src_lang; swap=True reads them the other way round.
@@ -160,7 +190,11 @@ def read_corpus(
     files = resolve(spec, src_lang, tgt_lang)
     if len(files) == 1 and tsv_languages(files[0]) == (iso1(tgt_lang), iso1(src_lang)):
         swap = not swap  # a TSV named the other way round
-    pairs = read_tsv(files[0], strict=strict, stats=stats) if len(files) == 1 else read_aligned(*files, strict=strict, stats=stats)
+    pairs = (
+        read_tsv(files[0], strict=strict, stats=stats)
+        if len(files) == 1
+        else read_aligned(*files, strict=strict, stats=stats)
+    )
     return (Pair(p.tgt, p.src, p.origin) for p in pairs) if swap else pairs
 
 

@@ -59,7 +59,9 @@ def load_testset(name: str, langpair: str = "fr-en") -> TestSet:
     refs = [_read(r) for r in references]
     for path, lines in zip(references, refs):
         if len(lines) != len(sources):
-            raise DataError(f"{path} has {len(lines)} lines but {source} has {len(sources)}; delete {Path(SACREBLEU_DIR) / name} and retry")
+            raise DataError(
+                f"{path} has {len(lines)} lines but {source} has {len(sources)}; delete {Path(SACREBLEU_DIR) / name} and retry"
+            )
     if not sources:
         raise DataError(f"{source}: empty; delete {Path(SACREBLEU_DIR) / name} and retry")
     return TestSet(name, langpair, sources, refs, Path(source))

@@ -157,7 +157,12 @@ def _pick_loop(
 
 @torch.inference_mode()
 def greedy(
-    model: Transformer, src: torch.Tensor, *, max_output: int | None = None, extra_len: int = 50, min_len: int = 0,
+    model: Transformer,
+    src: torch.Tensor,
+    *,
+    max_output: int | None = None,
+    extra_len: int = 50,
+    min_len: int = 0,
     head_mask: HeadMask | None = None,
 ) -> list[Hypothesis]:
     """Pick the most probable piece at every step, for a batch of sources (B, S) at once.
@@ -167,7 +172,12 @@ def greedy(
     `min_len` bans EOS for that many steps (benchmarks use it to decode a fixed length).
     """
     return _pick_loop(
-        model, src, lambda lp: lp.argmax(-1), max_output=max_output, extra_len=extra_len, min_len=min_len,
+        model,
+        src,
+        lambda lp: lp.argmax(-1),
+        max_output=max_output,
+        extra_len=extra_len,
+        min_len=min_len,
         head_mask=head_mask,
     )
 
@@ -322,14 +332,17 @@ def beam_search(
             fates = torch.full((width,), PRUNED)
             fates[kept] = KEPT
             fates[finishing[0].cpu()] = FINISHED
-            on_step(step, StepCandidates(
-                parents=[seqs[int(p)].tolist() for p in parent[0]],
-                parent_index=parent[0].tolist(),
-                tokens=token[0].tolist(),
-                logprobs=cand_lps[0].tolist(),
-                scores=top_scores[0].tolist(),
-                fates=fates.tolist(),
-            ))
+            on_step(
+                step,
+                StepCandidates(
+                    parents=[seqs[int(p)].tolist() for p in parent[0]],
+                    parent_index=parent[0].tolist(),
+                    tokens=token[0].tolist(),
+                    logprobs=cand_lps[0].tolist(),
+                    scores=top_scores[0].tolist(),
+                    fates=fates.tolist(),
+                ),
+            )
 
         # Finished hypotheses: a few per step, so a Python loop over them is cheap.
         for s, j in finishing.nonzero().tolist():
@@ -382,9 +395,7 @@ def beam_search(
     return [rank_finished(f, alpha, cfg.eos_id)[:n_best] for f in finished]
 
 
-def rank_finished(
-    finished: list[tuple[float, list[int], list[float]]], alpha: float, eos_id: int
-) -> list[Hypothesis]:
+def rank_finished(finished: list[tuple[float, list[int], list[float]]], alpha: float, eos_id: int) -> list[Hypothesis]:
     """Finished (raw score, pieces, log-probs) -> Hypotheses sorted by length-normalised score."""
     hyps = []
     for raw, toks, lps in finished:

@@ -111,10 +111,14 @@ class Stepper:
         logits = out.logits[0, -1]  # (vocab,)
         token = int(logits.argmax()) if force is None else int(force)
         new = step_trace(
-            self.tokenizer, t, token, logits,
+            self.tokenizer,
+            t,
+            token,
+            logits,
             [a.weights[0, :, -1] for a in out.self_attention],  # per layer (h, t+1)
             [a.weights[0, :, -1] for a in out.cross_attention],  # per layer (h, S)
-            top_k=self.top_k, forced=force is not None,
+            top_k=self.top_k,
+            forced=force is not None,
         )
         self.steps.append(new)
         return new
@@ -149,7 +153,11 @@ class Stepper:
         if not 0 <= at <= len(self.steps):
             raise TTError(f"cannot branch at step {at}: decoded steps are 0..{len(self.steps)}")
         other = Stepper(
-            self.loaded, self.source.text, top_k=self.top_k, extra_len=self.extra_len, head_mask=self.head_mask,
+            self.loaded,
+            self.source.text,
+            top_k=self.top_k,
+            extra_len=self.extra_len,
+            head_mask=self.head_mask,
             _encoded=(self.source, self.encoded, self.warnings),
         )
         if at > 0:

@@ -102,7 +102,6 @@ class Translation:
     source_trace: SourceTrace | None = None  # when options.with_attention
     steps: list[StepTrace] | None = None
 
-
     def to_dict(self) -> dict:
         """The keys of `tt translate --json` before --attention/--align (the Python API's to_dict too)."""
         obj: dict = {
@@ -118,8 +117,12 @@ class Translation:
         }
         if self.alternatives:
             obj["n_best"] = [
-                {"translation": a.text, "tokens": a.pieces, "token_logprobs": [round(x, 4) for x in a.token_logprobs],
-                 "score": round(a.score, 4)}
+                {
+                    "translation": a.text,
+                    "tokens": a.pieces,
+                    "token_logprobs": [round(x, 4) for x in a.token_logprobs],
+                    "score": round(a.score, 4),
+                }
                 for a in self.alternatives
             ]
         return obj
@@ -168,8 +171,13 @@ def _decode_batch(loaded: LoadedModel, sources: list[list[int]], options: Transl
         # the same input with the same --seed still gives the same output.
         seed = None if options.seed is None else options.seed + batch_no
         hyps = decoding.sample(
-            model, src, temperature=options.temperature, top_k=options.top_k, top_p=options.top_p,
-            seed=seed, extra_len=options.extra_len,
+            model,
+            src,
+            temperature=options.temperature,
+            top_k=options.top_k,
+            top_p=options.top_p,
+            seed=seed,
+            extra_len=options.extra_len,
         )
         return [[h] for h in hyps]
     return decoding.beam_search(
@@ -269,11 +277,19 @@ def translate_lines(
 def _fill(loaded: LoadedModel, t: Translation, hyps: list, options: TranslateOptions) -> None:
     tok = loaded.tokenizer
     alts = [
-        Alternative(one_line(tok.decode(h.tokens)), list(h.tokens), tok.pieces(h.tokens), list(h.token_logprobs), float(h.score))
+        Alternative(
+            one_line(tok.decode(h.tokens)), list(h.tokens), tok.pieces(h.tokens), list(h.token_logprobs), float(h.score)
+        )
         for h in hyps
     ]
     best = alts[0]
-    t.text, t.tokens, t.pieces, t.token_logprobs, t.score = best.text, best.tokens, best.pieces, best.token_logprobs, best.score
+    t.text, t.tokens, t.pieces, t.token_logprobs, t.score = (
+        best.text,
+        best.tokens,
+        best.pieces,
+        best.token_logprobs,
+        best.score,
+    )
     t.alternatives = alts if options.n_best > 1 else []
     if options.with_attention:
         out = best.tokens + ([loaded.cfg.eos_id] if len(best.token_logprobs) > len(best.tokens) else [])

@@ -82,7 +82,11 @@ class PackedLinear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         rows = x.numel() // self.in_features
-        if rows * self.in_features * self.out_features < PACK_MIN_MACS or x.dtype != torch.float32 or x.device.type != "cpu":
+        if (
+            rows * self.in_features * self.out_features < PACK_MIN_MACS
+            or x.dtype != torch.float32
+            or x.device.type != "cpu"
+        ):
             return F.linear(x, self.weight, self.bias)
         flat = x.reshape(rows, self.in_features)
         if not flat.is_contiguous():

@@ -108,13 +108,22 @@ class DecoderLayer(nn.Module):
     ) -> tuple[torch.Tensor, AttentionInternals | None, AttentionInternals | None]:
         y = self.self_attn_norm.sublayer_input(x)
         attended, self_w = self.self_attn(
-            y, mask=self_mask, cache=self_cache, is_causal=self_mask is None and self_cache is None,
-            need_weights=need_weights, head_mask=self_head_mask,
+            y,
+            mask=self_mask,
+            cache=self_cache,
+            is_causal=self_mask is None and self_cache is None,
+            need_weights=need_weights,
+            head_mask=self_head_mask,
         )
         x = self.self_attn_norm(x, attended)
         y = self.cross_attn_norm.sublayer_input(x)
         attended, cross_w = self.cross_attn(
-            y, memory, src_mask, cache=cross_cache, static_kv=cross_cache is not None, need_weights=need_weights,
+            y,
+            memory,
+            src_mask,
+            cache=cross_cache,
+            static_kv=cross_cache is not None,
+            need_weights=need_weights,
             head_mask=cross_head_mask,
         )
         x = self.cross_attn_norm(x, attended)

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import torch
 
-from core.data.prepare import read_pairs
 from core.data.readers import Example
 from core.errors import ConfigError, DataError
+from core.train.prepare import read_pairs
 
 Key = tuple[tuple[int, ...], tuple[int, ...]]  # (source ids, target ids) without EOS / BOS
 
@@ -42,7 +42,12 @@ class GuidedAlignment:
     """The links of the training pairs at piece level, and the loss for one (layer, head)."""
 
     def __init__(
-        self, table: dict[Key, list[tuple[int, int]]], layer: int, head: int, skipped: int = 0, full_context: bool = False
+        self,
+        table: dict[Key, list[tuple[int, int]]],
+        layer: int,
+        head: int,
+        skipped: int = 0,
+        full_context: bool = False,
     ) -> None:
         self.table = table  # piece-level links: (target piece position, source piece position)
         self.layer, self.head, self.skipped = layer, head, skipped
@@ -65,18 +70,25 @@ class GuidedAlignment:
             lines.pop()
         pairs = read_pairs(cfg, cfg.data)
         if len(lines) != len(pairs):
-            raise DataError(f"{path} has {len(lines)} lines but the training data has {len(pairs)} pairs; they must be line-aligned")
+            raise DataError(
+                f"{path} has {len(lines)} lines but the training data has {len(pairs)} pairs; they must be line-aligned"
+            )
         table: dict[Key, list[tuple[int, int]]] = {}
         skipped = 0
         for lineno, (line, pair) in enumerate(zip(lines, pairs), start=1):
             if not line.strip():
                 continue
-            (s_ids, s_groups), (t_ids, t_groups) = word_pieces(tokenizer, pair.src.split()), word_pieces(tokenizer, pair.tgt.split())
+            (s_ids, s_groups), (t_ids, t_groups) = (
+                word_pieces(tokenizer, pair.src.split()),
+                word_pieces(tokenizer, pair.tgt.split()),
+            )
             links = parse_links(line, len(s_groups), len(t_groups), f"{path}:{lineno}")
             if s_ids != tokenizer.encode(pair.src) or t_ids != tokenizer.encode(pair.tgt):
                 skipped += 1  # the words' pieces are not the line's (rare normalisation effects): no guidance
                 continue
-            table[(tuple(s_ids), tuple(t_ids))] = [(tp, sp) for i, j in links for tp in t_groups[j] for sp in s_groups[i]]
+            table[(tuple(s_ids), tuple(t_ids))] = [
+                (tp, sp) for i, j in links for tp in t_groups[j] for sp in s_groups[i]
+            ]
         return cls(table, cfg.align_layer, cfg.align_head, skipped, cfg.align_full_context)
 
     def links(self, e: Example) -> list[tuple[int, int]]:

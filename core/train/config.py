@@ -51,8 +51,10 @@ class TrainConfig:
     align_layer: int = -2  # the decoder layer whose head is guided (Garg et al. 2019 use the penultimate)
     align_head: int = 0
     align_weight: float = 0.05  # λ: the alignment loss's weight next to the translation loss (Garg et al.'s value)
-    align_full_context: bool = False  # the guided head reads the whole target (a second, unmasked decoder pass; Garg et al. §4.3)
-    concat: float = 0.0  # add this many joined examples per training example (core/data/prepare.py: join_for_length)
+    align_full_context: bool = (
+        False  # the guided head reads the whole target (a second, unmasked decoder pass; Garg et al. §4.3)
+    )
+    concat: float = 0.0  # add this many joined examples per training example (core/train/prepare.py: join_for_length)
     concat_max: int = 4  # a joined example holds 2 .. this many pairs
 
     def model_config(self, vocab_size: int) -> ModelConfig:

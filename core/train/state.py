@@ -41,7 +41,9 @@ def list_checkpoints(run_dir: str | Path) -> list[Path]:
     root = Path(run_dir) / CHECKPOINTS
     if not root.is_dir():
         return []
-    return sorted(p for p in root.iterdir() if p.is_dir() and p.name.startswith("step_") and (p / TRAINER_JSON).exists())
+    return sorted(
+        p for p in root.iterdir() if p.is_dir() and p.name.startswith("step_") and (p / TRAINER_JSON).exists()
+    )
 
 
 def read_trainer_info(checkpoint: Path) -> dict[str, Any]:
@@ -77,7 +79,9 @@ def write_checkpoint(
         tensors["rng.cuda"] = torch.cuda.get_rng_state(cuda_device)
     for index, state in optimizer.state_dict()["state"].items():
         for key, value in state.items():
-            tensors[f"optim.{index}.{key}"] = value.detach().cpu().contiguous() if torch.is_tensor(value) else torch.tensor(value)
+            tensors[f"optim.{index}.{key}"] = (
+                value.detach().cpu().contiguous() if torch.is_tensor(value) else torch.tensor(value)
+            )
     if scaler is not None:
         tensors["scaler.scale"] = scaler.get_scale() * torch.ones(())
     save_file(tensors, str(tmp / TRAINER_STATE))
@@ -161,7 +165,9 @@ def average_checkpoints(paths: list[Path], out: str | Path) -> Path:
     if not paths:
         raise CheckpointError("no checkpoints to average")
     first = load_model(paths[0])
-    total = {k: v.detach().double().clone() if v.is_floating_point() else v for k, v in first.model.state_dict().items()}
+    total = {
+        k: v.detach().double().clone() if v.is_floating_point() else v for k, v in first.model.state_dict().items()
+    }
     for path in paths[1:]:
         other = load_model(path)
         if other.cfg != first.cfg:
@@ -173,4 +179,6 @@ def average_checkpoints(paths: list[Path], out: str | Path) -> Path:
                 total[k] += v.double()
     averaged = {k: (v / len(paths)).float() if v.is_floating_point() else v for k, v in total.items()}
     first.model.load_state_dict(averaged)
-    return save_model(first.model, first.tokenizer, out, extra_metadata={"averaged": ",".join(Path(p).name for p in paths)})
+    return save_model(
+        first.model, first.tokenizer, out, extra_metadata={"averaged": ",".join(Path(p).name for p in paths)}
+    )

@@ -23,7 +23,6 @@ import torch
 import torch.nn.functional as F
 
 from core.checkpoint import save_model
-from core.data.prepare import Prepared, prepare_data  # noqa: F401 - re-exported
 from core.data.readers import collate, token_batches
 from core.device import autocast_context, resolve_device, resolve_precision
 from core.errors import CheckpointError, ConfigError, DataError
@@ -31,6 +30,7 @@ from core.model.config import ModelConfig
 from core.model.transformer import Transformer
 from core.train.config import TrainConfig
 from core.train.lock import RunLock, lock_run_dir
+from core.train.prepare import Prepared, prepare_data  # noqa: F401 - re-exported
 from core.train.state import (  # noqa: F401 - TRAINER_* and average_checkpoints are re-exported
     TRAINER_JSON,
     TRAINER_STATE,
@@ -56,7 +56,9 @@ def noam_lr(step: int, d_model: int, warmup: int, scale: float = 1.0) -> float:
     return scale * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
 
 
-def label_smoothed_loss(logits: torch.Tensor, target: torch.Tensor, pad_id: int, epsilon: float) -> tuple[torch.Tensor, int]:
+def label_smoothed_loss(
+    logits: torch.Tensor, target: torch.Tensor, pad_id: int, epsilon: float
+) -> tuple[torch.Tensor, int]:
     """Summed cross-entropy against (1-ε)·one-hot + ε/V (§5.4), pad positions ignored.
 
     Returns (sum over real tokens, number of real tokens).
@@ -87,7 +89,9 @@ class Trainer:
     (`request_stop()`). Every way out saves a checkpoint at a step boundary, so --resume is exact.
     """
 
-    def __init__(self, cfg: TrainConfig, callbacks: list[Callable[[TrainEvent], None]] | None = None, resume: bool = False):
+    def __init__(
+        self, cfg: TrainConfig, callbacks: list[Callable[[TrainEvent], None]] | None = None, resume: bool = False
+    ):
         self.cfg = cfg
         self.callbacks = callbacks or []
         self.run_dir = Path(cfg.out)
@@ -107,7 +111,9 @@ class Trainer:
         event = TrainEvent(kind, step, data)
         if kind in ("start", "valid", "checkpoint", "end") or (kind == "step" and data.get("log")):
             with open(self.run_dir / "metrics.jsonl", "a", encoding="utf-8") as f:
-                f.write(json.dumps({"event": kind, "step": step, **{k: v for k, v in data.items() if k != "log"}}) + "\n")
+                f.write(
+                    json.dumps({"event": kind, "step": step, **{k: v for k, v in data.items() if k != "log"}}) + "\n"
+                )
         for cb in self.callbacks:
             cb(event)
 
@@ -128,7 +134,9 @@ class Trainer:
         if self.resume and not self.latest_checkpoint():
             raise CheckpointError(f"{self.run_dir}: nothing to resume (no checkpoints/ in the run directory)")
         if not self.resume and self.checkpoints():
-            raise ConfigError(f"{self.run_dir} already holds a training run; use --resume to continue it or choose another --out")
+            raise ConfigError(
+                f"{self.run_dir} already holds a training run; use --resume to continue it or choose another --out"
+            )
         init = self.init_model() if cfg.init_from else None  # (config, weights) to fine-tune
         # Rank 0 trains the tokenizer; the others wait and load it, so all agree on the vocabulary.
         if self.is_main:
@@ -144,7 +152,9 @@ class Trainer:
 
             if self.world > 1:
                 raise ConfigError("--align-links runs in one process (it reads attention weights past DDP's forward)")
-            self.guide = GuidedAlignment.build(cfg, self.data.tokenizer, self.model_cfg.n_decoder_layers, self.model_cfg.h)
+            self.guide = GuidedAlignment.build(
+                cfg, self.data.tokenizer, self.model_cfg.n_decoder_layers, self.model_cfg.h
+            )
         torch.manual_seed(cfg.seed)
         self.model = Transformer(self.model_cfg)
         if init and not self.resume:  # a resumed fine-tune takes its weights from the checkpoint below
@@ -170,7 +180,9 @@ class Trainer:
         if self.world > 1:
             from torch.nn.parallel import DistributedDataParallel
 
-            self.net = DistributedDataParallel(self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
+            self.net = DistributedDataParallel(
+                self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None
+            )
         if cfg.compile:
             self.net = torch.compile(self.net)
 
@@ -181,12 +193,20 @@ class Trainer:
         cfg = self.cfg
         loaded = load_model(cfg.init_from)
         own = loaded.cfg.to_dict()
-        differ = sorted(k for k, v in cfg.model_overrides.items() if v is not None and k not in FINE_TUNE_MAY_CHANGE and own.get(k) != v)
+        differ = sorted(
+            k
+            for k, v in cfg.model_overrides.items()
+            if v is not None and k not in FINE_TUNE_MAY_CHANGE and own.get(k) != v
+        )
         if differ:
-            raise ConfigError(f"--init-from {cfg.init_from}: the architecture is the model's own; drop {', '.join(differ)}")
+            raise ConfigError(
+                f"--init-from {cfg.init_from}: the architecture is the model's own; drop {', '.join(differ)}"
+            )
         spm = Path(cfg.init_from) / TOKENIZER_FILE
         if cfg.spm_model and Path(cfg.spm_model).read_bytes() != spm.read_bytes():
-            raise ConfigError(f"--spm-model {cfg.spm_model} differs from {spm}; a fine-tune keeps the model's vocabulary")
+            raise ConfigError(
+                f"--spm-model {cfg.spm_model} differs from {spm}; a fine-tune keeps the model's vocabulary"
+            )
         cfg.spm_model = str(spm)
         overrides = {k: cfg.model_overrides[k] for k in FINE_TUNE_MAY_CHANGE if cfg.model_overrides.get(k) is not None}
         return replace(loaded.cfg, **overrides), loaded.model.state_dict()
@@ -210,8 +230,15 @@ class Trainer:
             "train_config": asdict(self.cfg),
         }
         final = write_checkpoint(
-            self.run_dir, self.step, self.model, self.data.tokenizer, self.optimizer, info,
-            cuda_device=self.device if self.device.type == "cuda" else None, scaler=self.scaler, keep_last=self.cfg.keep_last,
+            self.run_dir,
+            self.step,
+            self.model,
+            self.data.tokenizer,
+            self.optimizer,
+            info,
+            cuda_device=self.device if self.device.type == "cuda" else None,
+            scaler=self.scaler,
+            keep_last=self.cfg.keep_last,
         )
         self.emit("checkpoint", self.step, path=str(final))
         return final
@@ -226,7 +253,9 @@ class Trainer:
         model.eval()
         total, tokens = 0.0, 0
         lens = [len(e.src) for e in self.data.valid]
-        for batch in token_batches(lens, [len(e.tgt) for e in self.data.valid], cfg.max_tokens, seed=0, epoch=0, shuffle=False):
+        for batch in token_batches(
+            lens, [len(e.tgt) for e in self.data.valid], cfg.max_tokens, seed=0, epoch=0, shuffle=False
+        ):
             src, tgt_in, tgt_out = (t.to(self.device) for t in collate([self.data.valid[i] for i in batch], pad))
             with autocast_context(self.device, cfg.precision):
                 logits = model(src, tgt_in)
@@ -265,11 +294,19 @@ class Trainer:
     # -- the loop ------------------------------------------------------------------------------
     def batches_for_epoch(self, epoch: int) -> list[list[int]]:
         train = self.data.train
-        batches = token_batches([len(e.src) for e in train], [len(e.tgt) for e in train], self.cfg.max_tokens, seed=self.cfg.seed, epoch=epoch)
+        batches = token_batches(
+            [len(e.src) for e in train],
+            [len(e.tgt) for e in train],
+            self.cfg.max_tokens,
+            seed=self.cfg.seed,
+            epoch=epoch,
+        )
         # Every rank takes every world-th batch; all ranks get the same count so steps stay in lock-step.
         usable = len(batches) - len(batches) % self.world
         if usable == 0:
-            raise DataError(f"{len(batches)} batch(es) per epoch cannot be shared by {self.world} processes; use more data or a smaller --max-tokens")
+            raise DataError(
+                f"{len(batches)} batch(es) per epoch cannot be shared by {self.world} processes; use more data or a smaller --max-tokens"
+            )
         return batches[self.rank : usable : self.world]
 
     def _on_signal(self, signum: int, frame: Any) -> None:
@@ -381,8 +418,15 @@ class Trainer:
         self.t_start = time.time()
         start_step = self.step
         self.emit(
-            "start", self.step, params=self.model.num_parameters(), device=str(self.device), world=self.world,
-            precision=cfg.precision, resumed=self.resume, model_config=self.model_cfg.to_dict(), **self.data.stats,
+            "start",
+            self.step,
+            params=self.model.num_parameters(),
+            device=str(self.device),
+            world=self.world,
+            precision=cfg.precision,
+            resumed=self.resume,
+            model_config=self.model_cfg.to_dict(),
+            **self.data.stats,
         )
         self.model.train()
         last: dict[str, Any] = {}
@@ -404,8 +448,15 @@ class Trainer:
                 eta = (max_steps - self.step) * per_step if max_steps else None
                 if cfg.max_time:
                     eta = min(eta if eta is not None else math.inf, max(cfg.max_time - elapsed, 0.0))
-                last = {**numbers, "tokens_per_s": window_tokens / max(now - window_start, 1e-9), "epoch": self.epoch,
-                        "elapsed": elapsed, "eta": eta, "max_steps": max_steps, "log": log}
+                last = {
+                    **numbers,
+                    "tokens_per_s": window_tokens / max(now - window_start, 1e-9),
+                    "epoch": self.epoch,
+                    "elapsed": elapsed,
+                    "eta": eta,
+                    "max_steps": max_steps,
+                    "log": log,
+                }
                 self.emit("step", self.step, **last)
                 if log:
                     window_tokens, window_start = 0, now
@@ -424,4 +475,9 @@ class Trainer:
         finally:
             for sig, handler in previous_handlers.items():
                 signal.signal(sig, handler)
-        return {"status": status, "step": self.step, "run_dir": str(self.run_dir), **{k: v for k, v in last.items() if k != "log"}}
+        return {
+            "status": status,
+            "step": self.step,
+            "run_dir": str(self.run_dir),
+            **{k: v for k, v in last.items() if k != "log"},
+        }

@@ -70,48 +70,85 @@ def _rule(stored, method: Method, layer: int | None, head: int | None, threshold
 
     if method == Method.auto:
         return AlignRule(
-            stored.layer if layer is None else layer, stored.head if head is None and layer is None else head,
-            stored.shift, stored.threshold if threshold is None else threshold,
-            stored.bidirectional if both_ways is None else both_ways, stored.full_context,
+            stored.layer if layer is None else layer,
+            stored.head if head is None and layer is None else head,
+            stored.shift,
+            stored.threshold if threshold is None else threshold,
+            stored.bidirectional if both_ways is None else both_ways,
+            stored.full_context,
         )
-    return AlignRule(-1 if layer is None else layer, head, method == Method.shift, threshold or 0.0, bool(both_ways), method == Method.full)
+    return AlignRule(
+        -1 if layer is None else layer,
+        head,
+        method == Method.shift,
+        threshold or 0.0,
+        bool(both_ways),
+        method == Method.full,
+    )
 
 
 def align(
     src: Annotated[Optional[Path], typer.Option("--src", help="Source (French) sentences, one per line.")] = None,
-    tgt: Annotated[Optional[Path], typer.Option("--tgt", help="Target (English) sentences, line-aligned with --src.")] = None,
+    tgt: Annotated[
+        Optional[Path], typer.Option("--tgt", help="Target (English) sentences, line-aligned with --src.")
+    ] = None,
     model: ModelOpt = None,
     method: Annotated[
         Method,
-        typer.Option(help="auto = the rule stored with the model (alignment.json), else the mean of the last layer's "
-                     "heads; plain = the step predicting each target word; shift = the step reading it (Chen et al. 2020); "
-                     "full = the step predicting it, re-read with the whole target visible (a head trained with "
-                     "tt train --align-full-context); diagonal = the baseline that ignores the model."),
+        typer.Option(
+            help="auto = the rule stored with the model (alignment.json), else the mean of the last layer's "
+            "heads; plain = the step predicting each target word; shift = the step reading it (Chen et al. 2020); "
+            "full = the step predicting it, re-read with the whole target visible (a head trained with "
+            "tt train --align-full-context); diagonal = the baseline that ignores the model."
+        ),
     ] = Method.auto,
-    layer: Annotated[Optional[int], typer.Option(help="Decoder layer whose cross-attention is read (-1 = last).")] = None,
+    layer: Annotated[
+        Optional[int], typer.Option(help="Decoder layer whose cross-attention is read (-1 = last).")
+    ] = None,
     head: Annotated[Optional[int], typer.Option(help="One head (default: the mean of the layer's heads).")] = None,
     threshold: Annotated[
-        Optional[float], typer.Option(help="Link every word pair scoring at least this (0 = each target word's best source word).")
+        Optional[float],
+        typer.Option(help="Link every word pair scoring at least this (0 = each target word's best source word)."),
     ] = None,
     both_ways: Annotated[
         Optional[bool],
-        typer.Option("--both-ways/--one-way", help="Also link each source word to its best target word (grow-diag-final of both argmaxes)."),
+        typer.Option(
+            "--both-ways/--one-way",
+            help="Also link each source word to its best target word (grow-diag-final of both argmaxes).",
+        ),
     ] = None,
     reverse_model: Annotated[
-        Optional[Path], typer.Option("--reverse-model", help="A target→source model (English→French); both directions are symmetrized.")
+        Optional[Path],
+        typer.Option(
+            "--reverse-model", help="A target→source model (English→French); both directions are symmetrized."
+        ),
     ] = None,
-    symmetrize: Annotated[Symmetrization, typer.Option(help="How to combine the two directions with --reverse-model.")] = Symmetrization.grow_diag_final,
+    symmetrize: Annotated[
+        Symmetrization, typer.Option(help="How to combine the two directions with --reverse-model.")
+    ] = Symmetrization.grow_diag_final,
     gold: Annotated[
-        Optional[Path], typer.Option(help="Gold links (HLT-NAACL 2003 format: SENTENCE POS POS S|P, 1-based): print AER, precision and recall on stderr.")
+        Optional[Path],
+        typer.Option(
+            help="Gold links (HLT-NAACL 2003 format: SENTENCE POS POS S|P, 1-based): print AER, precision and recall on stderr."
+        ),
     ] = None,
     gold_order: Annotated[
-        GoldOrder, typer.Option(help="Column order of --gold: tgt-src = target position first (the workshop's English–French files).")
+        GoldOrder,
+        typer.Option(
+            help="Column order of --gold: tgt-src = target position first (the workshop's English–French files)."
+        ),
     ] = GoldOrder.tgt_src,
     find_heads: Annotated[
-        bool, typer.Option("--find-heads", help="Rank every layer/head/rule by AER on --gold, print the ranking, store the best with the model.")
+        bool,
+        typer.Option(
+            "--find-heads",
+            help="Rank every layer/head/rule by AER on --gold, print the ranking, store the best with the model.",
+        ),
     ] = False,
     save: Annotated[bool, typer.Option(help="With --find-heads: write the best rule to MODEL/alignment.json.")] = True,
-    json_out: Annotated[bool, typer.Option("--json", help="One JSON object per pair: each link with its words and score.")] = False,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="One JSON object per pair: each link with its words and score.")
+    ] = False,
     device: DeviceOpt = "auto",
     batch_size: BatchOpt = 32,
     threads: ThreadsOpt = 0,
@@ -127,7 +164,9 @@ def align(
     if (src is None) != (tgt is None):
         raise fail("give both --src and --tgt, or TSV lines on stdin", EXIT_USAGE)
     if src is None and sys.stdin.isatty():
-        raise fail("nothing to align: give --src FILE --tgt FILE, or pipe 'source<TAB>target' lines on stdin", EXIT_USAGE)
+        raise fail(
+            "nothing to align: give --src FILE --tgt FILE, or pipe 'source<TAB>target' lines on stdin", EXIT_USAGE
+        )
     if find_heads and gold is None:
         raise fail("--find-heads needs --gold", EXIT_USAGE)
     if find_heads and (reverse_model or method != Method.auto or json_out):
@@ -136,7 +175,8 @@ def align(
         raise fail("--method diagonal uses no model; --reverse-model does not apply", EXIT_USAGE)
 
     from core.analysis import aer
-    from core.analysis.align import align as align_links, load_rule, pair_attention, rank_rules, save_rule
+    from core.analysis.align import align as align_links
+    from core.analysis.align import load_rule, pair_attention, rank_rules, save_rule
     from core.checkpoint import load_model
     from core.device import resolve_device
 
@@ -151,15 +191,33 @@ def align(
     else:
         loaded = load_model(model, device=resolve_device(device), packed=True)
         cfg = loaded.cfg
-        rule = None if find_heads else _rule(load_rule(loaded.path), method, layer, head, threshold, both_ways).check(cfg.n_decoder_layers, cfg.h)
+        rule = (
+            None
+            if find_heads
+            else _rule(load_rule(loaded.path), method, layer, head, threshold, both_ways).check(
+                cfg.n_decoder_layers, cfg.h
+            )
+        )
         # The head finder also measures the unmasked pass: a guided head may have been trained on it.
-        attentions = pair_attention(loaded, pairs, batch_size=batch_size, names=names, full_context=rule is None or rule.full_context)
+        attentions = pair_attention(
+            loaded, pairs, batch_size=batch_size, names=names, full_context=rule is None or rule.full_context
+        )
         if find_heads:
             ranking = rank_rules(attentions, gold_pairs)
             for rank, (rule, score) in enumerate(ranking, start=1):
-                print(f"{rank:3d}  {rule.describe():52s}  AER {100 * score.aer:5.1f}  precision {100 * score.precision:5.1f}  recall {100 * score.recall:5.1f}")
+                print(
+                    f"{rank:3d}  {rule.describe():52s}  AER {100 * score.aer:5.1f}  precision {100 * score.precision:5.1f}  recall {100 * score.recall:5.1f}"
+                )
             if save:
-                path = save_rule(loaded.path, ranking, {"gold": f"{gold.parent.name}/{gold.name}", "pairs": len(pairs), "aer": round(ranking[0][1].aer, 4)})
+                path = save_rule(
+                    loaded.path,
+                    ranking,
+                    {
+                        "gold": f"{gold.parent.name}/{gold.name}",
+                        "pairs": len(pairs),
+                        "aer": round(ranking[0][1].aer, 4),
+                    },
+                )
                 print(f"tt: stored the best rule ({ranking[0][0].describe()}) in {path}", file=sys.stderr)
             return
         reverse = reverse_rule = None
@@ -167,7 +225,11 @@ def align(
             back = load_model(reverse_model, device=resolve_device(device), packed=True)
             reverse_rule = load_rule(back.path).check(back.cfg.n_decoder_layers, back.cfg.h)
             reverse = pair_attention(
-                back, [(t, s) for s, t in pairs], batch_size=batch_size, names=names[::-1], full_context=reverse_rule.full_context
+                back,
+                [(t, s) for s, t in pairs],
+                batch_size=batch_size,
+                names=names[::-1],
+                full_context=reverse_rule.full_context,
             )
         results = align_links(attentions, rule, reverse, reverse_rule or rule, symmetrize.value)
         words = [(a.source_words, a.target_words) for a in attentions]
@@ -175,10 +237,13 @@ def align(
     for k, links in enumerate(results):
         if json_out:
             sw, tw = words[k]
-            obj = {"index": k, "links": [
-                {"source": i, "target": j, "score": round(float(s), 4), "source_word": sw[i], "target_word": tw[j]}
-                for i, j, s in links
-            ]}
+            obj = {
+                "index": k,
+                "links": [
+                    {"source": i, "target": j, "score": round(float(s), 4), "source_word": sw[i], "target_word": tw[j]}
+                    for i, j, s in links
+                ],
+            }
             print(_json_line(obj))
         else:
             print(aer.pharaoh((i, j) for i, j, _ in links))

@@ -60,7 +60,9 @@ def _pairs(src: Path | None, ref: Path | None, texts: list[str] | None, limit: i
             raise fail(f"{src}: no sentence pairs")
         return pairs
     if len(texts) != 2:
-        raise fail('give --src F --ref E, or a sentence and its reference: "Je suis étudiant." "I am a student."', EXIT_USAGE)
+        raise fail(
+            'give --src F --ref E, or a sentence and its reference: "Je suis étudiant." "I am a student."', EXIT_USAGE
+        )
     return [(texts[0], texts[1])]
 
 
@@ -98,6 +100,7 @@ def ref(
     comparisons = compare_pairs(loaded, pairs)
     summary = summarize(comparisons, top)
     if json_out:
+
         def sentence(c):
             d = asdict(c)
             d["steps"] = [{k: (round(v, 5) if isinstance(v, float) else v) for k, v in s.items()} for s in d["steps"]]
@@ -143,16 +146,32 @@ def heads(
     src: SrcOpt = None,
     ref_file: RefOpt = None,
     limit: LimitOpt = 0,
-    metric: Annotated[Metric, typer.Option(help="logprob: mean log p(reference), teacher-forced (fast); "
-                                           "bleu: BLEU of a greedy re-decode (slow).")] = Metric.logprob,
-    prune: Annotated[bool, typer.Option("--prune", help="Also the pruning curve: heads removed one after "
-                                        "another, least damaging first (see --prune-order), and the metric after each.")] = False,
-    prune_order: Annotated[PruneOrder, typer.Option(help="The --prune order. once: by single-head damage, "
-                                                    "measured once (one pass). greedy: at each step every remaining "
-                                                    "head is tried on top of those off and the least damaging goes "
-                                                    "(n + (n−1) + … + 1 evaluations: slow).")] = PruneOrder.once,
-    prune_max: Annotated[int, typer.Option(help="Stop the --prune curve after K heads off (0 = all of them).",
-                                           min=0, metavar="K")] = 0,
+    metric: Annotated[
+        Metric,
+        typer.Option(
+            help="logprob: mean log p(reference), teacher-forced (fast); bleu: BLEU of a greedy re-decode (slow)."
+        ),
+    ] = Metric.logprob,
+    prune: Annotated[
+        bool,
+        typer.Option(
+            "--prune",
+            help="Also the pruning curve: heads removed one after "
+            "another, least damaging first (see --prune-order), and the metric after each.",
+        ),
+    ] = False,
+    prune_order: Annotated[
+        PruneOrder,
+        typer.Option(
+            help="The --prune order. once: by single-head damage, "
+            "measured once (one pass). greedy: at each step every remaining "
+            "head is tried on top of those off and the least damaging goes "
+            "(n + (n−1) + … + 1 evaluations: slow)."
+        ),
+    ] = PruneOrder.once,
+    prune_max: Annotated[
+        int, typer.Option(help="Stop the --prune curve after K heads off (0 = all of them).", min=0, metavar="K")
+    ] = 0,
     sinks: Annotated[bool, typer.Option("--sinks", help="Only the attention-sink diagnostics (no ablation).")] = False,
     model: ModelOpt = None,
     device: DeviceOpt = "cpu",
@@ -183,20 +202,32 @@ def heads(
     from core.analysis.ablate import ablate_heads, prune_curve
 
     ablation = ablate_heads(loaded, pairs, metric=metric.value)
-    curve = prune_curve(loaded, pairs, metric=metric.value, order=prune_order.value, max_removed=prune_max or None,
-                        ablation=ablation) if prune else None
+    curve = (
+        prune_curve(
+            loaded,
+            pairs,
+            metric=metric.value,
+            order=prune_order.value,
+            max_removed=prune_max or None,
+            ablation=ablation,
+        )
+        if prune
+        else None
+    )
     if json_out:
         sink_of = {(s.family, s.layer, s.head): s for s in found}
         rows = []
         for e in ablation.effects:
             s = sink_of[(e.head.family, e.head.layer, e.head.head)]
-            rows.append({**asdict(e.head), "value": e.value, "delta": e.delta, "sink_share": s.share,
-                         "parks_on": s.parks_on})
+            rows.append(
+                {**asdict(e.head), "value": e.value, "delta": e.delta, "sink_share": s.share, "parks_on": s.parks_on}
+            )
         obj = {"metric": ablation.metric, "sentences": ablation.sentences, "intact": ablation.intact, "heads": rows}
         if curve is not None:
             obj["prune_order"] = prune_order.value
-            obj["prune"] = [{"removed": p.removed, "head": None if p.head is None else str(p.head), "value": p.value}
-                            for p in curve]
+            obj["prune"] = [
+                {"removed": p.removed, "head": None if p.head is None else str(p.head), "value": p.value} for p in curve
+            ]
         _print_json(_rounded(obj))
         return
     from tt_cli import analysis_views as views
@@ -242,12 +273,25 @@ def run(
         torch.set_num_threads(threads)
     points = scrub(run_dir, text, top_k=top_k, device=resolve_device(device), checkpoints=run_checkpoints(run_dir))
     if json_out:
-        _print_json({"run": str(run_dir), "probe": text, "checkpoints": [
-            {"step": p.step, "path": str(p.path), "translation": p.translation, "logprob": round(p.logprob, 4),
-             "source_pieces": p.source.pieces, "output_pieces": [s.piece for s in p.steps],
-             "candidates": [[[c.piece, round(c.prob, 4)] for c in s.candidates] for s in p.steps],
-             "cross": [[round(float(x), 4) for x in row] for row in p.cross()]}
-            for p in points]})
+        _print_json(
+            {
+                "run": str(run_dir),
+                "probe": text,
+                "checkpoints": [
+                    {
+                        "step": p.step,
+                        "path": str(p.path),
+                        "translation": p.translation,
+                        "logprob": round(p.logprob, 4),
+                        "source_pieces": p.source.pieces,
+                        "output_pieces": [s.piece for s in p.steps],
+                        "candidates": [[[c.piece, round(c.prob, 4)] for c in s.candidates] for s in p.steps],
+                        "cross": [[round(float(x), 4) for x in row] for row in p.cross()],
+                    }
+                    for p in points
+                ],
+            }
+        )
         return
     from rich.table import Table
 
@@ -286,12 +330,20 @@ def lens(
         pairs = _pairs(src, ref_file, None, limit)
         found = layer_agreement(_setup(model, device, threads), pairs)
         if json_out:
-            _print_json({"sentences": len(pairs), "steps": found.steps, "final": [round(x, 4) for x in found.final],
-                         "input": [round(x, 4) for x in found.input]})
+            _print_json(
+                {
+                    "sentences": len(pairs),
+                    "steps": found.steps,
+                    "final": [round(x, 4) for x in found.final],
+                    "input": [round(x, 4) for x in found.input],
+                }
+            )
         else:
             for i, (x, y) in enumerate(zip(found.final, found.input)):
-                typer.echo(f"decoder layer {i}: top piece = the final top piece at {100 * x:.1f}% of "
-                           f"{found.steps} steps, = its own input piece at {100 * y:.1f}%")
+                typer.echo(
+                    f"decoder layer {i}: top piece = the final top piece at {100 * x:.1f}% of "
+                    f"{found.steps} steps, = its own input piece at {100 * y:.1f}%"
+                )
         return
     from core.analysis.lens import logit_lens
     from core.decode.translate import TranslateOptions, translate_lines
@@ -301,11 +353,28 @@ def lens(
     out_ids = t.tokens + [loaded.cfg.eos_id]
     steps = logit_lens(loaded, t.source_tokens, out_ids, top_k=top_k)
     if json_out:
-        _print_json({"source": text, "translation": t.text, "steps": [
-            {"index": s.index, "piece": s.piece, "layers": [
-                {"layer": la.layer, "rank": la.rank, "prob": round(la.prob, 4),
-                 "top": [[c.piece, round(c.prob, 4)] for c in la.top]} for la in s.layers]}
-            for s in steps]})
+        _print_json(
+            {
+                "source": text,
+                "translation": t.text,
+                "steps": [
+                    {
+                        "index": s.index,
+                        "piece": s.piece,
+                        "layers": [
+                            {
+                                "layer": la.layer,
+                                "rank": la.rank,
+                                "prob": round(la.prob, 4),
+                                "top": [[c.piece, round(c.prob, 4)] for c in la.top],
+                            }
+                            for la in s.layers
+                        ],
+                    }
+                    for s in steps
+                ],
+            }
+        )
         return
     from rich.table import Table
 
@@ -314,8 +383,9 @@ def lens(
     for i in range(len(steps[0].layers) if steps else 0):
         table.add_column(f"layer {i}: top (rank of output)")
     for s in steps:
-        table.add_row(f"{s.index} {s.piece}", *(
-            f"{la.top[0].piece} {la.top[0].prob:.2f} ({la.rank})" for la in s.layers))
+        table.add_row(
+            f"{s.index} {s.piece}", *(f"{la.top[0].piece} {la.top[0].prob:.2f} ({la.rank})" for la in s.layers)
+        )
     _console().print(table)
 
 
@@ -324,10 +394,14 @@ app.command("lens", help=lens.__doc__)(guard(lens))
 
 # ------------------------------------------------------------------------------------ attribute
 def attribute(
-    texts: Annotated[list[str] | None, typer.Argument(help="French sentences (their greedy translations are explained).")] = None,
+    texts: Annotated[
+        list[str] | None, typer.Argument(help="French sentences (their greedy translations are explained).")
+    ] = None,
     src: SrcOpt = None,
     limit: LimitOpt = 0,
-    method: Annotated[AttributionChoice, typer.Option(help="ixg = input×gradient, ig = integrated gradients.")] = AttributionChoice.ig,
+    method: Annotated[
+        AttributionChoice, typer.Option(help="ixg = input×gradient, ig = integrated gradients.")
+    ] = AttributionChoice.ig,
     ig_steps: Annotated[int, typer.Option(help="Integration steps for ig.", min=1)] = 32,
     layer: Annotated[int, typer.Option(help="Decoder layer whose cross-attention (mean over heads) is compared.")] = -1,
     model: ModelOpt = None,
@@ -361,25 +435,46 @@ def attribute(
         agree, total = agree + sum(same), total + len(same)
         results.append((t, a, cross, same))
     if json_out:
-        _print_json({"method": method.value, "ig_steps": ig_steps if method == AttributionChoice.ig else 0,
-                     "agreement": round(agree / max(total, 1), 4), "steps": total, "sentences": [
-            {"source": t.source, "translation": t.text, "source_pieces": t.source_trace.pieces,
-             "output_pieces": [s.piece for s in t.steps], "source_attribution": _rounded(a.source.tolist()),
-             "target_attribution": _rounded(a.target.tolist()), "cross_attention": _rounded(cross.tolist()),
-             "agrees": same, "completeness_error": None if a.delta is None else _rounded(a.completeness_error().tolist())}
-            for t, a, cross, same in results]})
+        _print_json(
+            {
+                "method": method.value,
+                "ig_steps": ig_steps if method == AttributionChoice.ig else 0,
+                "agreement": round(agree / max(total, 1), 4),
+                "steps": total,
+                "sentences": [
+                    {
+                        "source": t.source,
+                        "translation": t.text,
+                        "source_pieces": t.source_trace.pieces,
+                        "output_pieces": [s.piece for s in t.steps],
+                        "source_attribution": _rounded(a.source.tolist()),
+                        "target_attribution": _rounded(a.target.tolist()),
+                        "cross_attention": _rounded(cross.tolist()),
+                        "agrees": same,
+                        "completeness_error": None if a.delta is None else _rounded(a.completeness_error().tolist()),
+                    }
+                    for t, a, cross, same in results
+                ],
+            }
+        )
         return
     console = _console()
     for t, a, cross, same in results[:20]:
         console.print(f"{t.source} → {t.text}")
         pieces = t.source_trace.pieces
         for s, row_a, row_c, ok in zip(t.steps, a.source, cross, same):
-            console.print(f"  {s.piece:>12}  attribution → {pieces[int(row_a.abs().argmax())]:<12} "
-                          f"attention → {pieces[int(row_c.argmax())]:<12} {'' if ok else '(disagree)'}")
+            console.print(
+                f"  {s.piece:>12}  attribution → {pieces[int(row_a.abs().argmax())]:<12} "
+                f"attention → {pieces[int(row_c.argmax())]:<12} {'' if ok else '(disagree)'}"
+            )
         if a.delta is not None:
-            console.print(f"  completeness error: max {float(a.completeness_error().max()):.1%} (raise --ig-steps to lower it)")
-    console.print(f"attribution and attention point at the same source piece at {agree} of {total} steps "
-                  f"({100 * agree / max(total, 1):.1f}%)")
+            console.print(
+                f"  completeness error: max {float(a.completeness_error().max()):.1%} (raise --ig-steps to lower it)"
+            )
+    console.print(
+        f"attribution and attention point at the same source piece at {agree} of {total} steps "
+        f"({100 * agree / max(total, 1):.1f}%)"
+    )
 
 
 app.command("attribute", help=attribute.__doc__)(guard(attribute))

@@ -10,9 +10,16 @@ import typer
 
 def average(
     run: Annotated[Path | None, typer.Option("--run", "-r", help="A run directory written by `tt train`.")] = None,
-    last: Annotated[int, typer.Option("--last", "-n", min=1, help="Average this many of the run's latest checkpoints.")] = 5,
-    checkpoint: Annotated[list[Path] | None, typer.Option("--checkpoint", "-c", help="Average these checkpoint dirs instead of --run's latest (repeat).")] = None,
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="The model directory to write (default: RUN/averaged).")] = None,
+    last: Annotated[
+        int, typer.Option("--last", "-n", min=1, help="Average this many of the run's latest checkpoints.")
+    ] = 5,
+    checkpoint: Annotated[
+        list[Path] | None,
+        typer.Option("--checkpoint", "-c", help="Average these checkpoint dirs instead of --run's latest (repeat)."),
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="The model directory to write (default: RUN/averaged).")
+    ] = None,
 ) -> None:
     """Average checkpoint weights into a model directory that `tt translate --model` loads; print its path."""
     from rich.console import Console
@@ -42,5 +49,10 @@ def average(
     if target.resolve() in {p.resolve() for p in paths}:
         raise ConfigError(f"--out {target} is one of the checkpoints being averaged; choose another directory")
     average_checkpoints(paths, target)
-    Console(stderr=True).print(f"averaged {len(paths)} checkpoints ({paths[0].name} … {paths[-1].name})", highlight=False, markup=False, soft_wrap=True)
+    Console(stderr=True).print(
+        f"averaged {len(paths)} checkpoints ({paths[0].name} … {paths[-1].name})",
+        highlight=False,
+        markup=False,
+        soft_wrap=True,
+    )
     print(target)

@@ -58,7 +58,8 @@ def evaluate(
     testset: Annotated[
         Optional[str],
         typer.Option(
-            "--testset", "-t",
+            "--testset",
+            "-t",
             help="Score on a standard test set instead of --src/--ref, through sacreBLEU's own data: e.g. wmt14 "
             "(newstest2014), wmt15, wmt13. sacreBLEU fetches it once into $SACREBLEU (default ~/.sacrebleu).",
         ),
@@ -92,7 +93,9 @@ def evaluate(
         references = [_read_all(r, errors.value) for r in ref]
         for path, lines in zip(ref, references):
             if len(lines) != len(sources):
-                raise DataError(f"{path} has {len(lines)} lines but {src} has {len(sources)}; they must be line-aligned")
+                raise DataError(
+                    f"{path} has {len(lines)} lines but {src} has {len(sources)}; they must be line-aligned"
+                )
 
     from rich.console import Console
     from rich.progress import (
@@ -116,8 +119,13 @@ def evaluate(
     warnings = 0
     start = time.perf_counter()
     progress = Progress(
-        TextColumn("translating"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-        console=err, transient=True, disable=not err.is_terminal,
+        TextColumn("translating"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
     )
     with progress:
         task = progress.add_task("translate", total=len(sources))
@@ -143,8 +151,11 @@ def evaluate(
             "sentences_per_second": round(rate, 2),
             "model": str(loaded.path),
             **({"testset": testset, "langpair": langpair} if testset else {}),
-            "decoding": {"method": options.method, "beam": options.beam if options.method == "beam" else None,
-                         "alpha": options.alpha if options.method == "beam" else None},
+            "decoding": {
+                "method": options.method,
+                "beam": options.beam if options.method == "beam" else None,
+                "alpha": options.alpha if options.method == "beam" else None,
+            },
         }
         sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
         return

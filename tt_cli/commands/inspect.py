@@ -13,7 +13,9 @@ from tt_cli.options import ModelOpt
 
 
 def inspect(
-    text: Annotated[Optional[str], typer.Argument(help="The French sentence to inspect (asked for when left out).")] = None,
+    text: Annotated[
+        Optional[str], typer.Argument(help="The French sentence to inspect (asked for when left out).")
+    ] = None,
     model: ModelOpt = None,
     top_k: Annotated[int, typer.Option(help="Candidates shown for the next piece.", min=1, max=50)] = 10,
     beam: Annotated[int, typer.Option(help="Beam size for beam mode (key b).", min=1, max=16)] = 4,
@@ -23,18 +25,27 @@ def inspect(
     ] = None,
     trace: Annotated[
         Optional[Path],
-        typer.Option("--trace", help="Open a saved trace (tt translate --trace FILE) without loading the model: "
-                     "steps, attention and the distribution; what-if, beam and explain need the model."),
+        typer.Option(
+            "--trace",
+            help="Open a saved trace (tt translate --trace FILE) without loading the model: "
+            "steps, attention and the distribution; what-if, beam and explain need the model.",
+        ),
     ] = None,
     run: Annotated[
         Optional[Path],
-        typer.Option("--run", help="A training run directory: the sentence at each of its checkpoints, "
-                     "keys [ and ] move across them (translation, distribution, attention of each)."),
+        typer.Option(
+            "--run",
+            help="A training run directory: the sentence at each of its checkpoints, "
+            "keys [ and ] move across them (translation, distribution, attention of each).",
+        ),
     ] = None,
     ref: Annotated[
         Optional[str],
-        typer.Option("--ref", help="A reference translation: teacher-forced, each step shows its piece's rank "
-                     "and probability next to the model's choice, the first divergence highlighted (key c)."),
+        typer.Option(
+            "--ref",
+            help="A reference translation: teacher-forced, each step shows its piece's rank "
+            "and probability next to the model's choice, the first divergence highlighted (key c).",
+        ),
     ] = None,
 ) -> None:
     """Step through decoding token by token: attention (cross, masked self, encoder), the next-piece
@@ -48,7 +59,7 @@ def inspect(
 
         replay = load_trace(trace)  # a bad, truncated or newer file: one DataError line, before the terminal check
     if text is not None and not text.strip():
-        raise fail("the sentence is empty; give a French sentence, e.g. tt inspect \"Je suis étudiant.\"")
+        raise fail('the sentence is empty; give a French sentence, e.g. tt inspect "Je suis étudiant."')
     if run is not None and (trace is not None or model is not None or ref is not None or text is None):
         raise fail("--run replays a run's checkpoints: give the sentence, and no --trace, --model or --ref with it")
     if run is not None:
@@ -56,7 +67,7 @@ def inspect(
 
         checkpoints = run_checkpoints(run)  # no run or no checkpoint: one line, before the terminal check
     if ref is not None and not ref.strip():
-        raise fail("the reference is empty; give an English translation, e.g. --ref \"I am a student.\"")
+        raise fail('the reference is empty; give an English translation, e.g. --ref "I am a student."')
     if trace is None and text is None and not sys.stdin.isatty():
         raise fail('no sentence given and stdin is not a terminal; pass one: tt inspect "Je suis étudiant."')
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
@@ -70,7 +81,9 @@ def inspect(
     if run is not None:
         from core.analysis.scrub import scrub
 
-        points = list(scrub(run, text, top_k=top_k, checkpoints=checkpoints))  # every checkpoint once, before the terminal opens
+        points = list(
+            scrub(run, text, top_k=top_k, checkpoints=checkpoints)
+        )  # every checkpoint once, before the terminal opens
         make_app(None, top_k=top_k, svg_dir=svg_dir, scrub=points, run_name=run.name).run()
         return
     if trace is not None:

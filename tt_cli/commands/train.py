@@ -19,9 +19,17 @@ EXIT_BY_STATUS = {"interrupted": 130, "terminated": 143}  # 128 + the signal's n
 
 # Option name -> ModelConfig field (they go to TrainConfig.model_overrides).
 MODEL_OPTIONS = {
-    "d_model": "d_model", "heads": "h", "encoder_layers": "n_encoder_layers", "decoder_layers": "n_decoder_layers",
-    "d_ff": "d_ff", "dropout": "dropout", "attention_dropout": "attention_dropout", "max_len": "max_len",
-    "positional": "positional", "norm": "norm", "share_embeddings": "share_embeddings",
+    "d_model": "d_model",
+    "heads": "h",
+    "encoder_layers": "n_encoder_layers",
+    "decoder_layers": "n_decoder_layers",
+    "d_ff": "d_ff",
+    "dropout": "dropout",
+    "attention_dropout": "attention_dropout",
+    "max_len": "max_len",
+    "positional": "positional",
+    "norm": "norm",
+    "share_embeddings": "share_embeddings",
 }
 # Option name -> TrainConfig field, where the names differ.
 TRAIN_OPTIONS = {"skip_bad_lines": "strict"}
@@ -114,61 +122,226 @@ def _config_from_options(ctx: typer.Context, options: dict[str, Any]):
 
 def train(
     ctx: typer.Context,
-    data: Annotated[list[Path] | None, typer.Option("--data", "-d", help="Training data: a TSV file (source<TAB>target) or a prefix P with P.fr + P.en; plain or .gz. Repeat for several corpora.", rich_help_panel="Data")] = None,
-    out: Annotated[Path, typer.Option("--out", "-o", help="The run directory; the best model lands at its top level.")] = Path("runs/default"),
-    valid: Annotated[list[Path] | None, typer.Option("--valid", help="Validation data (same forms as --data); without it, a hash-based share of --data is held out.", rich_help_panel="Data")] = None,
-    src_lang: Annotated[str, typer.Option(help="Source language: the suffix of prefix data (P.fr); a TSV named by its languages (fra-eng.tsv) is read the way round it asks for.", rich_help_panel="Data")] = "fr",
-    tgt_lang: Annotated[str, typer.Option(help="Target language, as --src-lang. --src-lang en --tgt-lang fr trains English→French from the same data.", rich_help_panel="Data")] = "en",
-    swap: Annotated[bool, typer.Option("--swap", help="Train the other direction: each pair's second side (a TSV's second column) becomes the source. --src-lang/--tgt-lang do the same for prefix data and for a TSV named by its languages.", rich_help_panel="Data")] = False,
-    skip_bad_lines: Annotated[bool, typer.Option("--skip-bad-lines", help="Skip and count malformed lines instead of stopping at the first.", rich_help_panel="Data")] = False,
-    max_pieces: Annotated[int, typer.Option(help="Drop training pairs longer than this many pieces on either side.", rich_help_panel="Data")] = 128,
-    max_ratio: Annotated[float, typer.Option(help="Drop training pairs whose length ratio exceeds this.", rich_help_panel="Data")] = 3.0,
-    dedup: Annotated[bool, typer.Option("--dedup", help="Drop repeated (source, target) pairs.", rich_help_panel="Data")] = False,
-    valid_per_mille: Annotated[int, typer.Option(help="Share of --data held out for validation, per mille (without --valid).", rich_help_panel="Data")] = 10,
-    test_per_mille: Annotated[int, typer.Option(help="Share held out as a test set, written to the run dir as test.fr/test.en.", rich_help_panel="Data")] = 0,
-    vocab_size: Annotated[int, typer.Option(help="Pieces in the joint SentencePiece vocabulary trained on the training text.", rich_help_panel="Data")] = 8000,
-    spm_model: Annotated[Path | None, typer.Option(help="Use this SentencePiece model instead of training one.", rich_help_panel="Data")] = None,
-    init_from: Annotated[Path | None, typer.Option(help="Fine-tune: start from this model directory (its weights, architecture and vocabulary; a fresh optimizer). Use a short --warmup and a small --lr-scale.", rich_help_panel="Model")] = None,
-    preset: Annotated[str, typer.Option(help="Model size: tiny, small, base (the paper's base) or big.", rich_help_panel="Model")] = "small",
+    data: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--data",
+            "-d",
+            help="Training data: a TSV file (source<TAB>target) or a prefix P with P.fr + P.en; plain or .gz. Repeat for several corpora.",
+            rich_help_panel="Data",
+        ),
+    ] = None,
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="The run directory; the best model lands at its top level.")
+    ] = Path("runs/default"),
+    valid: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--valid",
+            help="Validation data (same forms as --data); without it, a hash-based share of --data is held out.",
+            rich_help_panel="Data",
+        ),
+    ] = None,
+    src_lang: Annotated[
+        str,
+        typer.Option(
+            help="Source language: the suffix of prefix data (P.fr); a TSV named by its languages (fra-eng.tsv) is read the way round it asks for.",
+            rich_help_panel="Data",
+        ),
+    ] = "fr",
+    tgt_lang: Annotated[
+        str,
+        typer.Option(
+            help="Target language, as --src-lang. --src-lang en --tgt-lang fr trains English→French from the same data.",
+            rich_help_panel="Data",
+        ),
+    ] = "en",
+    swap: Annotated[
+        bool,
+        typer.Option(
+            "--swap",
+            help="Train the other direction: each pair's second side (a TSV's second column) becomes the source. --src-lang/--tgt-lang do the same for prefix data and for a TSV named by its languages.",
+            rich_help_panel="Data",
+        ),
+    ] = False,
+    skip_bad_lines: Annotated[
+        bool,
+        typer.Option(
+            "--skip-bad-lines",
+            help="Skip and count malformed lines instead of stopping at the first.",
+            rich_help_panel="Data",
+        ),
+    ] = False,
+    max_pieces: Annotated[
+        int,
+        typer.Option(help="Drop training pairs longer than this many pieces on either side.", rich_help_panel="Data"),
+    ] = 128,
+    max_ratio: Annotated[
+        float, typer.Option(help="Drop training pairs whose length ratio exceeds this.", rich_help_panel="Data")
+    ] = 3.0,
+    dedup: Annotated[
+        bool, typer.Option("--dedup", help="Drop repeated (source, target) pairs.", rich_help_panel="Data")
+    ] = False,
+    valid_per_mille: Annotated[
+        int,
+        typer.Option(
+            help="Share of --data held out for validation, per mille (without --valid).", rich_help_panel="Data"
+        ),
+    ] = 10,
+    test_per_mille: Annotated[
+        int,
+        typer.Option(
+            help="Share held out as a test set, written to the run dir as test.fr/test.en.", rich_help_panel="Data"
+        ),
+    ] = 0,
+    vocab_size: Annotated[
+        int,
+        typer.Option(
+            help="Pieces in the joint SentencePiece vocabulary trained on the training text.", rich_help_panel="Data"
+        ),
+    ] = 8000,
+    spm_model: Annotated[
+        Path | None, typer.Option(help="Use this SentencePiece model instead of training one.", rich_help_panel="Data")
+    ] = None,
+    init_from: Annotated[
+        Path | None,
+        typer.Option(
+            help="Fine-tune: start from this model directory (its weights, architecture and vocabulary; a fresh optimizer). Use a short --warmup and a small --lr-scale.",
+            rich_help_panel="Model",
+        ),
+    ] = None,
+    preset: Annotated[
+        str, typer.Option(help="Model size: tiny, small, base (the paper's base) or big.", rich_help_panel="Model")
+    ] = "small",
     d_model: Annotated[int | None, typer.Option(help="Width of the residual stream.", rich_help_panel="Model")] = None,
     heads: Annotated[int | None, typer.Option(help="Attention heads h.", rich_help_panel="Model")] = None,
     encoder_layers: Annotated[int | None, typer.Option(help="Encoder layers N.", rich_help_panel="Model")] = None,
     decoder_layers: Annotated[int | None, typer.Option(help="Decoder layers N.", rich_help_panel="Model")] = None,
-    d_ff: Annotated[int | None, typer.Option(help="Inner width of the feed-forward network.", rich_help_panel="Model")] = None,
-    dropout: Annotated[float | None, typer.Option(help="P_drop on sub-layer outputs and embeddings.", rich_help_panel="Model")] = None,
-    attention_dropout: Annotated[float | None, typer.Option(help="Dropout on the attention weights.", rich_help_panel="Model")] = None,
-    max_len: Annotated[int | None, typer.Option(help="Longest sequence the model takes, in pieces.", rich_help_panel="Model")] = None,
-    positional: Annotated[str | None, typer.Option(help="sinusoidal or learned positions.", rich_help_panel="Model")] = None,
-    norm: Annotated[str | None, typer.Option(help="post (the paper's Add & Norm) or pre.", rich_help_panel="Model")] = None,
-    share_embeddings: Annotated[bool | None, typer.Option("--share-embeddings/--no-share-embeddings", help="One matrix for source, target and output (§3.4).", rich_help_panel="Model")] = None,
-    max_tokens: Annotated[int, typer.Option(help="Batch budget in pieces (source + target, padding included).", rich_help_panel="Training")] = 4096,
+    d_ff: Annotated[
+        int | None, typer.Option(help="Inner width of the feed-forward network.", rich_help_panel="Model")
+    ] = None,
+    dropout: Annotated[
+        float | None, typer.Option(help="P_drop on sub-layer outputs and embeddings.", rich_help_panel="Model")
+    ] = None,
+    attention_dropout: Annotated[
+        float | None, typer.Option(help="Dropout on the attention weights.", rich_help_panel="Model")
+    ] = None,
+    max_len: Annotated[
+        int | None, typer.Option(help="Longest sequence the model takes, in pieces.", rich_help_panel="Model")
+    ] = None,
+    positional: Annotated[
+        str | None, typer.Option(help="sinusoidal or learned positions.", rich_help_panel="Model")
+    ] = None,
+    norm: Annotated[
+        str | None, typer.Option(help="post (the paper's Add & Norm) or pre.", rich_help_panel="Model")
+    ] = None,
+    share_embeddings: Annotated[
+        bool | None,
+        typer.Option(
+            "--share-embeddings/--no-share-embeddings",
+            help="One matrix for source, target and output (§3.4).",
+            rich_help_panel="Model",
+        ),
+    ] = None,
+    max_tokens: Annotated[
+        int,
+        typer.Option(help="Batch budget in pieces (source + target, padding included).", rich_help_panel="Training"),
+    ] = 4096,
     label_smoothing: Annotated[float, typer.Option(help="ε_ls of §5.4.", rich_help_panel="Training")] = 0.1,
-    warmup: Annotated[int, typer.Option(help="Warm-up steps of the learning-rate schedule (§5.3).", rich_help_panel="Training")] = 4000,
-    lr_scale: Annotated[float, typer.Option(help="Multiplies the paper's learning-rate schedule.", rich_help_panel="Training")] = 1.0,
-    clip_norm: Annotated[float, typer.Option(help="Clip the gradient norm to this (0 = off).", rich_help_panel="Training")] = 0.0,
+    warmup: Annotated[
+        int, typer.Option(help="Warm-up steps of the learning-rate schedule (§5.3).", rich_help_panel="Training")
+    ] = 4000,
+    lr_scale: Annotated[
+        float, typer.Option(help="Multiplies the paper's learning-rate schedule.", rich_help_panel="Training")
+    ] = 1.0,
+    clip_norm: Annotated[
+        float, typer.Option(help="Clip the gradient norm to this (0 = off).", rich_help_panel="Training")
+    ] = 0.0,
     accumulate: Annotated[int, typer.Option(help="Batches per optimizer step.", rich_help_panel="Training")] = 1,
     device: TrainDeviceOpt = "auto",
-    precision: Annotated[Precision, typer.Option(help="auto = bf16 where the CPU (AVX512-BF16, AMX) or GPU computes it natively, else fp32; or fp32, bf16, fp16 (fp16 needs CUDA). The first output line says which.", rich_help_panel="Training")] = Precision.auto,
-    compile: Annotated[bool, typer.Option("--compile", help="torch.compile the model (slow start, faster steps on GPU).", rich_help_panel="Training")] = False,
+    precision: Annotated[
+        Precision,
+        typer.Option(
+            help="auto = bf16 where the CPU (AVX512-BF16, AMX) or GPU computes it natively, else fp32; or fp32, bf16, fp16 (fp16 needs CUDA). The first output line says which.",
+            rich_help_panel="Training",
+        ),
+    ] = Precision.auto,
+    compile: Annotated[
+        bool,
+        typer.Option(
+            "--compile", help="torch.compile the model (slow start, faster steps on GPU).", rich_help_panel="Training"
+        ),
+    ] = False,
     seed: Annotated[int, typer.Option(help="Seeds weights, dropout and batch order.", rich_help_panel="Training")] = 1,
     threads: TrainThreadsOpt = 0,
-    concat: Annotated[float, typer.Option(help="Add this many examples per training pair (0.5 = half as many again) made of 2..--concat-max random pairs side by side: long inputs for a short-sentence corpus.", rich_help_panel="Data")] = 0.0,
-    concat_max: Annotated[int, typer.Option(help="Most pairs in one joined example (--concat).", rich_help_panel="Data")] = 4,
-    align_links: Annotated[Path | None, typer.Option(help="Guided alignment: Pharaoh links ('i-j', 0-based words), one line per pair of --data (see scripts/silver_links.py).", rich_help_panel="Alignment")] = None,
-    align_layer: Annotated[int, typer.Option(help="Decoder layer of the guided head (-2 = the penultimate).", rich_help_panel="Alignment")] = -2,
+    concat: Annotated[
+        float,
+        typer.Option(
+            help="Add this many examples per training pair (0.5 = half as many again) made of 2..--concat-max random pairs side by side: long inputs for a short-sentence corpus.",
+            rich_help_panel="Data",
+        ),
+    ] = 0.0,
+    concat_max: Annotated[
+        int, typer.Option(help="Most pairs in one joined example (--concat).", rich_help_panel="Data")
+    ] = 4,
+    align_links: Annotated[
+        Path | None,
+        typer.Option(
+            help="Guided alignment: Pharaoh links ('i-j', 0-based words), one line per pair of --data (see scripts/silver_links.py).",
+            rich_help_panel="Alignment",
+        ),
+    ] = None,
+    align_layer: Annotated[
+        int, typer.Option(help="Decoder layer of the guided head (-2 = the penultimate).", rich_help_panel="Alignment")
+    ] = -2,
     align_head: Annotated[int, typer.Option(help="The guided head.", rich_help_panel="Alignment")] = 0,
-    align_weight: Annotated[float, typer.Option(help="Weight λ of the alignment loss.", rich_help_panel="Alignment")] = 0.05,
-    align_full_context: Annotated[bool, typer.Option("--align-full-context", help="Train the guided head on a second decoder pass without the look-ahead mask, so it reads the whole target (Garg et al. 2019, §4.3); `tt align` reads it the same way.", rich_help_panel="Alignment")] = False,
-    max_steps: Annotated[int, typer.Option(help="Stop after this many steps (0 = no limit).", rich_help_panel="Budget")] = 0,
-    epochs: Annotated[float, typer.Option(help="Stop after this many passes over the data (0 = no limit).", rich_help_panel="Budget")] = 0.0,
-    max_time: Annotated[str | None, typer.Option(help="Stop after this long: seconds, or 90m, 2h, 1h30m.", rich_help_panel="Budget")] = None,
-    valid_every: Annotated[int, typer.Option(help="Validate every this many steps (0 = never; the model is then the last weights).", rich_help_panel="Checkpoints")] = 1000,
-    bleu_sample: Annotated[int, typer.Option(help="Validation sentences translated for BLEU/chrF.", rich_help_panel="Checkpoints")] = 200,
-    save_every: Annotated[int, typer.Option(help="Checkpoint every this many steps (0 = only at the end).", rich_help_panel="Checkpoints")] = 1000,
+    align_weight: Annotated[
+        float, typer.Option(help="Weight λ of the alignment loss.", rich_help_panel="Alignment")
+    ] = 0.05,
+    align_full_context: Annotated[
+        bool,
+        typer.Option(
+            "--align-full-context",
+            help="Train the guided head on a second decoder pass without the look-ahead mask, so it reads the whole target (Garg et al. 2019, §4.3); `tt align` reads it the same way.",
+            rich_help_panel="Alignment",
+        ),
+    ] = False,
+    max_steps: Annotated[
+        int, typer.Option(help="Stop after this many steps (0 = no limit).", rich_help_panel="Budget")
+    ] = 0,
+    epochs: Annotated[
+        float, typer.Option(help="Stop after this many passes over the data (0 = no limit).", rich_help_panel="Budget")
+    ] = 0.0,
+    max_time: Annotated[
+        str | None, typer.Option(help="Stop after this long: seconds, or 90m, 2h, 1h30m.", rich_help_panel="Budget")
+    ] = None,
+    valid_every: Annotated[
+        int,
+        typer.Option(
+            help="Validate every this many steps (0 = never; the model is then the last weights).",
+            rich_help_panel="Checkpoints",
+        ),
+    ] = 1000,
+    bleu_sample: Annotated[
+        int, typer.Option(help="Validation sentences translated for BLEU/chrF.", rich_help_panel="Checkpoints")
+    ] = 200,
+    save_every: Annotated[
+        int, typer.Option(help="Checkpoint every this many steps (0 = only at the end).", rich_help_panel="Checkpoints")
+    ] = 1000,
     keep_last: Annotated[int, typer.Option(help="Checkpoints to keep (0 = all).", rich_help_panel="Checkpoints")] = 5,
-    log_every: Annotated[int, typer.Option(help="Steps between lines of metrics.jsonl.", rich_help_panel="Checkpoints")] = 50,
-    resume: Annotated[bool, typer.Option("--resume", help="Continue the run in --out from its last checkpoint, with its own settings (options given here override them).")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display; only errors and the result.")] = False,
+    log_every: Annotated[
+        int, typer.Option(help="Steps between lines of metrics.jsonl.", rich_help_panel="Checkpoints")
+    ] = 50,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume",
+            help="Continue the run in --out from its last checkpoint, with its own settings (options given here override them).",
+        ),
+    ] = False,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="No progress display; only errors and the result.")
+    ] = False,
 ) -> None:
     """Train a Transformer on parallel text; print the model directory it writes.
 
@@ -191,8 +364,18 @@ def train(
     if not trainer.is_main:  # rank 0 speaks for the run; the others only report how it ended
         raise typer.Exit(EXIT_BY_STATUS.get(status, 0))
     if status in EXIT_BY_STATUS:
-        err.print(f"tt: {status} at step {step}; checkpoint saved. Continue with: tt train --out {cfg.out} --resume", highlight=False, markup=False, soft_wrap=True)
+        err.print(
+            f"tt: {status} at step {step}; checkpoint saved. Continue with: tt train --out {cfg.out} --resume",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
         raise typer.Exit(EXIT_BY_STATUS[status])
     if not quiet:
-        err.print(f"{status} at step {step} after {duration(result.get('elapsed'))}; translate with: tt translate --model {cfg.out}", highlight=False, markup=False, soft_wrap=True)
+        err.print(
+            f"{status} at step {step} after {duration(result.get('elapsed'))}; translate with: tt translate --model {cfg.out}",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
     print(cfg.out)

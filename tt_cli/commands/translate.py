@@ -93,12 +93,18 @@ def to_json(t, attention: str, align, model=None) -> dict:
         from core.analysis.align import DEFAULT_RULE, align_steps, full_context_cross, word_text, words
 
         rule = DEFAULT_RULE if align is True else align
-        full = full_context_cross(model, source.tokens, [s.token for s in steps]) if rule.full_context and steps else None
+        full = (
+            full_context_cross(model, source.tokens, [s.token for s in steps]) if rule.full_context and steps else None
+        )
         pairs = align_steps(src_pieces, steps, rule, full)
         src_words, out_words = words(src_pieces), words(out_pieces)
         obj["alignment"] = [
-            {"source": s, "target": j, "source_word": word_text(src_pieces, src_words[s]),
-             "target_word": word_text(out_pieces, out_words[j])}
+            {
+                "source": s,
+                "target": j,
+                "source_word": word_text(src_pieces, src_words[s]),
+                "target_word": word_text(out_pieces, out_words[j]),
+            }
             for s, j in pairs
         ]
     return obj
@@ -118,10 +124,15 @@ def translate(
     beam: BeamOpt = 4,
     alpha: AlphaOpt = 0.6,
     n_best: Annotated[
-        int, typer.Option(help="Keep N hypotheses per sentence. Plain output becomes Moses n-best lines 'i ||| text ||| score'.")
+        int,
+        typer.Option(
+            help="Keep N hypotheses per sentence. Plain output becomes Moses n-best lines 'i ||| text ||| score'."
+        ),
     ] = 1,
     greedy: GreedyOpt = False,
-    sample: Annotated[bool, typer.Option("--sample", help="Sample instead of searching (see --temperature, --top-k, --top-p).")] = False,
+    sample: Annotated[
+        bool, typer.Option("--sample", help="Sample instead of searching (see --temperature, --top-k, --top-p).")
+    ] = False,
     temperature: Annotated[float, typer.Option(help="Sampling temperature.")] = 1.0,
     top_k: Annotated[int, typer.Option(help="Sample among the K most probable pieces (0 = all).")] = 0,
     top_p: Annotated[float, typer.Option(help="Nucleus sampling: the smallest set with this much probability.")] = 1.0,
@@ -134,7 +145,9 @@ def translate(
     ] = False,
     attention: Annotated[
         AttentionChoice,
-        typer.Option(help="With --json: add attention matrices (cross, or all = also encoder/decoder self), rounded to 4 places."),
+        typer.Option(
+            help="With --json: add attention matrices (cross, or all = also encoder/decoder self), rounded to 4 places."
+        ),
     ] = AttentionChoice.none,
     align: Annotated[
         bool,
@@ -146,7 +159,11 @@ def translate(
         ),
     ] = False,
     show_attention: Annotated[
-        bool, typer.Option("--show-attention", help="Draw a cross-attention heatmap after each translation (stderr if stdout is not a terminal).")
+        bool,
+        typer.Option(
+            "--show-attention",
+            help="Draw a cross-attention heatmap after each translation (stderr if stdout is not a terminal).",
+        ),
     ] = False,
     layer: Annotated[int, typer.Option(help="Decoder layer for --show-attention (-1 = last).")] = -1,
     head: Annotated[Optional[int], typer.Option(help="Head for --show-attention (default: mean over heads).")] = None,
@@ -154,7 +171,8 @@ def translate(
     interactive: Annotated[
         bool,
         typer.Option(
-            "--interactive", "-I",
+            "--interactive",
+            "-I",
             help="A prompt with line editing and history ($XDG_STATE_HOME/tt/history): each line is translated on "
             "Enter; :beam N, :greedy, :sample T, :json on|off, :attention, :inspect, :help, :quit. Ctrl-C cancels "
             "the line, Ctrl-D quits. Needs a terminal (exit 2 without one: pipe lines instead).",
@@ -162,19 +180,26 @@ def translate(
     ] = False,
     quantize: Annotated[
         Optional[QuantizeChoice],
-        typer.Option(help="Faster approximate inference: int8 (dynamic int8 Linear layers, CPU) or bf16 weights. "
-                     "BLEU within 0.3 of fp32 on the held-out set (bench/README.md)."),
+        typer.Option(
+            help="Faster approximate inference: int8 (dynamic int8 Linear layers, CPU) or bf16 weights. "
+            "BLEU within 0.3 of fp32 on the held-out set (bench/README.md)."
+        ),
     ] = None,
     attribution: Annotated[
         Optional[AttributionChoice],
-        typer.Option(help="With --json or --trace: attribute each output piece to the source pieces and the output "
-                     "prefix (ixg = input×gradient, ig = integrated gradients; see docs/analysis.md)."),
+        typer.Option(
+            help="With --json or --trace: attribute each output piece to the source pieces and the output "
+            "prefix (ixg = input×gradient, ig = integrated gradients; see docs/analysis.md)."
+        ),
     ] = None,
     ig_steps: Annotated[int, typer.Option(help="Integration steps for --attribution ig.", min=1)] = 32,
     trace_file: Annotated[
         Optional[Path],
-        typer.Option("--trace", help="Write everything tt inspect shows for the one sentence given (all steps, all "
-                     "attention, candidates, attribution when asked) to FILE (safetensors), to replay without the model."),
+        typer.Option(
+            "--trace",
+            help="Write everything tt inspect shows for the one sentence given (all steps, all "
+            "attention, candidates, attribution when asked) to FILE (safetensors), to replay without the model.",
+        ),
     ] = None,
 ) -> None:
     """Translate French to English. Defaults: beam search, beam 4, length penalty α 0.6 (the paper's).
@@ -189,10 +214,24 @@ def translate(
         from core.decode.translate import TranslateOptions
         from tt_cli.repl import interactive as repl
 
-        options = TranslateOptions(beam=beam, alpha=alpha, greedy=greedy, sample=sample, temperature=temperature,
-                                   top_k=top_k, top_p=top_p, seed=seed)
-        return repl(model, device, options, json_out=json_out, threads=threads,
-                    other_input=bool(text) or input_file is not None or output is not None)
+        options = TranslateOptions(
+            beam=beam,
+            alpha=alpha,
+            greedy=greedy,
+            sample=sample,
+            temperature=temperature,
+            top_k=top_k,
+            top_p=top_p,
+            seed=seed,
+        )
+        return repl(
+            model,
+            device,
+            options,
+            json_out=json_out,
+            threads=threads,
+            other_input=bool(text) or input_file is not None or output is not None,
+        )
     # Usage checks first: they need neither torch nor the model, so a mistake is reported at once.
     if (attention != AttentionChoice.none or align) and not json_out:
         raise fail("--attention and --align need --json", EXIT_USAGE)
@@ -207,7 +246,7 @@ def translate(
         raise fail("give sentences as arguments or --input FILE, not both", EXIT_USAGE)
     if input_file is None and from_stdin and sys.stdin.isatty():
         raise fail(
-            "nothing to translate: pass a sentence (tt translate \"Je suis étudiant\"), --input FILE, "
+            'nothing to translate: pass a sentence (tt translate "Je suis étudiant"), --input FILE, '
             "or pipe lines on stdin",
             EXIT_USAGE,
         )
@@ -217,9 +256,20 @@ def translate(
     from core.decode.translate import TranslateOptions
 
     options = TranslateOptions(
-        beam=beam, alpha=alpha, n_best=n_best, greedy=greedy, sample=sample, temperature=temperature,
-        top_k=top_k, top_p=top_p, seed=seed, batch_size=batch_size,
-        with_attention=show_attention or align or attention != AttentionChoice.none or trace_file is not None
+        beam=beam,
+        alpha=alpha,
+        n_best=n_best,
+        greedy=greedy,
+        sample=sample,
+        temperature=temperature,
+        top_k=top_k,
+        top_p=top_p,
+        seed=seed,
+        batch_size=batch_size,
+        with_attention=show_attention
+        or align
+        or attention != AttentionChoice.none
+        or trace_file is not None
         or attribution is not None,
     ).validate()
 
@@ -276,13 +326,20 @@ def translate(
             if attribution is not None and t.tokens:
                 from core.analysis.attribute import attribute
 
-                attributed = attribute(loaded, t.source_tokens, [s.token for s in t.steps], method=attribution.value,
-                                       ig_steps=ig_steps)
+                attributed = attribute(
+                    loaded, t.source_tokens, [s.token for s in t.steps], method=attribution.value, ig_steps=ig_steps
+                )
             if trace_file is not None and t.steps is not None:
                 from core.analysis.tracefile import save_trace
 
-                save_trace(trace_file, t.source_trace, t.steps, translation=t.text, attribution=attributed,
-                           model=str(loaded.path))
+                save_trace(
+                    trace_file,
+                    t.source_trace,
+                    t.steps,
+                    translation=t.text,
+                    attribution=attributed,
+                    model=str(loaded.path),
+                )
             if json_out:
                 obj = to_json(t, attention.value, align_rule or False, loaded.model)
                 if attribution is not None:
@@ -302,8 +359,11 @@ def translate(
 def _attribution_json(t, a) -> dict:
     """Per output piece (EOS step included): its attribution to each source piece and to each
     decoder input (BOS first); for ig also f(x) − f(baseline), which the attributions sum to."""
-    obj = {"method": a.method if a else None, "source_pieces": t.source_trace.pieces if t.source_trace else [],
-           "output_pieces": [s.piece for s in t.steps or []]}
+    obj = {
+        "method": a.method if a else None,
+        "source_pieces": t.source_trace.pieces if t.source_trace else [],
+        "output_pieces": [s.piece for s in t.steps or []],
+    }
     if a is not None:
         obj["source"] = _round(a.source)
         obj["target"] = [row[: i + 1] for i, row in enumerate(_round(a.target))]  # step t sees inputs 0..t

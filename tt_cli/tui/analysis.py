@@ -42,8 +42,9 @@ class AnalysisViews:
         d, method = self.decoding, self.view.attribution
         if d is None or method is None or not d.steps:
             return None
-        return self.attributed.get((d, method), lambda: self.session.attribute(d, method),
-                                   self._redraw_attribution, self.submit)
+        return self.attributed.get(
+            (d, method), lambda: self.session.attribute(d, method), self._redraw_attribution, self.submit
+        )
 
     def _redraw_attribution(self) -> None:
         self._draw_heatmap()
@@ -62,12 +63,14 @@ class AnalysisViews:
         if self.compared is not None:
             self.view = self.view.toggle_mode("ref")
             return
-        self.push_screen(AskScreen("Reference translation (English), teacher-forced step by step:"),
-                         lambda ref: None if not ref or not ref.strip() else self.compare(ref.strip()))
+        self.push_screen(
+            AskScreen("Reference translation (English), teacher-forced step by step:"),
+            lambda ref: None if not ref or not ref.strip() else self.compare(ref.strip()),
+        )
 
     def action_checkpoint(self, delta: int) -> None:
         if not isinstance(self.session, ScrubSession):
-            self.notify("[ and ] move across a run's checkpoints: start with tt inspect --run runs/NAME \"…\"")
+            self.notify('[ and ] move across a run\'s checkpoints: start with tt inspect --run runs/NAME "…"')
             return
         session = self.session
 

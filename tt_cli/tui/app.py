@@ -64,34 +64,76 @@ class InspectApp(AnalysisViews, App[None]):
         Binding("p,left", "back", "back", tooltip="step back"),
         Binding("r", "run", "run", tooltip="run to the end (EOS or the length limit)"),
         Binding("0,home", "restart", "restart", show=False, tooltip="restart from the first step"),
-        Binding("f", "view('next_family')", "family", tooltip="attention family: cross → masked decoder self → encoder self"),
+        Binding(
+            "f", "view('next_family')", "family", tooltip="attention family: cross → masked decoder self → encoder self"
+        ),
         Binding("l", "view('layer_by', 1)", "layer", tooltip="next layer"),
         Binding("L", "view('layer_by', -1)", "layer−", show=False, tooltip="previous layer"),
         Binding("h", "view('head_by', 1)", "head", tooltip="next head (… and the mean of the heads)"),
         Binding("H", "view('head_by', -1)", "head−", show=False, tooltip="previous head"),
         Binding("g", "view('toggle_grid')", "grid", tooltip="grid: every layer × head for the selected query"),
-        Binding("t", "view('temperature_by', 1.25)", "temp+", show=False, tooltip="temperature up (re-shapes the distribution only)"),
+        Binding(
+            "t",
+            "view('temperature_by', 1.25)",
+            "temp+",
+            show=False,
+            tooltip="temperature up (re-shapes the distribution only)",
+        ),
         Binding("T", "view('temperature_by', 0.8)", "temp−", show=False, tooltip="temperature down"),
         Binding("k", "view('top_k_by', 1)", "k+", show=False, tooltip="show one more candidate"),
         Binding("K", "view('top_k_by', -1)", "k−", show=False, tooltip="show one fewer candidate"),
         Binding("w", "what_if", "what-if", tooltip="what-if: type a piece to force at this step"),
         Binding("x", "drop_branch", "drop", show=False, tooltip="drop the what-if branch"),
-        Binding("o", "head_off", "head off", show=False,
-                tooltip="selected head off / on again: greedy re-runs, diff under the output"),
-        Binding("a", "view('toggle_links')", "links", show=False,
-                tooltip="cross-attention: raw weights ↔ word links of the model's alignment rule"),
-        Binding("i", "attribution", "attrib", show=False,
-                tooltip="heatmap: attention → input×gradient → integrated gradients"),
-        Binding("y", "mode('lens')", "lens", show=False,
-                tooltip="logit lens: the top pieces read off each decoder layer at this step"),
-        Binding("c", "reference", "ref", show=False,
-                tooltip="reference, teacher-forced: its rank and p per step (--ref, or type one)"),
-        Binding("left_square_bracket", "checkpoint(-1)", "ckpt−", show=False,
-                tooltip="--run: the previous checkpoint (the same step, as the model was then)"),
+        Binding(
+            "o",
+            "head_off",
+            "head off",
+            show=False,
+            tooltip="selected head off / on again: greedy re-runs, diff under the output",
+        ),
+        Binding(
+            "a",
+            "view('toggle_links')",
+            "links",
+            show=False,
+            tooltip="cross-attention: raw weights ↔ word links of the model's alignment rule",
+        ),
+        Binding(
+            "i",
+            "attribution",
+            "attrib",
+            show=False,
+            tooltip="heatmap: attention → input×gradient → integrated gradients",
+        ),
+        Binding(
+            "y",
+            "mode('lens')",
+            "lens",
+            show=False,
+            tooltip="logit lens: the top pieces read off each decoder layer at this step",
+        ),
+        Binding(
+            "c",
+            "reference",
+            "ref",
+            show=False,
+            tooltip="reference, teacher-forced: its rank and p per step (--ref, or type one)",
+        ),
+        Binding(
+            "left_square_bracket",
+            "checkpoint(-1)",
+            "ckpt−",
+            show=False,
+            tooltip="--run: the previous checkpoint (the same step, as the model was then)",
+        ),
         Binding("right_square_bracket", "checkpoint(1)", "ckpt+", show=False, tooltip="--run: the next checkpoint"),
         Binding("b", "mode('beam')", "beam", tooltip="beam mode: hypotheses, survivors, pruned, re-ranking"),
-        Binding("e", "mode('explain')", "explain",
-                tooltip="explain mode: q·k, ÷√d_k, mask, softmax, Σ·v for the selected cell"),
+        Binding(
+            "e",
+            "mode('explain')",
+            "explain",
+            tooltip="explain mode: q·k, ÷√d_k, mask, softmax, Σ·v for the selected cell",
+        ),
         Binding("m", "views", "masks", tooltip="masks and positional encodings"),
         Binding("s", "save_svg", "svg", tooltip="save this screen as SVG"),
         Binding("question_mark", "help", "help", tooltip="this help"),
@@ -105,9 +147,19 @@ class InspectApp(AnalysisViews, App[None]):
     compared: reactive[RefComparison | None] = reactive(None, init=False, always_update=True)
 
     def __init__(
-        self, loaded: LoadedModel | None, text: str | None = None, *, top_k: int = 10, beam_size: int = 4,
-        alpha: float = 0.6, svg_dir: Path | None = None, trace: TraceFile | None = None, trace_name: str = "",
-        reference: str | None = None, scrub: list[ScrubPoint] | None = None, run_name: str = "",
+        self,
+        loaded: LoadedModel | None,
+        text: str | None = None,
+        *,
+        top_k: int = 10,
+        beam_size: int = 4,
+        alpha: float = 0.6,
+        svg_dir: Path | None = None,
+        trace: TraceFile | None = None,
+        trace_name: str = "",
+        reference: str | None = None,
+        scrub: list[ScrubPoint] | None = None,
+        run_name: str = "",
     ) -> None:
         """`loaded` runs the model live; without it, `trace` (a saved `tt translate --trace`) is replayed."""
         super().__init__()
@@ -128,8 +180,10 @@ class InspectApp(AnalysisViews, App[None]):
             self.about = f"trace {trace_name or '(unnamed)'} · model {Path(trace.model).name or '?'} · replay, no model"
         else:
             cfg = loaded.cfg
-            self.about = (f"{loaded.path.name} · d_model {cfg.d_model}, h {cfg.h}, "
-                          f"{cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers")
+            self.about = (
+                f"{loaded.path.name} · d_model {cfg.d_model}, h {cfg.h}, "
+                f"{cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers"
+            )
         model_dir = loaded.path if loaded is not None else Path(trace.model) if trace.model else None
         self.rule, self.ranking, self._rule_problem = DEFAULT_RULE, [], ""
         try:  # the rule tt align --find-heads stored with the model, else tt's default
@@ -181,8 +235,10 @@ class InspectApp(AnalysisViews, App[None]):
         if self.text:
             self.start(self.text)
         else:
-            self.push_screen(AskScreen("Sentence to translate and inspect (French):", "Je suis étudiant."),
-                             lambda text: self.exit() if text is None else self.start(text))
+            self.push_screen(
+                AskScreen("Sentence to translate and inspect (French):", "Je suis étudiant."),
+                lambda text: self.exit() if text is None else self.start(text),
+            )
 
     def start(self, text: str) -> None:
         self.submit(lambda: self.session.start(text), self._decoded)
@@ -225,8 +281,9 @@ class InspectApp(AnalysisViews, App[None]):
     def watch_decoding(self, d: Decoding | None) -> None:
         where = "what-if branch" if d is not None and d.branch else "greedy"
         # #title and #cell have a fixed height (app.tcss): a new text needs no layout of the screen
-        self.query_one("#title", Static).update(f"[b]tt inspect[/b] · {self.about} · {where} · ? for help",
-                                                layout=False)
+        self.query_one("#title", Static).update(
+            f"[b]tt inspect[/b] · {self.about} · {where} · ? for help", layout=False
+        )
         self.query_one(SentenceView).show(d, self.compared)
         self._draw_heatmap()
         self._draw_cell()
@@ -258,8 +315,9 @@ class InspectApp(AnalysisViews, App[None]):
         self._draw_explanation()
 
     def _draw_beam(self) -> None:
-        self.query_one(BeamView).show(self.beam_steps, self.view.beam_index, self.tokenizer,
-                                      beam_size=self.beam_size, alpha=self.alpha)
+        self.query_one(BeamView).show(
+            self.beam_steps, self.view.beam_index, self.tokenizer, beam_size=self.beam_size, alpha=self.alpha
+        )
 
     def _draw_explanation(self) -> None:
         ex, note = self.explained or (None, "")
@@ -272,7 +330,9 @@ class InspectApp(AnalysisViews, App[None]):
         if method is not None:
             self.query_one(Heatmap).show(attribution_picture(d, self._attribution(), method))
         else:
-            self.query_one(Heatmap).show(picture(self.view, d, self.rule, self.ranking, self._grid_sinks(), self._full_cross()))
+            self.query_one(Heatmap).show(
+                picture(self.view, d, self.rule, self.ranking, self._grid_sinks(), self._full_cross())
+            )
 
     def _full_cross(self):
         """The decoding so far re-read without the look-ahead mask, when the links view needs it (else None)."""
@@ -282,7 +342,9 @@ class InspectApp(AnalysisViews, App[None]):
         from core.analysis.align import full_context_cross
 
         model, tokens = self.loaded.model, (tuple(d.source.tokens), tuple(s.token for s in d.steps))
-        return self.reread.get(tokens, lambda: full_context_cross(model, *map(list, tokens)), self._draw_heatmap, self.submit)
+        return self.reread.get(
+            tokens, lambda: full_context_cross(model, *map(list, tokens)), self._draw_heatmap, self.submit
+        )
 
     def _draw_cell(self) -> None:
         """The line under the heatmap that reads out the selected cell."""
@@ -343,8 +405,11 @@ class InspectApp(AnalysisViews, App[None]):
     def live(self, what: str) -> bool:
         """Whether a model runs behind the view; if not, say politely that `what` needs one."""
         if not self.session.live:
-            self.notify(f"{what} needs the model: this is a saved trace, replayed without it. "
-                        f"Run tt inspect \"{self.text}\" to have it live.", title="tt")
+            self.notify(
+                f"{what} needs the model: this is a saved trace, replayed without it. "
+                f'Run tt inspect "{self.text}" to have it live.',
+                title="tt",
+            )
         return self.session.live
 
     def action_mode(self, mode: str) -> None:
@@ -355,7 +420,9 @@ class InspectApp(AnalysisViews, App[None]):
             self._explain()
         if self.view.mode == "beam" and not self._beam_asked and self.decoding is not None:
             self._beam_asked = True
-            self.submit(lambda: self.session.beam(self.beam_size, self.alpha), lambda steps: setattr(self, "beam_steps", steps))
+            self.submit(
+                lambda: self.session.beam(self.beam_size, self.alpha), lambda steps: setattr(self, "beam_steps", steps)
+            )
 
     @on(OptionList.OptionSelected, "#dist")
     def candidate_chosen(self, event: OptionList.OptionSelected) -> None:
@@ -427,9 +494,16 @@ class InspectApp(AnalysisViews, App[None]):
         # Built once and kept (installed): the bindings never change, and composing and laying out
         # its table again cost ~100 ms a time (bench/bench_tui_toggle.py).
         if not self.is_screen_installed("help"):
-            self.install_screen(HelpScreen([
-                ("", self.BINDINGS), ("in the heatmap", Heatmap.BINDINGS), ("in the candidates list", Distribution.BINDINGS),
-            ]), "help")
+            self.install_screen(
+                HelpScreen(
+                    [
+                        ("", self.BINDINGS),
+                        ("in the heatmap", Heatmap.BINDINGS),
+                        ("in the candidates list", Distribution.BINDINGS),
+                    ]
+                ),
+                "help",
+            )
         self.push_screen("help")
 
     def action_save_svg(self) -> Path:

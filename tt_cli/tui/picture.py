@@ -16,8 +16,14 @@ from tt_cli.tui.widgets.explain import FAMILY_NAMES
 from tt_cli.tui.widgets.heatmap import HeatmapData, label
 
 
-def picture(view: ViewState, d: Decoding, rule: AlignRule = DEFAULT_RULE, ranking: Sequence[dict] = (),
-            sinks: Collection[tuple[str, int, int]] = (), full_cross: Sequence | None = None) -> HeatmapData:
+def picture(
+    view: ViewState,
+    d: Decoding,
+    rule: AlignRule = DEFAULT_RULE,
+    ranking: Sequence[dict] = (),
+    sinks: Collection[tuple[str, int, int]] = (),
+    full_cross: Sequence | None = None,
+) -> HeatmapData:
     """The heatmap for a view: one family, layer and head (None = mean), or the grid of all of them.
 
     Rows of cross and decoder self-attention are decoding steps, labelled with the piece each step
@@ -42,11 +48,19 @@ def picture(view: ViewState, d: Decoding, rule: AlignRule = DEFAULT_RULE, rankin
             query = len(steps) - 1
             query_name = f"step {query} → {label(steps[query].piece, 12)}"
         matrix = attention_grid(d.source, steps, family, query)
-        off = {(l, h) for f, l, h in view.heads_off if f == family}
+        off = {(layer, h) for f, layer, h in view.heads_off if f == family}
         aer = head_aer(ranking, n_layers) if family == "cross" else {}
-        parked = {(l, h) for f, l, h in sinks if f == family}
-        rows = [grid_label(l, h, "off" if (l, h) in off else f"{aer[l, h]:.0%}" if (l, h) in aer else "",
-                           (l, h) in parked) for l in range(n_layers) for h in range(view.dims.h)]
+        parked = {(layer, h) for f, layer, h in sinks if f == family}
+        rows = [
+            grid_label(
+                layer,
+                h,
+                "off" if (layer, h) in off else f"{aer[layer, h]:.0%}" if (layer, h) in aer else "",
+                (layer, h) in parked,
+            )
+            for layer in range(n_layers)
+            for h in range(view.dims.h)
+        ]
         title = f"{name} · all layers × heads · query {query_name}"
         if aer:
             title += " · AER of each head (tt align --find-heads; lower aligns better)"
@@ -68,7 +82,9 @@ def picture(view: ViewState, d: Decoding, rule: AlignRule = DEFAULT_RULE, rankin
             title += " · re-reading the output…"
         else:
             marks = link_marks(src_pieces, steps, rule, full_cross)
-        return HeatmapData(title, rows, key_pieces, matrix.tolist(), current_row=len(rows) - 1 if rows else None, marks=marks)
+        return HeatmapData(
+            title, rows, key_pieces, matrix.tolist(), current_row=len(rows) - 1 if rows else None, marks=marks
+        )
     hidden = [[j > i for j in range(len(key_pieces))] for i in range(len(rows))] if family == "decoder_self" else []
     current = len(rows) - 1 if rows else None
     return HeatmapData(title, rows, key_pieces, matrix.tolist(), hidden, current)
@@ -78,12 +94,14 @@ SINK = "◆"  # a head that parks its attention: one cell wide, unlike an anchor
 
 
 def grid_label(layer: int, head: int, note: str, parked: bool) -> str:
-    """"L0 h1 off", "L0 h1◆41%": the sink mark takes the separator's place, so the label still fits."""
+    """ "L0 h1 off", "L0 h1◆41%": the sink mark takes the separator's place, so the label still fits."""
     sep = SINK if parked else " "
     return f"L{layer} h{head}" + (sep + note if note or parked else "")
 
 
-def link_marks(src_pieces: list[str], steps: list, rule: AlignRule, full_cross: Sequence | None = None) -> list[list[bool]]:
+def link_marks(
+    src_pieces: list[str], steps: list, rule: AlignRule, full_cross: Sequence | None = None
+) -> list[list[bool]]:
     """(steps, source pieces): True on every piece pair of two linked words."""
     marks = [[False] * len(src_pieces) for _ in steps]
     src_words, tgt_words = words(src_pieces), words([st.piece for st in steps])
@@ -145,6 +163,12 @@ def attribution_text(attr: Attribution, d: Decoding, row: int, col: int) -> str:
     """The selected attribution, signed, and what it connects."""
     n_src = attr.source.size(1)
     value = float(attr.source[row, col] if col < n_src else attr.target[row, col - n_src])
-    key = f"source {label(d.source.pieces[col], 14)}" if col < n_src else f"input {label(d.target_pieces[col - n_src], 14)}"
-    return (f"attribution [b]{value:+.4f}[/b] nats ({attr.method}) · step {row} ({label(d.steps[row].piece, 12)})\n"
-            f"← {key} (position {col}) · row total {float(attr.totals()[row]):+.3f}")
+    key = (
+        f"source {label(d.source.pieces[col], 14)}"
+        if col < n_src
+        else f"input {label(d.target_pieces[col - n_src], 14)}"
+    )
+    return (
+        f"attribution [b]{value:+.4f}[/b] nats ({attr.method}) · step {row} ({label(d.steps[row].piece, 12)})\n"
+        f"← {key} (position {col}) · row total {float(attr.totals()[row]):+.3f}"
+    )

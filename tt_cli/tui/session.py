@@ -110,8 +110,12 @@ class Session:
         s = self.active
         inputs = tuple(s.target_inputs)
         return Decoding(
-            source=s.source, original=line(self.original), branch=line(self.branch) if self.branch else None,
-            target_inputs=inputs, target_pieces=tuple(self.loaded.tokenizer.pieces(inputs)), limit=self.limit,
+            source=s.source,
+            original=line(self.original),
+            branch=line(self.branch) if self.branch else None,
+            target_inputs=inputs,
+            target_pieces=tuple(self.loaded.tokenizer.pieces(inputs)),
+            limit=self.limit,
             ablated=self.ablated,
         )
 
@@ -182,9 +186,15 @@ class Session:
     def explain(self, decoding: Decoding, cell: Cell) -> Explanation:
         """Eq. 1 for the cell, on the decoding the reader is looking at (not whatever came later)."""
         return explain(
-            self.loaded.model, decoding.source.tokens, list(decoding.target_inputs), family=cell.family,
-            layer=cell.layer, head=cell.head or 0, query=cell.query,
-            src_pieces=decoding.source.pieces, tgt_pieces=list(decoding.target_pieces),
+            self.loaded.model,
+            decoding.source.tokens,
+            list(decoding.target_inputs),
+            family=cell.family,
+            layer=cell.layer,
+            head=cell.head or 0,
+            query=cell.query,
+            src_pieces=decoding.source.pieces,
+            tgt_pieces=list(decoding.target_pieces),
         )
 
     def attribute(self, decoding: Decoding, method: str) -> Attribution:
@@ -228,9 +238,16 @@ class TraceSession:
         self.trace = trace
         steps, source = trace.steps, trace.source
         first = steps[0] if steps else None
-        vocab = first.logits.numel() if first is not None and first.logits is not None else len(first.candidates) if first else 1
+        vocab = (
+            first.logits.numel()
+            if first is not None and first.logits is not None
+            else len(first.candidates)
+            if first
+            else 1
+        )
         self.dims = Dims(
-            n_encoder_layers=max(len(source.encoder_self), 1), n_decoder_layers=max(len(first.cross) if first else 1, 1),
+            n_encoder_layers=max(len(source.encoder_self), 1),
+            n_decoder_layers=max(len(first.cross) if first else 1, 1),
             h=source.encoder_self[0].size(0) if source.encoder_self else first.cross[0].size(0) if first else 1,
             vocab_size=max(vocab, 1),
         )
@@ -239,12 +256,20 @@ class TraceSession:
     def snapshot(self) -> Decoding:
         steps = tuple(self.trace.steps[: self.shown])
         done = self.shown == len(self.trace.steps)
-        text = self.trace.translation if done else "".join(s.piece for s in steps if not s.piece.startswith("</")).replace("\u2581", " ").strip()
+        text = (
+            self.trace.translation
+            if done
+            else "".join(s.piece for s in steps if not s.piece.startswith("</")).replace("\u2581", " ").strip()
+        )
         score = sum(s.logprob for s in steps)
         pieces = (BOS_PIECE, *(s.piece for s in steps[:-1]))  # what the decoder was fed: BOS, y_0 … y_{t-1}
         return Decoding(
-            source=self.trace.source, original=Line(steps, done, text, score), branch=None,
-            target_inputs=(), target_pieces=pieces, limit=len(self.trace.steps),
+            source=self.trace.source,
+            original=Line(steps, done, text, score),
+            branch=None,
+            target_inputs=(),
+            target_pieces=pieces,
+            limit=len(self.trace.steps),
         )
 
     def _show(self, n: int) -> Decoding:
@@ -270,7 +295,9 @@ class TraceSession:
         return self.snapshot()
 
     def needs_model(self, what: str) -> TTError:
-        return TTError(f"{what} needs the model: this is a saved trace; run tt inspect \"{self.trace.source.text}\" to have it live")
+        return TTError(
+            f'{what} needs the model: this is a saved trace; run tt inspect "{self.trace.source.text}" to have it live'
+        )
 
     def what_if(self, at: int, token: int) -> Decoding:
         raise self.needs_model("what-if")

@@ -83,7 +83,16 @@ class ViewState:
     @property
     def picture(self) -> tuple:
         """What the heatmap's picture depends on (the cursor excepted)."""
-        return self.family, self.layer, self.head, self.grid, self.enc_query, self.heads_off, self.links, self.attribution
+        return (
+            self.family,
+            self.layer,
+            self.head,
+            self.grid,
+            self.enc_query,
+            self.heads_off,
+            self.links,
+            self.attribution,
+        )
 
     @property
     def n_layers(self) -> int:

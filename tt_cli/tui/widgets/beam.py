@@ -20,7 +20,9 @@ class BeamView(Static):
     BeamView { height: 1fr; overflow-y: auto; }
     """
 
-    def show(self, steps: list[BeamStep] | None, index: int, tokenizer: Tokenizer, *, beam_size: int, alpha: float) -> None:
+    def show(
+        self, steps: list[BeamStep] | None, index: int, tokenizer: Tokenizer, *, beam_size: int, alpha: float
+    ) -> None:
         self.border_title = f"beam search · beam {beam_size} · α {alpha}"
         if steps is None:
             self.update(Text("running beam search…", style="dim italic"))
@@ -37,16 +39,34 @@ class BeamView(Static):
         for c in step.candidates:
             style = FATE_STYLE[c.fate]
             pieces = " ".join(label(p, 12) for p in tokenizer.pieces(c.tokens))  # pieces: a step adds one
-            table.add_row(str(c.parent), Text(pieces, style=style),
-                          f"{c.logprob:.2f}", f"{c.score:.2f}", Text(c.fate, style=style))
+            table.add_row(
+                str(c.parent),
+                Text(pieces, style=style),
+                f"{c.logprob:.2f}",
+                f"{c.score:.2f}",
+                Text(c.fate, style=style),
+            )
         parts = [table]
         if step.ranking:
-            ranking = Table(title="length-penalty re-ranking: score / lp(|Y|)", box=None, padding=(0, 1), header_style="bold")
-            for name, justify in (("#", "right"), ("translation", "left"), ("log p", "right"), ("|Y|", "right"), ("normalised", "right")):
+            ranking = Table(
+                title="length-penalty re-ranking: score / lp(|Y|)", box=None, padding=(0, 1), header_style="bold"
+            )
+            for name, justify in (
+                ("#", "right"),
+                ("translation", "left"),
+                ("log p", "right"),
+                ("|Y|", "right"),
+                ("normalised", "right"),
+            ):
                 ranking.add_column(name, justify=justify, overflow="fold")
             for r in step.ranking:
                 style = "bold green" if r.rank == 0 else ""
-                ranking.add_row(str(r.rank + 1), Text(tokenizer.decode(r.tokens) or "∅", style=style),
-                                f"{r.raw_score:.2f}", str(r.length), f"{r.normalised:.3f}")
+                ranking.add_row(
+                    str(r.rank + 1),
+                    Text(tokenizer.decode(r.tokens) or "∅", style=style),
+                    f"{r.raw_score:.2f}",
+                    str(r.length),
+                    f"{r.normalised:.3f}",
+                )
             parts += [Text(""), ranking]
         self.update(Group(*parts))

@@ -30,8 +30,13 @@ class Distribution(OptionList):
     Distribution { height: 1fr; }
     """
     BINDINGS = [
-        Binding("enter", "select", "what-if", show=False,
-                tooltip="what-if: continue decoding from the highlighted candidate"),
+        Binding(
+            "enter",
+            "select",
+            "what-if",
+            show=False,
+            tooltip="what-if: continue decoding from the highlighted candidate",
+        ),
     ]
 
     def show(self, step: StepTrace | None, candidates: list[Candidate], *, temperature: float, top_k: int) -> None:

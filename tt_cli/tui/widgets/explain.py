@@ -17,7 +17,11 @@ from core.analysis.explain import Explanation
 from tt_cli.tui.widgets.distribution import bar
 from tt_cli.tui.widgets.heatmap import label
 
-FAMILY_NAMES = {"cross": "cross-attention", "decoder_self": "masked decoder self-attention", "encoder_self": "encoder self-attention"}
+FAMILY_NAMES = {
+    "cross": "cross-attention",
+    "decoder_self": "masked decoder self-attention",
+    "encoder_self": "encoder self-attention",
+}
 
 
 def vector(v, n: int = 6) -> str:

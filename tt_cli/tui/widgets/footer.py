@@ -23,8 +23,13 @@ class Footer(TextualFooter):
             if b.show:
                 first.setdefault(b.action, (b.key, b.description, b.group, enabled, tooltip))
         palette = active.get(self.app.COMMAND_PALETTE_BINDING)  # drawn on its own, at the right
-        return (self.compact, self.show_command_palette, self.combine_groups, tuple(first.items()),
-                palette and (palette.binding.key, palette.enabled))
+        return (
+            self.compact,
+            self.show_command_palette,
+            self.combine_groups,
+            tuple(first.items()),
+            palette and (palette.binding.key, palette.enabled),
+        )
 
     async def recompose(self) -> None:
         # Before the first bindings signal Textual composes an empty footer: that is not "shown".

@@ -144,14 +144,19 @@ class Heatmap(Widget, can_focus=True):
                 elif hidden:
                     line.append("·".center(width), style="grey35")
                 elif data.marks:
-                    line.append(("●" if data.marks[i][j] else "·").center(width),
-                                style="bold green" if data.marks[i][j] else "grey35")
+                    line.append(
+                        ("●" if data.marks[i][j] else "·").center(width),
+                        style="bold green" if data.marks[i][j] else "grey35",
+                    )
                 else:
                     line.append(" " * width, style=f"on {shade(w)}")
             lines.append(line)
         if len(rows) < len(data.rows) or len(cols) < len(data.cols):
-            lines.append(Text(
-                f"rows {rows.start}–{rows.stop - 1}/{len(data.rows)} · keys {cols.start}–{cols.stop - 1}/"
-                f"{len(data.cols)} · arrows scroll", style="dim",
-            ))
+            lines.append(
+                Text(
+                    f"rows {rows.start}–{rows.stop - 1}/{len(data.rows)} · keys {cols.start}–{cols.stop - 1}/"
+                    f"{len(data.cols)} · arrows scroll",
+                    style="dim",
+                )
+            )
         return Group(*lines)

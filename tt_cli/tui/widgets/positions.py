@@ -30,7 +30,10 @@ class PositionsView(Rendered):
         n = len(pieces)
         dims = min(table.size(1), max_dims)
         lines = [
-            Text(f"{kind} positional encoding · positions 0..{n - 1} (rows) × dimensions 0..{dims - 1} (columns)", style="bold"),
+            Text(
+                f"{kind} positional encoding · positions 0..{n - 1} (rows) × dimensions 0..{dims - 1} (columns)",
+                style="bold",
+            ),
             Text("PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(…): blue < 0 < red", style="dim"),
         ]
         for pos in range(n):

@@ -22,9 +22,11 @@ def divergence_line(c: RefComparison) -> str:
     if c.first_divergence is None:
         return f"the model's choice is the reference piece at every step · log p(ref) {c.ref_logprob:.2f}"
     s = c.steps[c.first_divergence]
-    return (f"first divergence at step {s.index}: reference {label(s.ref_piece, 12)} (rank {s.ref_rank}, "
-            f"p {s.ref_prob:.2f}) vs model {label(s.model_piece, 12)} (p {s.model_prob:.2f}) · "
-            f"log p(ref) {c.ref_logprob:.2f}")
+    return (
+        f"first divergence at step {s.index}: reference {label(s.ref_piece, 12)} (rank {s.ref_rank}, "
+        f"p {s.ref_prob:.2f}) vs model {label(s.model_piece, 12)} (p {s.model_prob:.2f}) · "
+        f"log p(ref) {c.ref_logprob:.2f}"
+    )
 
 
 class ReferenceView(Static):
@@ -35,17 +37,31 @@ class ReferenceView(Static):
     def show(self, c: RefComparison | None, current: int | None = None) -> None:
         self.border_title = "reference, teacher-forced"
         if c is None:
-            self.update(Text("no reference: start with tt inspect --ref \"…\" \"…\", or press c to type one",
-                             style="dim italic"))
+            self.update(
+                Text('no reference: start with tt inspect --ref "…" "…", or press c to type one', style="dim italic")
+            )
             return
         self.border_subtitle = "first divergence in red"
         table = Table(box=None, padding=(0, 1), show_edge=False)
-        for name, justify in (("step", "right"), ("reference", "left"), ("rank", "right"), ("p", "right"),
-                              ("model", "left"), ("p", "right")):
+        for name, justify in (
+            ("step", "right"),
+            ("reference", "left"),
+            ("rank", "right"),
+            ("p", "right"),
+            ("model", "left"),
+            ("p", "right"),
+        ):
             table.add_column(name, justify=justify)
         for s in c.steps:
             style = "bold red" if s.index == c.first_divergence else ("" if s.agrees else "yellow")
             mark = "▶" if s.index == current else " "
-            table.add_row(f"{mark}{s.index}", label(s.ref_piece, 12), str(s.ref_rank), f"{s.ref_prob:.2f}",
-                          "=" if s.agrees else label(s.model_piece, 12), f"{s.model_prob:.2f}", style=style)
+            table.add_row(
+                f"{mark}{s.index}",
+                label(s.ref_piece, 12),
+                str(s.ref_rank),
+                f"{s.ref_prob:.2f}",
+                "=" if s.agrees else label(s.model_piece, 12),
+                f"{s.model_prob:.2f}",
+                style=style,
+            )
         self.update(Group(Text(f"“{c.reference}”", style="italic"), Text(divergence_line(c), style="dim"), table))

@@ -30,8 +30,9 @@ class RenderedLines(RichVisual):
             app = self._widget.app
             options = app.console_options.update(highlight=False, width=width)
             segments = app.console.render(self._renderable, options)
-            self._width, self._lines = width, list(
-                Segment.split_and_crop_lines(segments, width, include_new_lines=False, pad=False)
+            self._width, self._lines = (
+                width,
+                list(Segment.split_and_crop_lines(segments, width, include_new_lines=False, pad=False)),
             )
         return self._lines
 

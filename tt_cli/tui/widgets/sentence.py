@@ -33,8 +33,11 @@ def head_name(head: tuple[str, int, int]) -> str:
 
 def changed(intact: list[str], ablated: list[str]) -> set[int]:
     """Positions of `ablated` that are not in its longest common matching with `intact`."""
-    same = {j for block in SequenceMatcher(a=intact, b=ablated, autojunk=False).get_matching_blocks()
-            for j in range(block.b, block.b + block.size)}
+    same = {
+        j
+        for block in SequenceMatcher(a=intact, b=ablated, autojunk=False).get_matching_blocks()
+        for j in range(block.b, block.b + block.size)
+    }
     return set(range(len(ablated))) - same
 
 
@@ -54,7 +57,11 @@ class SentenceView(Static):
             active = line is d.active
             steps = line.steps
             current = len(steps) - 1 if active and steps else None
-            lines.append(pieces_line(name, [s.piece for s in steps], current=current, forced={s.index for s in steps if s.forced}))
+            lines.append(
+                pieces_line(
+                    name, [s.piece for s in steps], current=current, forced={s.index for s in steps if s.forced}
+                )
+            )
             status = "done" if line.finished else f"step {len(steps)}/{d.limit}"
             summary = Text(" " * 9)
             summary.append(f"“{line.text}”", style="italic green" if active else "italic")
@@ -78,8 +85,9 @@ class SentenceView(Static):
         summary = Text(" " * 9)
         summary.append(f"“{a.line.text}”", style="italic")
         same = "same as intact" if pieces == intact else f"was “{a.intact.text}”"
-        summary.append(f"  {same} · log p {a.line.score:.2f} · off: {', '.join(map(head_name, a.heads_off))} (o)",
-                       style="dim")
+        summary.append(
+            f"  {same} · log p {a.line.score:.2f} · off: {', '.join(map(head_name, a.heads_off))} (o)", style="dim"
+        )
         return [line, summary]
 
     @staticmethod
@@ -89,8 +97,10 @@ class SentenceView(Static):
 
         line = pieces_line("ref", [])
         for s in c.steps:
-            line.append(label(s.ref_piece, 14), style="bold red" if s.index == c.first_divergence else
-                        ("" if s.agrees else "yellow"))
+            line.append(
+                label(s.ref_piece, 14),
+                style="bold red" if s.index == c.first_divergence else ("" if s.agrees else "yellow"),
+            )
             line.append(" ")
         summary = Text(" " * 9)
         summary.append(divergence_line(c), style="dim")

@@ -33,8 +33,13 @@ if TYPE_CHECKING:
 def read_pairs(cfg: TrainConfig, specs: list[str], stats: ReadStats | None = None) -> list[Pair]:
     """The pairs of these --data (or --valid) arguments, in order, read as the run reads them:
     its languages, strictness and direction. The guided-alignment links are line-aligned with this."""
-    return [p for spec in specs for p in read_corpus(
-        spec, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, strict=cfg.strict, stats=stats, swap=cfg.swap)]
+    return [
+        p
+        for spec in specs
+        for p in read_corpus(
+            spec, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, strict=cfg.strict, stats=stats, swap=cfg.swap
+        )
+    ]
 
 
 @dataclass
@@ -95,13 +100,20 @@ def prepare_data(cfg: TrainConfig, run_dir: Path, is_main: bool = True, reuse_to
             if filtered and not length_ok(len(s) + 1, len(t) + 1, cfg.max_pieces, cfg.max_ratio):
                 stats.skipped_filtered += 1
                 continue
-            out.append(Example(s[: cfg.max_pieces] + [tokenizer.sp.eos_id()], [tokenizer.sp.bos_id()] + t[: cfg.max_pieces] + [tokenizer.sp.eos_id()]))
+            out.append(
+                Example(
+                    s[: cfg.max_pieces] + [tokenizer.sp.eos_id()],
+                    [tokenizer.sp.bos_id()] + t[: cfg.max_pieces] + [tokenizer.sp.eos_id()],
+                )
+            )
         return out
 
     train = encode(pairs, True)
     valid = encode(valid_pairs, False)
     if not train:
-        raise DataError(f"no training pairs left after the length filters (--max-pieces {cfg.max_pieces}, --max-ratio {cfg.max_ratio})")
+        raise DataError(
+            f"no training pairs left after the length filters (--max-pieces {cfg.max_pieces}, --max-ratio {cfg.max_ratio})"
+        )
     joined = join_for_length(train, cfg.concat, cfg.concat_max, cfg.max_pieces, cfg.seed) if cfg.concat else []
     counts = {
         "pairs_read": stats.read,
