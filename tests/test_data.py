@@ -174,12 +174,16 @@ def test_prepare_dedups_filters_and_saves_the_tokenizer(tmp_path):
     text = TINY_TSV.read_text(encoding="utf-8")
     long = "Bonjour " * 40 + "\tHello.\n"  # ratio far above 3
     data = write(tmp_path / "d.tsv", text + text + long)
-    cfg = TrainConfig(data=[str(data)], out=str(tmp_path / "run"), vocab_size=120, dedup=True, valid_per_mille=100)
-    prepared = prepare_data(cfg, tmp_path / "run")
-    s = prepared.stats
-    assert s["pairs_read"] == 81 and s["skipped_duplicate"] == 40 and s["skipped_filtered"] == 1
-    assert s["train_pairs"] + s["valid_pairs"] == 40
-    assert (tmp_path / "run" / "spm.model").read_bytes() == prepared.tokenizer.proto
+    for clean in (False, True):
+        run = tmp_path / f"run-{clean}"
+        cfg = TrainConfig(data=[str(data)], out=str(run), vocab_size=120, dedup=True, valid_per_mille=100, clean=clean)
+        prepared = prepare_data(cfg, run)
+        s = prepared.stats
+        assert s["pairs_read"] == 81 and s["skipped_duplicate"] == 40
+        # Cleaning drops the unequal pair by its characters, before encoding; without it the piece filter does.
+        assert (s["skipped_filtered"], s["cleaning"]["length_ratio"]) == ((0, 1) if clean else (1, 0))
+        assert s["train_pairs"] + s["valid_pairs"] == 40
+    assert (run / "spm.model").read_bytes() == prepared.tokenizer.proto
     ex = prepared.train[0]
     assert ex.src[-1] == 3 and ex.tgt[0] == 2 and ex.tgt[-1] == 3  # EOS; BOS … EOS
 

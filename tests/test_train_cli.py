@@ -193,13 +193,20 @@ def test_prefix_gzip_data_with_explicit_valid_and_dedup(tmp_path):
     )
     assert result.exit_code == 0, result.stderr
     start = json.loads((out / "metrics.jsonl").read_text().splitlines()[0])
-    assert (start["pairs_read"], start["skipped_duplicate"], start["train_pairs"], start["valid_pairs"]) == (
-        45,
-        5,
-        40,
-        3,
-    )
+    # --valid's 3 pairs, and the corpus's own held-out share (4 pairs), kept out of training and reported apart.
+    counts = (start["pairs_read"], start["skipped_duplicate"], start["train_pairs"], start["valid_pairs"])
+    assert counts == (45, 5, 36, 7)
     assert "5 duplicate" in result.stderr
+    # Without cleaning (how runs started before it behave) --valid alone validates and nothing is held out.
+    legacy = runner.invoke(
+        app,
+        tiny_args(
+            tmp_path / "legacy", "--max-steps", "1", "--no-clean", "--valid", str(tmp_path / "v"), data=tmp_path / "c"
+        ),
+    )
+    assert legacy.exit_code == 0, legacy.stderr
+    first = json.loads((tmp_path / "legacy" / "metrics.jsonl").read_text().splitlines()[0])
+    assert (first["train_pairs"], first["valid_pairs"]) == (40, 3)
 
     ckpt = list_checkpoints(out)[-1]
     averaged = runner.invoke(

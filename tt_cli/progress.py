@@ -64,6 +64,9 @@ class TrainProgress:
             bleu = f"  BLEU {data['bleu']:.2f}  chrF {data['chrf']:.2f}" if "bleu" in data else ""
             best = "  (best so far, saved)" if data.get("best") else ""
             self._line(f"valid @ {step}: loss {data['valid_loss']:.3f}  ppl {data['valid_ppl']:.1f}{bleu}{best}")
+            for name, numbers in (data.get("sets") or {}).items():
+                scores = f"  BLEU {numbers['bleu']:.2f}" if "bleu" in numbers else ""
+                self._line(f"  {name}: loss {numbers['valid_loss']:.3f}{scores}")
         elif kind == "checkpoint" and not self.quiet:
             self._line(f"checkpoint @ {step}: {data['path']}")
 
@@ -86,6 +89,17 @@ class TrainProgress:
         skipped = {k: data.get(f"skipped_{k}", 0) for k in ("malformed", "filtered", "duplicate")}
         if any(skipped.values()):
             self._line("skipped: " + ", ".join(f"{n} {k}" for k, n in skipped.items() if n))
+        cleaned = {k: n for k, n in (data.get("cleaning") or {}).items() if n}
+        if cleaned:
+            self._line("cleaning: " + ", ".join(f"{k.replace('_', ' ')} {n}" for k, n in cleaned.items()))
+        corpora = data.get("corpora") or {}
+        if len(corpora) > 1:
+            self._line(
+                "corpora (examples, drawn per epoch): "
+                + ", ".join(f"{name} {c['train']}/{c['per_epoch']}" for name, c in corpora.items())
+            )
+        if data.get("cached"):
+            self._line("data: the tokenized cache of an earlier start (the corpora were not read again)")
         for problem in data.get("problems") or []:
             self._line(f"  {problem}")
 

@@ -1,10 +1,12 @@
-"""Parallel data: readers (TSV or line-aligned files, plain or gzip), filters, token-budget batches."""
+"""Parallel data: readers (TSV or line-aligned files; plain, .gz, .xz or .bz2), filters, token-budget batches."""
 
 from __future__ import annotations
 
+import bz2
 import gzip
 import hashlib
 import io
+import lzma
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,9 +33,13 @@ class ReadStats:
     problems: list[str] = field(default_factory=list)  # the first few skipped lines, for the log
 
 
+# Compressed forms a reader opens by the file's suffix; corpora (Europarl, OPUS) ship in all three.
+COMPRESSED = {".gz": gzip.open, ".xz": lzma.open, ".bz2": bz2.open}
+
+
 def _open_text(path: Path) -> io.TextIOBase:
     try:
-        raw = gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
+        raw = COMPRESSED.get(path.suffix, open)(path, "rb")
     except FileNotFoundError:
         raise DataError(f"{path}: no such file") from None
     except OSError as exc:
@@ -42,7 +48,7 @@ def _open_text(path: Path) -> io.TextIOBase:
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str | None]]:
-    """(line number, text) of a UTF-8 file, gzip or plain; text is None where the bytes are not UTF-8."""
+    """(line number, text) of a UTF-8 file, plain or compressed; text is None where the bytes are not UTF-8."""
     with _open_text(path) as f:
         lineno = 0
         try:
@@ -51,7 +57,7 @@ def _lines(path: Path) -> Iterator[tuple[int, str | None]]:
                     yield lineno, raw.decode("utf-8").rstrip("\r\n")
                 except UnicodeDecodeError:
                     yield lineno, None
-        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        except (OSError, EOFError, lzma.LZMAError) as exc:  # gzip's and bz2's errors are OSErrors
             raise DataError(f"{path}:{lineno + 1}: cannot read ({exc})") from None
 
 
@@ -64,8 +70,12 @@ def _bad_line(problem: str, strict: bool, stats: ReadStats) -> None:
         stats.problems.append(problem)
 
 
-def read_tsv(path: str | Path, *, strict: bool = True, stats: ReadStats | None = None) -> Iterator[Pair]:
-    """source<TAB>target per line. Extra columns (e.g. attribution) after the second are ignored."""
+def read_tsv(
+    path: str | Path, *, strict: bool = True, stats: ReadStats | None = None, keep_empty: bool = False
+) -> Iterator[Pair]:
+    """source<TAB>target per line. Extra columns (e.g. attribution) after the second are ignored.
+
+    keep_empty: yield a pair with an empty side as it is (the cleaning rules count and drop it)."""
     path = Path(path)
     stats = stats if stats is not None else ReadStats()
     for lineno, line in _lines(path):
@@ -75,7 +85,7 @@ def read_tsv(path: str | Path, *, strict: bool = True, stats: ReadStats | None =
             problem = f"{path}:{lineno}: not valid UTF-8"
         elif len(cols) < 2:
             problem = f"{path}:{lineno}: expected source<TAB>target, found no tab"
-        elif not cols[0].strip() or not cols[1].strip():
+        elif not keep_empty and (not cols[0].strip() or not cols[1].strip()):
             problem = f"{path}:{lineno}: empty {'source' if not cols[0].strip() else 'target'} side"
         if problem:
             _bad_line(problem, strict, stats)
@@ -85,9 +95,14 @@ def read_tsv(path: str | Path, *, strict: bool = True, stats: ReadStats | None =
 
 
 def read_aligned(
-    src_path: str | Path, tgt_path: str | Path, *, strict: bool = True, stats: ReadStats | None = None
+    src_path: str | Path,
+    tgt_path: str | Path,
+    *,
+    strict: bool = True,
+    stats: ReadStats | None = None,
+    keep_empty: bool = False,
 ) -> Iterator[Pair]:
-    """Two files aligned by line (train.fr + train.en)."""
+    """Two files aligned by line (train.fr + train.en). keep_empty: as `read_tsv`."""
     src_path, tgt_path = Path(src_path), Path(tgt_path)
     stats = stats if stats is not None else ReadStats()
     src_lines, tgt_lines = _lines(src_path), _lines(tgt_path)
@@ -106,7 +121,7 @@ def read_aligned(
         for side_path, text in ((src_path, s[1]), (tgt_path, t[1])):
             if problem is None and text is None:
                 problem = f"{side_path}:{lineno}: not valid UTF-8"
-            elif problem is None and not text.strip():
+            elif problem is None and not keep_empty and not text.strip():
                 problem = f"{side_path}:{lineno}: empty line"
         if problem:
             _bad_line(problem, strict, stats)
@@ -116,11 +131,11 @@ def read_aligned(
 
 
 def resolve(spec: str | Path, src_lang: str = "fr", tgt_lang: str = "en") -> tuple[Path, ...]:
-    """A --data argument: a TSV file, or a prefix P with P.fr + P.en (or .gz) beside it."""
+    """A --data argument: a TSV file, or a prefix P with P.fr + P.en (plain or compressed) beside it."""
     path = Path(spec)
     if path.is_file():
         return (path,)
-    for suffix in ("", ".gz"):
+    for suffix in ("", *COMPRESSED):
         src, tgt = Path(f"{spec}.{src_lang}{suffix}"), Path(f"{spec}.{tgt_lang}{suffix}")
         if src.is_file() and tgt.is_file():
             return (src, tgt)
@@ -166,7 +181,10 @@ def iso1(code: str) -> str:
 
 def tsv_languages(path: Path) -> tuple[str, str] | None:
     """(first column's language, second's) from a TSV's name, "fra-eng.tsv" → ("fr", "en"); None if it names none."""
-    stem = path.name.lower().removesuffix(".gz").removesuffix(".tsv")
+    stem = path.name.lower()
+    for suffix in COMPRESSED:
+        stem = stem.removesuffix(suffix)
+    stem = stem.removesuffix(".tsv")
     first, sep, second = stem.partition("-")
     if not sep or not all(code.isalpha() and len(code) in (2, 3) for code in (first, second)):
         return None
@@ -181,6 +199,7 @@ def read_corpus(
     strict: bool = True,
     stats: ReadStats | None = None,
     swap: bool = False,
+    keep_empty: bool = False,
 ) -> Iterator[Pair]:
     """The pairs of a --data argument, source in src_lang; swap=True reads them the other way round.
 
@@ -191,9 +210,9 @@ def read_corpus(
     if len(files) == 1 and tsv_languages(files[0]) == (iso1(tgt_lang), iso1(src_lang)):
         swap = not swap  # a TSV named the other way round
     pairs = (
-        read_tsv(files[0], strict=strict, stats=stats)
+        read_tsv(files[0], strict=strict, stats=stats, keep_empty=keep_empty)
         if len(files) == 1
-        else read_aligned(*files, strict=strict, stats=stats)
+        else read_aligned(*files, strict=strict, stats=stats, keep_empty=keep_empty)
     )
     return (Pair(p.tgt, p.src, p.origin) for p in pairs) if swap else pairs
 
@@ -260,10 +279,15 @@ def token_batches(
     batch order is then shuffled. The same (seed, epoch) always gives the same batches, which is
     what makes resuming mid-epoch exact.
     """
+    import numpy as np
+
     n = len(src_lens)
     g = torch.Generator().manual_seed(seed * 1_000_003 + epoch)
-    noise = torch.rand(n, generator=g).tolist() if shuffle else [0.0] * n
-    order = sorted(range(n), key=lambda i: (src_lens[i], tgt_lens[i], noise[i]))
+    noise = torch.rand(n, generator=g, dtype=torch.float32).numpy() if shuffle else np.zeros(n, dtype=np.float32)
+    src_lens, tgt_lens = np.asarray(src_lens, dtype=np.int64), np.asarray(tgt_lens, dtype=np.int64)
+    # By (source length, target length, noise); lexsort is stable, as sorted() was, for equal keys.
+    order = np.lexsort((noise, tgt_lens, src_lens)).tolist()
+    src_lens, tgt_lens = src_lens.tolist(), tgt_lens.tolist()
     batches, current, max_s, max_t = [], [], 0, 0
     for i in order:
         s, t = max(max_s, src_lens[i]), max(max_t, tgt_lens[i])

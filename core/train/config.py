@@ -25,7 +25,15 @@ class TrainConfig:
     max_pieces: int = 128  # drop pairs with more pieces than this on either side (the model's own
     # max_len, its positional table, is ModelConfig.max_len; runs saved before the rename say max_len)
     max_ratio: float = 3.0  # drop pairs whose length ratio exceeds this
-    dedup: bool = False
+    dedup: bool = True  # drop exact repeats of a (source, target) pair
+    clean: bool = True  # the cleaning rules of core/data/clean.py (each counted in the log)
+    cache_dir: str | None = None  # tokenized shards (core/data/cache.py); None = <out>/cache
+    data_weights: list[float] = field(default_factory=list)  # one per --data: its weight in the mix
+    mix_temperature: float = 1.0  # 1 = corpora in their own proportions; larger evens them out (core/data/mix.py)
+    valid_max: int = 1000  # held-out pairs per corpus used for validation (0 = all)
+    spm_sample: int = 1_000_000  # sentences the tokenizer is trained on, drawn as the mixing draws
+    noise_case: float = 0.0  # share of pairs added in capitals and with a lower-case source (core/data/augment.py)
+    noise_accents: float = 0.0  # share of pairs added with an accent-less source
     valid_per_mille: int = 10  # held out for validation (by sentence hash) when --valid is not given
     test_per_mille: int = 0  # held out as a test set, written to the run directory as test.<lang>
     max_tokens: int = 4096  # batch budget: source + target pieces, padding included
@@ -40,6 +48,7 @@ class TrainConfig:
     max_steps: int = 0  # 0 = no limit
     epochs: float = 0.0  # 0 = no limit
     max_time: float = 0.0  # seconds; 0 = no limit
+    max_cpu_time: float = 0.0  # seconds of this process's CPU time; 0 = no limit (fair budgets on a shared machine)
     valid_every: int = 1000  # steps
     save_every: int = 1000  # steps
     keep_last: int = 5

@@ -1,36 +1,72 @@
-"""From --data arguments to encoded training and validation examples: read, dedup, split off the
-held-out sets, train (or load) the joint SentencePiece model, encode and filter by length.
+"""From --data arguments to encoded training and validation examples.
+
+corpora → read (plain, .gz, .xz, .bz2) → clean (each rule counted) → held-out split by sentence hash
+→ joint SentencePiece model (trained on a sample balanced as the mixing draws) → encode, length
+filters and augmentation → a memory-mapped shard per corpus (core/data/cache.py). A resumed run, a
+second DDP rank or another run with the same tokenizer opens the shards instead of reading the text.
 
 Deterministic for a given configuration, which is what lets every DDP rank, and a resumed run,
-rebuild exactly the same examples without storing them.
+rebuild exactly the same examples.
 """
 
 from __future__ import annotations
 
+import json
 import random
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from core.data.augment import augmented
+from core.data.cache import ConcatExamples, TokenShard, cache_key, file_identity, open_shard, write_shard
+from core.data.clean import RULES, CleanRules, clean_pairs
+from core.data.mix import is_identity, mix_counts
 from core.data.readers import (
     Example,
     Pair,
     ReadStats,
+    heldout_bucket,
     join_examples,
     length_ok,
     read_corpus,
-    split_heldout,
+    resolve,
     write_aligned,
 )
 from core.data.tokenizer import Tokenizer
 from core.errors import DataError
 from core.files import atomic_write_bytes
-
-if TYPE_CHECKING:
-    from core.train.config import TrainConfig
+from core.train.config import TrainConfig
 
 
-def read_pairs(cfg: TrainConfig, specs: list[str], stats: ReadStats | None = None) -> list[Pair]:
+@dataclass(frozen=True)
+class Corpus:
+    """One --data argument: a file or prefix, or NAME=SPEC,SPEC… for several files trained as one corpus."""
+
+    name: str
+    specs: tuple[str, ...]
+
+
+def parse_corpora(data: Sequence[str]) -> list[Corpus]:
+    corpora = []
+    for arg in data:
+        name, sep, rest = arg.partition("=")
+        if sep and name and "/" not in name and not Path(arg).exists():
+            corpora.append(Corpus(name, tuple(s for s in rest.split(",") if s)))
+        else:
+            path = Path(arg)
+            stem = path.name
+            for suffix in (".gz", ".xz", ".bz2", ".tsv"):
+                stem = stem.removesuffix(suffix)
+            corpora.append(Corpus(f"{path.parent.name}/{stem}" if path.parent.name else stem, (arg,)))
+    names = [c.name for c in corpora]
+    if len(set(names)) != len(names):
+        raise DataError(f"two --data corpora share a name ({', '.join(names)}); name them with NAME=PATH")
+    return corpora
+
+
+def read_pairs(cfg: TrainConfig, specs: Sequence[str], stats: ReadStats | None = None) -> list[Pair]:
     """The pairs of these --data (or --valid) arguments, in order, read as the run reads them:
     its languages, strictness and direction. The guided-alignment links are line-aligned with this."""
     return [
@@ -43,92 +79,278 @@ def read_pairs(cfg: TrainConfig, specs: list[str], stats: ReadStats | None = Non
 
 
 @dataclass
+class ValidSet:
+    name: str
+    examples: list[Example]
+    pairs: list[Pair]
+
+
+@dataclass
 class Prepared:
     tokenizer: Tokenizer
-    train: list[Example]
-    valid: list[Example]
+    train: Sequence[Example]  # every corpus's examples, then the joined ones (--concat), as one sequence
+    valid: list[Example]  # all validation sets together
     valid_pairs: list[Pair]
     stats: dict[str, Any]  # counts, and `problems`: the first few skipped lines
+    valid_sets: list[ValidSet] = field(default_factory=list)
+    corpus_sizes: list[int] = field(default_factory=list)  # training examples per part of `train`
+    mix_counts: list[int] | None = None  # examples per part drawn each epoch; None = each once, in place
+
+
+@dataclass
+class _Split:
+    """One corpus read, cleaned and split."""
+
+    corpus: Corpus
+    train: list[Pair]
+    valid: list[Pair]
+    test: list[Pair]
+    counts: dict[str, int]
 
 
 def prepare_data(cfg: TrainConfig, run_dir: Path, is_main: bool = True, reuse_tokenizer: bool = True) -> Prepared:
-    """Read, split, (train the tokenizer), encode and filter. Deterministic for a given config.
+    """Read, clean, split, (train the tokenizer), encode and filter — or open the run's cached shards.
 
     reuse_tokenizer: take run_dir/spm.model when it exists (a resumed run, or a DDP rank waiting
     for rank 0's). A fresh run passes False, so a left-over file from an aborted start never wins
     over this run's --vocab-size.
     """
-    stats = ReadStats()
-    pairs = read_pairs(cfg, cfg.data, stats)
-    if not pairs:
-        raise DataError("the training data holds no sentence pairs")
-    if cfg.dedup:
-        seen, unique = set(), []
-        for p in pairs:
-            if (p.src, p.tgt) not in seen:
-                seen.add((p.src, p.tgt))
-                unique.append(p)
-        stats.skipped_duplicate = len(pairs) - len(unique)
-        pairs = unique
-    if cfg.valid:
-        valid_pairs = read_pairs(cfg, cfg.valid)
-    else:
-        pairs, valid_pairs, test_pairs = split_heldout(pairs, cfg.valid_per_mille, cfg.test_per_mille)
-        if not valid_pairs:  # a tiny corpus: hold out a few pairs all the same
-            pairs, valid_pairs = pairs[: -max(1, len(pairs) // 10)], pairs[-max(1, len(pairs) // 10) :]
-        if test_pairs and is_main:
-            # Named by language: with --swap the source side is the --tgt-lang text.
-            src_lang, tgt_lang = (cfg.tgt_lang, cfg.src_lang) if cfg.swap else (cfg.src_lang, cfg.tgt_lang)
-            write_aligned(test_pairs, run_dir / f"test.{src_lang}", run_dir / f"test.{tgt_lang}")
-
+    corpora = parse_corpora(cfg.data)
     spm_path = run_dir / "spm.model"
+    tokenizer = None
     if cfg.spm_model:
         tokenizer = Tokenizer.load(cfg.spm_model)
     elif reuse_tokenizer and spm_path.exists():  # the run's own tokenizer
         tokenizer = Tokenizer.load(spm_path)
-    else:
-        tokenizer = Tokenizer.train((s for p in pairs for s in (p.src, p.tgt)), cfg.vocab_size)
+    cache_dir = Path(cfg.cache_dir) if cfg.cache_dir else run_dir / "cache"
+    shards = [open_shard(cache_dir / _shard_name(cfg, c, tokenizer)) for c in corpora] if tokenizer else []
+    stats: dict[str, Any] = {}
+    if not shards or any(s is None for s in shards):
+        stats["problems"] = []
+        splits = [_read_split(cfg, c, stats) for c in corpora]
+        if tokenizer is None:
+            tokenizer = _train_tokenizer(cfg, splits)
+        shards = [_encode_shard(cfg, tokenizer, s, cache_dir / _shard_name(cfg, s.corpus, tokenizer)) for s in splits]
+        if is_main:
+            _write_test_sets(cfg, run_dir, splits)
     if is_main and (not spm_path.exists() or spm_path.read_bytes() != tokenizer.proto):
         run_dir.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(spm_path, tokenizer.proto)
+    return _assemble(cfg, tokenizer, [s for s in shards if s is not None], stats)
 
-    def encode(ps: list[Pair], filtered: bool) -> list[Example]:
-        srcs = tokenizer.encode_batch([p.src for p in ps])
-        tgts = tokenizer.encode_batch([p.tgt for p in ps])
-        out = []
-        for s, t in zip(srcs, tgts):
-            if filtered and not length_ok(len(s) + 1, len(t) + 1, cfg.max_pieces, cfg.max_ratio):
-                stats.skipped_filtered += 1
-                continue
-            out.append(
-                Example(
-                    s[: cfg.max_pieces] + [tokenizer.sp.eos_id()],
-                    [tokenizer.sp.bos_id()] + t[: cfg.max_pieces] + [tokenizer.sp.eos_id()],
-                )
+
+def _shard_name(cfg: TrainConfig, corpus: Corpus, tokenizer: Tokenizer) -> str:
+    files = [file_identity(f) for spec in corpus.specs for f in resolve(spec, cfg.src_lang, cfg.tgt_lang)]
+    parts = {
+        "files": files,
+        "tokenizer": cache_key({"proto": tokenizer.proto.hex()}),
+        "clean": asdict(_rules(cfg)) if cfg.clean else None,
+        **{
+            k: getattr(cfg, k)
+            for k in (
+                "src_lang",
+                "tgt_lang",
+                "swap",
+                "strict",
+                "max_pieces",
+                "max_ratio",
+                "valid_per_mille",
+                "test_per_mille",
+                "valid_max",
+                "noise_case",
+                "noise_accents",
+                "dedup",
             )
-        return out
+        },
+    }
+    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in corpus.name)
+    return f"{safe}-{cache_key(parts)}"
 
-    train = encode(pairs, True)
-    valid = encode(valid_pairs, False)
-    if not train:
+
+def _rules(cfg: TrainConfig) -> CleanRules:
+    return CleanRules(dedup=cfg.dedup)
+
+
+def _read_split(cfg: TrainConfig, corpus: Corpus, stats: dict[str, Any]) -> _Split:
+    read = ReadStats()
+    counts: Counter[str] = Counter()
+    pairs: Any = (
+        p
+        for spec in corpus.specs
+        for p in read_corpus(
+            spec,
+            src_lang=cfg.src_lang,
+            tgt_lang=cfg.tgt_lang,
+            strict=cfg.strict,
+            stats=read,
+            swap=cfg.swap,
+            keep_empty=cfg.clean,
+        )
+    )
+    if cfg.clean:
+        pairs = clean_pairs(pairs, _rules(cfg), counts, cfg.src_lang, cfg.tgt_lang)
+    elif cfg.dedup:
+        pairs = _dedup(pairs, counts)
+    train, valid, test = [], [], []
+    # Without cleaning (runs started before it existed) an explicit --valid meant no held-out split.
+    lo, hi = (cfg.valid_per_mille, cfg.valid_per_mille + cfg.test_per_mille) if _holds_out(cfg) else (0, 0)
+    for p in pairs:
+        b = heldout_bucket(p.src)
+        (valid if b < lo else test if b < hi else train).append(p)
+    if not train and not valid and not test:
+        raise DataError(f"{corpus.name}: the training data holds no sentence pairs")
+    if _holds_out(cfg) and not valid and len(train) > 1:  # a tiny corpus: hold out a few pairs all the same
+        cut = max(1, len(train) // 10)
+        train, valid = train[:-cut], train[-cut:]
+    stats["problems"] += read.problems[: 5 - len(stats["problems"])]
+    counts.update(pairs_read=read.read, skipped_malformed=read.skipped_malformed)
+    return _Split(corpus, train, _valid_sample(valid, cfg.valid_max), test, dict(counts))
+
+
+def _holds_out(cfg: TrainConfig) -> bool:
+    return cfg.clean or not cfg.valid
+
+
+def _dedup(pairs: Any, counts: Counter[str]) -> Any:
+    seen: set[tuple[str, str]] = set()
+    for p in pairs:
+        if (p.src, p.tgt) in seen:
+            counts["duplicate"] += 1
+            continue
+        seen.add((p.src, p.tgt))
+        yield p
+
+
+def _valid_sample(valid: list[Pair], most: int) -> list[Pair]:
+    """At most `most` held-out pairs for validation (0 = all), chosen by hash so the choice is stable."""
+    if not most or len(valid) <= most:
+        return valid
+    ranked = sorted(range(len(valid)), key=lambda i: (heldout_bucket("v" + valid[i].src), i))
+    return [valid[i] for i in sorted(ranked[:most])]
+
+
+def _train_tokenizer(cfg: TrainConfig, splits: list[_Split]) -> Tokenizer:
+    """A joint SentencePiece model trained on a sample that draws from each corpus as the mixing does,
+    so the vocabulary of a small corpus is not crowded out by a large one's."""
+    sizes = [len(s.train) for s in splits]
+    counts = mix_counts(sizes, cfg.data_weights or None, cfg.mix_temperature) if sum(sizes) else sizes
+    budget = cfg.spm_sample // 2  # pairs; each gives two sentences
+    scale = min(1.0, budget / max(sum(counts), 1))
+    rng = random.Random(f"spm-{cfg.seed}")
+    sentences: list[str] = []
+    for split, count in zip(splits, counts):
+        k = round(count * scale)
+        for _ in range(k // max(len(split.train), 1)):
+            sentences += [s for p in split.train for s in (p.src, p.tgt)]
+        rest = rng.sample(split.train, k % len(split.train)) if split.train else []
+        sentences += [s for p in rest for s in (p.src, p.tgt)]
+    if not sentences:
+        raise DataError("the training data holds no sentence pairs")
+    return Tokenizer.train(sentences, cfg.vocab_size, max_sentences=max(len(sentences), 101))
+
+
+def _encode_shard(cfg: TrainConfig, tokenizer: Tokenizer, split: _Split, directory: Path) -> TokenShard:
+    bos, eos = tokenizer.sp.bos_id(), tokenizer.sp.eos_id()
+    pairs = split.train + augmented(split.train, cfg.noise_case, cfg.noise_accents, cfg.seed)
+    src_ids, tgt_ids = [], []
+    too_long = ratio = 0
+    for start in range(0, len(pairs), 100_000):  # in slices: the id lists of 2 M pairs at once would not be small
+        chunk = pairs[start : start + 100_000]
+        for s, t in zip(tokenizer.encode_batch([p.src for p in chunk]), tokenizer.encode_batch([p.tgt for p in chunk])):
+            if not length_ok(len(s) + 1, len(t) + 1, cfg.max_pieces, cfg.max_ratio):
+                too_long += max(len(s), len(t)) + 1 > cfg.max_pieces
+                ratio += max(len(s), len(t)) + 1 <= cfg.max_pieces
+                continue
+            src_ids.append(s + [eos])
+            tgt_ids.append([bos] + t + [eos])
+    valid = [{"src": p.src, "tgt": p.tgt, "origin": p.origin} for p in split.valid]
+    counts = {
+        **split.counts,
+        "augmented": len(pairs) - len(split.train),
+        "too_many_pieces": too_long,
+        "piece_ratio": ratio,
+        "train_pairs": len(src_ids),
+        "valid_pairs": len(split.valid),
+        "test_pairs": len(split.test),
+    }
+    return write_shard(
+        directory, src_ids, tgt_ids, tokenizer.vocab_size, corpus=split.corpus.name, counts=counts, valid=valid
+    )
+
+
+def _write_test_sets(cfg: TrainConfig, run_dir: Path, splits: list[_Split]) -> None:
+    # Named by language: with --swap the source side is the --tgt-lang text.
+    src_lang, tgt_lang = (cfg.tgt_lang, cfg.src_lang) if cfg.swap else (cfg.src_lang, cfg.tgt_lang)
+    for split in splits:
+        if split.test:
+            stem = "test" if len(splits) == 1 else "test." + split.corpus.name.replace("/", "_")
+            write_aligned(split.test, run_dir / f"{stem}.{src_lang}", run_dir / f"{stem}.{tgt_lang}")
+
+
+def _encode_valid(cfg: TrainConfig, tokenizer: Tokenizer, pairs: list[Pair]) -> list[Example]:
+    bos, eos = tokenizer.sp.bos_id(), tokenizer.sp.eos_id()
+    srcs = tokenizer.encode_batch([p.src for p in pairs])
+    tgts = tokenizer.encode_batch([p.tgt for p in pairs])
+    return [Example(s[: cfg.max_pieces] + [eos], [bos] + t[: cfg.max_pieces] + [eos]) for s, t in zip(srcs, tgts)]
+
+
+def _assemble(cfg: TrainConfig, tokenizer: Tokenizer, shards: list[TokenShard], stats: dict[str, Any]) -> Prepared:
+    """The run's view of its shards: training examples as one sequence, the validation sets, the counts."""
+    # The --valid sets first (they choose the best model), then each corpus's held-out pairs.
+    valid_sets = [ValidSet(spec, [], read_pairs(cfg, [spec])) for spec in cfg.valid]
+    valid_sets += [
+        ValidSet(s.meta["corpus"], [], [Pair(v["src"], v["tgt"], v["origin"]) for v in s.meta["valid"]]) for s in shards
+    ]
+    valid_sets = [v for v in valid_sets if v.pairs]
+    for v in valid_sets:
+        v.examples = _encode_valid(cfg, tokenizer, v.pairs)
+    totals: Counter[str] = Counter()
+    for s in shards:
+        totals.update({k: v for k, v in s.meta["counts"].items()})
+    if not totals["train_pairs"]:
         raise DataError(
             f"no training pairs left after the length filters (--max-pieces {cfg.max_pieces}, --max-ratio {cfg.max_ratio})"
         )
-    joined = join_for_length(train, cfg.concat, cfg.concat_max, cfg.max_pieces, cfg.seed) if cfg.concat else []
-    counts = {
-        "pairs_read": stats.read,
-        "train_pairs": len(train),
+    parts: list[Sequence[Example]] = list(shards)
+    joined: list[Example] = []
+    if cfg.concat:
+        joined = join_for_length(ConcatExamples(shards), cfg.concat, cfg.concat_max, cfg.max_pieces, cfg.seed)
+        parts.append(joined)
+    sizes = [len(p) for p in parts]
+    weights = list(cfg.data_weights) + [1.0] * (len(parts) - len(cfg.data_weights)) if cfg.data_weights else None
+    counts = (
+        None if is_identity(sizes, weights, cfg.mix_temperature) else mix_counts(sizes, weights, cfg.mix_temperature)
+    )
+    valid = [e for v in valid_sets for e in v.examples]
+    stats = {
+        "pairs_read": totals["pairs_read"],
+        "train_pairs": totals["train_pairs"],
         "joined_examples": len(joined),
         "valid_pairs": len(valid),
-        "skipped_malformed": stats.skipped_malformed,
-        "skipped_filtered": stats.skipped_filtered,
-        "skipped_duplicate": stats.skipped_duplicate,
-        "problems": stats.problems,
+        "skipped_malformed": totals["skipped_malformed"],
+        "skipped_filtered": totals["too_many_pieces"] + totals["piece_ratio"],
+        "skipped_duplicate": totals["duplicate"],
+        "cleaning": {k: totals[k] for k in (*RULES, "oe_restored", "too_many_pieces", "piece_ratio", "augmented")},
+        "corpora": {
+            s.meta["corpus"]: {"train": len(s), "per_epoch": counts[i] if counts else len(s)}
+            for i, s in enumerate(shards)
+        },
+        "problems": stats.get("problems", []),
+        "cached": "problems" not in stats,
     }
-    return Prepared(tokenizer, train + joined, valid, valid_pairs, counts)
+    return Prepared(
+        tokenizer,
+        ConcatExamples(parts),
+        valid,
+        [p for v in valid_sets for p in v.pairs],
+        stats,
+        valid_sets,
+        sizes,
+        counts,
+    )
 
 
-def join_for_length(train: list[Example], fraction: float, most: int, max_pieces: int, seed: int) -> list[Example]:
+def join_for_length(train: Sequence[Example], fraction: float, most: int, max_pieces: int, seed: int) -> list[Example]:
     """round(fraction · len(train)) extra examples, each 2..`most` random training pairs side by side.
 
     Short-sentence corpora (Tatoeba: 6 words on average) leave a model unsure of itself on long
@@ -153,3 +375,8 @@ def join_for_length(train: list[Example], fraction: float, most: int, max_pieces
                 break
             k -= 1
     return out
+
+
+def describe(prepared: Prepared) -> str:
+    """The data's counts as one JSON line (for logs)."""
+    return json.dumps({k: v for k, v in prepared.stats.items() if k != "problems"}, sort_keys=True)

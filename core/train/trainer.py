@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from core.checkpoint import save_model
+from core.data.mix import epoch_indices
 from core.data.readers import collate, token_batches
 from core.device import autocast_context, resolve_device, resolve_precision
 from core.errors import CheckpointError, ConfigError, DataError
@@ -71,6 +72,10 @@ def label_smoothed_loss(
         reduction="sum",
     )
     return loss, int((target != pad_id).sum())
+
+
+def _bleu_chrf(scores: Any) -> dict[str, float]:
+    return {"bleu": scores.bleu, "chrf": scores.chrf}
 
 
 # ----------------------------------------------------------------------------------- the loop
@@ -167,12 +172,14 @@ class Trainer:
         self.step, self.epoch, self.batch_in_epoch = 0, 0, 0
         self.best_score: float | None = None
         self.elapsed_before = 0.0
+        self.cpu_before = 0.0  # CPU seconds of the run before this process (a resumed run)
         if self.resume:
             latest = self.latest_checkpoint()
             info = read_checkpoint(latest, self.model, self.optimizer, self.device, self.scaler)
             self.step, self.epoch, self.batch_in_epoch = info["step"], info["epoch"], info["batch_in_epoch"]
             self.best_score = info.get("best_score")
             self.elapsed_before = info.get("elapsed", 0.0)
+            self.cpu_before = info.get("cpu_time", 0.0)
             if self.is_main:
                 clean_partial_checkpoints(self.run_dir)
                 truncate_metrics(self.run_dir / "metrics.jsonl", self.step)
@@ -227,6 +234,7 @@ class Trainer:
             "batch_in_epoch": self.batch_in_epoch,
             "best_score": self.best_score,
             "elapsed": self.elapsed_before + (time.time() - self.t_start),
+            "cpu_time": self.cpu_before + (time.process_time() - self.cpu_start),
             "train_config": asdict(self.cfg),
         }
         final = write_checkpoint(
@@ -245,35 +253,62 @@ class Trainer:
 
     # -- validation ----------------------------------------------------------------------------
     @torch.no_grad()
-    def validate(self) -> dict[str, float]:
-        from core.decode.search import greedy, pad_batch
+    def validate(self) -> dict[str, Any]:
+        """Loss over every validation set and BLEU/chrF on a greedy sample of each. The top-level
+        numbers (which choose the best model) are those of the --valid sets, or of all sets without them."""
         from core.evaluate import corpus_scores
 
-        model, cfg, pad = self.model, self.cfg, self.model_cfg.pad_id
-        model.eval()
+        sets = self.data.valid_sets
+        primary = sets[: len(self.cfg.valid)] if self.cfg.valid and len(sets) >= len(self.cfg.valid) else sets
+        chosen = {id(v) for v in primary}
+        per_sample = max(1, self.cfg.bleu_sample // max(len(primary), 1)) if self.cfg.bleu_sample else 0
+        self.model.eval()
+        result: dict[str, Any] = {}
+        per_set, totals, hyps, refs = {}, [0.0, 0], [], []
+        for v in sets:
+            loss, tokens = self._valid_loss(v.examples)
+            numbers = {"valid_loss": loss / max(tokens, 1)}
+            if per_sample:
+                h = self._greedy_sample(v.examples[:per_sample])
+                r = [p.tgt for p in v.pairs[: len(h)]]
+                numbers.update(_bleu_chrf(corpus_scores(h, [r])))
+                if id(v) in chosen:
+                    hyps, refs = hyps + h, refs + r
+            if id(v) in chosen:
+                totals = [totals[0] + loss, totals[1] + tokens]
+            per_set[v.name] = numbers
+        mean = totals[0] / max(totals[1], 1)
+        result = {"valid_loss": mean, "valid_ppl": math.exp(min(mean, 50))}
+        if hyps:
+            result.update(_bleu_chrf(corpus_scores(hyps, [refs])))
+        if len(sets) > 1:
+            result["sets"] = per_set
+        self.model.train()
+        return result
+
+    def _valid_loss(self, examples: list[Any]) -> tuple[float, int]:
+        cfg, pad = self.cfg, self.model_cfg.pad_id
         total, tokens = 0.0, 0
-        lens = [len(e.src) for e in self.data.valid]
+        lens = [len(e.src) for e in examples]
         for batch in token_batches(
-            lens, [len(e.tgt) for e in self.data.valid], cfg.max_tokens, seed=0, epoch=0, shuffle=False
+            lens, [len(e.tgt) for e in examples], cfg.max_tokens, seed=0, epoch=0, shuffle=False
         ):
-            src, tgt_in, tgt_out = (t.to(self.device) for t in collate([self.data.valid[i] for i in batch], pad))
+            src, tgt_in, tgt_out = (t.to(self.device) for t in collate([examples[i] for i in batch], pad))
             with autocast_context(self.device, cfg.precision):
-                logits = model(src, tgt_in)
+                logits = self.model(src, tgt_in)
             loss, n = label_smoothed_loss(logits, tgt_out, pad, 0.0)
             total, tokens = total + float(loss), tokens + n
-        result = {"valid_loss": total / max(tokens, 1), "valid_ppl": math.exp(min(total / max(tokens, 1), 50))}
-        sample = self.data.valid[: cfg.bleu_sample]
-        if sample:
-            hyps = []
-            for start in range(0, len(sample), 64):
-                chunk = sample[start : start + 64]
-                src = pad_batch([e.src for e in chunk], pad, self.device)
-                hyps += [self.data.tokenizer.decode(h.tokens) for h in greedy(model, src)]
-            refs = [p.tgt for p in self.data.valid_pairs[: len(sample)]]
-            scores = corpus_scores(hyps, [refs])
-            result.update(bleu=scores.bleu, chrf=scores.chrf)
-        model.train()
-        return result
+        return total, tokens
+
+    def _greedy_sample(self, examples: list[Any]) -> list[str]:
+        from core.decode.search import greedy, pad_batch
+
+        hyps = []
+        for start in range(0, len(examples), 64):
+            chunk = examples[start : start + 64]
+            src = pad_batch([e.src for e in chunk], self.model_cfg.pad_id, self.device)
+            hyps += [self.data.tokenizer.decode(h.tokens) for h in greedy(self.model, src)]
+        return hyps
 
     def do_validation(self) -> None:
         if not self.is_main:
@@ -293,14 +328,17 @@ class Trainer:
 
     # -- the loop ------------------------------------------------------------------------------
     def batches_for_epoch(self, epoch: int) -> list[list[int]]:
-        train = self.data.train
-        batches = token_batches(
-            [len(e.src) for e in train],
-            [len(e.tgt) for e in train],
-            self.cfg.max_tokens,
-            seed=self.cfg.seed,
-            epoch=epoch,
-        )
+        train, counts = self.data.train, self.data.mix_counts
+        src_lens, tgt_lens = train.src_lens(), train.tgt_lens()
+        if counts is None:  # every example once, in place
+            batches = token_batches(src_lens, tgt_lens, self.cfg.max_tokens, seed=self.cfg.seed, epoch=epoch)
+        else:  # this epoch's draw from each corpus (core/data/mix.py)
+            drawn = epoch_indices(self.data.corpus_sizes, counts, seed=self.cfg.seed, epoch=epoch)
+            batches = token_batches(
+                src_lens[drawn], tgt_lens[drawn], self.cfg.max_tokens, seed=self.cfg.seed, epoch=epoch
+            )
+            drawn = drawn.tolist()
+            batches = [[drawn[i] for i in b] for b in batches]
         # Every rank takes every world-th batch; all ranks get the same count so steps stay in lock-step.
         usable = len(batches) - len(batches) % self.world
         if usable == 0:
@@ -337,6 +375,8 @@ class Trainer:
         if max_steps and self.step >= max_steps:
             reason = "finished"
         elif self.cfg.max_time and self.elapsed_before + time.time() - self.t_start >= self.cfg.max_time:
+            reason = "max_time"
+        elif self.cfg.max_cpu_time and self.cpu_before + time.process_time() - self.cpu_start >= self.cfg.max_cpu_time:
             reason = "max_time"
         elif self.stop_requested:
             reason = self.stop_requested
@@ -415,7 +455,7 @@ class Trainer:
     def _run(self) -> dict[str, Any]:
         self.setup()
         cfg = self.cfg
-        self.t_start = time.time()
+        self.t_start, self.cpu_start = time.time(), time.process_time()
         start_step = self.step
         self.emit(
             "start",
@@ -434,8 +474,8 @@ class Trainer:
         epoch_batches = self.batches_for_epoch(self.epoch)
         steps_per_epoch = max(1, len(epoch_batches) // cfg.accumulate)
         max_steps = cfg.max_steps or (math.ceil(cfg.epochs * steps_per_epoch) if cfg.epochs else 0)
-        if not max_steps and not cfg.max_time:
-            raise ConfigError("give a budget: --max-steps, --epochs or --max-time")
+        if not max_steps and not cfg.max_time and not cfg.max_cpu_time:
+            raise ConfigError("give a budget: --max-steps, --epochs, --max-time or --max-cpu-time")
         previous_handlers = self._install_signal_handlers()
         try:
             while not (status := self._should_stop(max_steps)):
@@ -453,6 +493,7 @@ class Trainer:
                     "tokens_per_s": window_tokens / max(now - window_start, 1e-9),
                     "epoch": self.epoch,
                     "elapsed": elapsed,
+                    "cpu_time": self.cpu_before + time.process_time() - self.cpu_start,
                     "eta": eta,
                     "max_steps": max_steps,
                     "log": log,

@@ -32,7 +32,9 @@ MODEL_OPTIONS = {
     "share_embeddings": "share_embeddings",
 }
 # Option name -> TrainConfig field, where the names differ.
-TRAIN_OPTIONS = {"skip_bad_lines": "strict"}
+TRAIN_OPTIONS = {"skip_bad_lines": "strict", "data_weight": "data_weights"}
+# What a run saved before an option existed did without it: its --resume keeps doing without.
+LEGACY_DEFAULTS = {"clean": False, "dedup": False}
 CLI_ONLY = {"ctx", "resume", "quiet"}
 TrainDeviceOpt = in_panel(DeviceOpt, "Training")
 TrainThreadsOpt = in_panel(ThreadsOpt, "Training")
@@ -45,7 +47,7 @@ class Precision(str, Enum):
     fp16 = "fp16"
 
 
-def parse_duration(text: str | None) -> float:
+def parse_duration(text: str | None, option: str = "--max-time") -> float:
     """'5400', '90s', '45m', '2h', '1h30m' -> seconds."""
     from core.errors import ConfigError
 
@@ -56,7 +58,7 @@ def parse_duration(text: str | None) -> float:
         return float(text)
     match = re.fullmatch(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s)?", text)
     if not match or not any(match.groups()):
-        raise ConfigError(f"--max-time {text!r}: give seconds or a duration like 90m, 2h or 1h30m")
+        raise ConfigError(f"{option} {text!r}: give seconds or a duration like 90m, 2h or 1h30m")
     h, m, s = (float(g) if g else 0.0 for g in match.groups())
     return h * 3600 + m * 60 + s
 
@@ -75,11 +77,13 @@ def _config_from_options(ctx: typer.Context, options: dict[str, Any]):
             v = v.value
         if name == "skip_bad_lines":
             return not v
-        if name == "max_time":
-            return parse_duration(v)
+        if name in ("max_time", "max_cpu_time"):
+            return parse_duration(v, "--" + name.replace("_", "-"))
         if name in ("data", "valid"):
             return [str(p) for p in v or []]
-        if name in ("spm_model", "align_links", "init_from"):
+        if name == "data_weight":
+            return list(v or [])
+        if name in ("spm_model", "align_links", "init_from", "cache_dir"):
             return str(v) if v else None
         if name == "out":
             return str(v)
@@ -99,7 +103,7 @@ def _config_from_options(ctx: typer.Context, options: dict[str, Any]):
         if "max_len" in stored:  # runs started before TrainConfig.max_len became max_pieces
             stored.setdefault("max_pieces", stored.pop("max_len"))
         known = {f.name for f in fields(TrainConfig)}
-        cfg = TrainConfig(**{k: v for k, v in stored.items() if k in known})
+        cfg = TrainConfig(**{**LEGACY_DEFAULTS, **{k: v for k, v in stored.items() if k in known}})
         names = given  # the run's own settings, except what this command line changes
     else:
         if not options["data"]:
@@ -127,7 +131,7 @@ def train(
         typer.Option(
             "--data",
             "-d",
-            help="Training data: a TSV file (source<TAB>target) or a prefix P with P.fr + P.en; plain or .gz. Repeat for several corpora.",
+            help="Training data: a TSV file (source<TAB>target) or a prefix P with P.fr + P.en; plain, .gz, .xz or .bz2. Repeat for several corpora; NAME=P1,P2 trains several files as one corpus.",
             rich_help_panel="Data",
         ),
     ] = None,
@@ -180,8 +184,57 @@ def train(
         float, typer.Option(help="Drop training pairs whose length ratio exceeds this.", rich_help_panel="Data")
     ] = 3.0,
     dedup: Annotated[
-        bool, typer.Option("--dedup", help="Drop repeated (source, target) pairs.", rich_help_panel="Data")
-    ] = False,
+        bool, typer.Option("--dedup/--no-dedup", help="Drop repeated (source, target) pairs.", rich_help_panel="Data")
+    ] = True,
+    clean: Annotated[
+        bool,
+        typer.Option(
+            "--clean/--no-clean",
+            help="Drop empty, one-sided, over-long, unequal, untranslated and wrong-language pairs, and restore Europarl's lost 'œ'; each rule counted in the log.",
+            rich_help_panel="Data",
+        ),
+    ] = True,
+    data_weight: Annotated[
+        list[float] | None,
+        typer.Option(
+            "--data-weight",
+            help="A weight per --data corpus, in order, multiplying its share of each epoch.",
+            rich_help_panel="Data",
+        ),
+    ] = None,
+    mix_temperature: Annotated[
+        float,
+        typer.Option(
+            help="Corpus mixing: 1 keeps the corpora's own proportions; 5 moves toward equal shares, so a small corpus is not drowned by a large one.",
+            rich_help_panel="Data",
+        ),
+    ] = 1.0,
+    valid_max: Annotated[
+        int,
+        typer.Option(help="Held-out pairs per corpus used for validation (0 = all).", rich_help_panel="Data"),
+    ] = 1000,
+    cache_dir: Annotated[
+        Path | None,
+        typer.Option(
+            help="Where the tokenized corpora are kept (default: OUT/cache); runs with the same tokenizer can share one.",
+            rich_help_panel="Data",
+        ),
+    ] = None,
+    spm_sample: Annotated[
+        int,
+        typer.Option(help="Sentences the tokenizer is trained on, drawn as the mixing draws.", rich_help_panel="Data"),
+    ] = 1_000_000,
+    noise_case: Annotated[
+        float,
+        typer.Option(
+            help="Share of pairs added in capitals, and again with a lower-case source (robust to how people type).",
+            rich_help_panel="Data",
+        ),
+    ] = 0.0,
+    noise_accents: Annotated[
+        float,
+        typer.Option(help="Share of pairs added with the accents of the source dropped.", rich_help_panel="Data"),
+    ] = 0.0,
     valid_per_mille: Annotated[
         int,
         typer.Option(
@@ -314,6 +367,13 @@ def train(
     ] = 0.0,
     max_time: Annotated[
         str | None, typer.Option(help="Stop after this long: seconds, or 90m, 2h, 1h30m.", rich_help_panel="Budget")
+    ] = None,
+    max_cpu_time: Annotated[
+        str | None,
+        typer.Option(
+            help="Stop after this much CPU time of the run (all threads; same forms as --max-time): equal budgets on a shared machine.",
+            rich_help_panel="Budget",
+        ),
     ] = None,
     valid_every: Annotated[
         int,
