@@ -343,7 +343,7 @@ def test_cli_list_shows_a_partial_download(tmp_path):
         ),
         (
             ["data", "get", "wmt14"],
-            "tt: error: unknown corpus 'wmt14'; known: tatoeba, multi30k, or opus:NAME (e.g. opus:Europarl); "
+            "tt: error: unknown corpus 'wmt14'; known: tatoeba, multi30k, europarl, or opus:NAME (e.g. opus:Europarl); "
             "test sets such as WMT's come through tt eval --testset",
         ),
         (["data", "get", "tatoeba", "--url", "ftp://x/"], "tt: error: ftp://x/: not an http:// or https:// URL"),

@@ -161,7 +161,55 @@ MULTI30K = Source(
     valid="val",
     test="test_2016_flickr",
 )
-SOURCES = {s.name: s for s in (TATOEBA, MULTI30K)}
+
+
+def prepare_europarl(directory: Path) -> dict[str, int]:
+    """Unpack europarl-v7.fr-en.fr / .en from statmt.org's fr-en.tgz into train.fr / train.en, checking they align."""
+    import tarfile
+
+    from core.files import atomic_path
+
+    archive = directory / "fr-en.tgz"
+    names = {lang: f"europarl-v7.fr-en.{lang}" for lang in ("fr", "en")}
+    try:
+        with tarfile.open(archive, "r:gz") as tar:
+            members = {m.name.rsplit("/", 1)[-1]: m for m in tar.getmembers() if m.isfile()}
+            missing = [n for n in names.values() if n not in members]
+            if missing:
+                raise DownloadError(
+                    f"{archive}: no {', '.join(missing)} inside (found: {', '.join(members) or 'nothing'})"
+                )
+            counts = {}
+            for lang, name in names.items():
+                with tar.extractfile(members[name]) as src, atomic_path(directory / f"train.{lang}") as tmp:
+                    with open(tmp, "wb") as out:
+                        counts[lang] = 0
+                        for line in src:
+                            out.write(line if line.endswith(b"\n") else line + b"\n")
+                            counts[lang] += 1
+    except (tarfile.TarError, zlib.error, EOFError) as exc:
+        raise _delete_bad(archive, f"not a valid .tgz archive ({exc})") from None
+    except OSError as exc:
+        raise DownloadError(f"{directory}: cannot write train.fr / train.en ({error_reason(exc)})") from None
+    if counts["fr"] != counts["en"]:
+        raise DownloadError(
+            f"{archive}: {names['fr']} has {counts['fr']} lines, {names['en']} {counts['en']}; they do not align"
+        )
+    return {"train": counts["fr"]}
+
+
+EUROPARL = Source(
+    name="europarl",
+    description="Europarl v7 French–English (Koehn 2005), ≈2.0M pairs of parliament proceedings, raw: `tt train` cleans it",
+    base_url="https://www.statmt.org/europarl/v7/",
+    files=(RemoteFile("fr-en.tgz"),),
+    prepare=prepare_europarl,
+    outputs=("train.fr", "train.en"),
+    train="train",
+    testset="wmt14",
+)
+
+SOURCES = {s.name: s for s in (TATOEBA, MULTI30K, EUROPARL)}
 
 
 # ------------------------------------------------------------------------------------ OPUS

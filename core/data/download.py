@@ -48,7 +48,7 @@ class Downloaded:
     url: str
     sha256: str
     size: int
-    status: str  # "downloaded" | "resumed" | "cached"
+    status: str  # "downloaded" | "resumed" | "cached" | "placed" (--from: a copy the user had)
     resumed_from: int = 0
 
 
@@ -236,8 +236,12 @@ def fetch(
     force: bool = False,
     on_progress: Callable[[Progress], None] | None = None,
     timeout: float = TIMEOUT,
+    local: Path | None = None,
 ) -> Fetched:
-    """Download (or verify in the cache) every file of `src`, then prepare it for `tt train`."""
+    """Download (or verify in the cache) every file of `src`, then prepare it for `tt train`.
+
+    local: a copy the user already has — the file itself (a one-file corpus) or a directory holding the
+    files by their names — placed in the cache as a download would be (checksummed, whole or not at all)."""
     directory = Path(cache_dir).expanduser() / src.dirname
     base = base_url or src.base_url
     manifest = read_manifest(directory)
@@ -247,7 +251,10 @@ def fetch(
     for remote in src.files:
         dest, url = directory / remote.name, src.url(remote.name, base)
         entry = manifest["files"].get(remote.name, {})
-        if dest.is_file() and not force:
+        if local is not None:
+            got = place_file(_local_copy(local, remote.name, len(src.files)), dest, remote.sha256)
+            entry = {"fetched": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        elif dest.is_file() and not force:
             # Verify what is cached against the pin, else against what the first download recorded.
             expected = remote.sha256 or entry.get("sha256")
             actual = sha256_file(dest)
@@ -274,6 +281,30 @@ def fetch(
         _write_manifest(directory, manifest)
     result.pairs = dict(manifest["pairs"])
     return result
+
+
+def _local_copy(local: Path, name: str, files: int) -> Path:
+    path = local / name if local.is_dir() else local
+    if not path.is_file() or (files > 1 and not local.is_dir()):
+        raise DownloadError(f"{local}: no {name} there (--from takes the file, or a directory that holds it)")
+    return path
+
+
+def place_file(source: Path, dest: Path, sha256: str | None = None) -> Downloaded:
+    """Copy a file the user already has into the cache through a temporary file, checked against the pin."""
+    import shutil
+
+    from core.files import atomic_path
+
+    actual = sha256_file(source)
+    if sha256 and actual != sha256:
+        raise DownloadError(f"{source}: not the expected file (sha256 {actual}, expected {sha256})")
+    try:
+        with atomic_path(dest) as tmp:
+            shutil.copyfile(source, tmp)
+    except OSError as exc:
+        raise DownloadError(f"cannot copy {source} to {dest}: {error_reason(exc)}") from None
+    return Downloaded(dest, source.resolve().as_uri(), actual, dest.stat().st_size, "placed")
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -45,6 +46,14 @@ def get(
         ),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Download again even if the cache holds the files.")] = False,
+    from_: Annotated[
+        Path | None,
+        typer.Option(
+            "--from",
+            help="Place a copy you already downloaded instead (the file, e.g. fr-en.tgz or en-fr.txt.zip, or a directory "
+            "holding the corpus's files): checksummed and prepared as a download would be.",
+        ),
+    ] = None,
 ) -> None:
     """Download a corpus (resumable, sha256-verified) and print the `tt train` line that uses it."""
     from rich.console import Console
@@ -83,7 +92,7 @@ def get(
         bar.update(tasks[p.file], completed=p.done, total=p.total)
 
     try:
-        result = download.fetch(src, root, base_url=base, force=force, on_progress=on_progress)
+        result = download.fetch(src, root, base_url=base, force=force, on_progress=on_progress, local=from_)
     finally:
         bar.stop()
 
