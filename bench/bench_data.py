@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import subprocess
 import sys
@@ -24,23 +23,12 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 SHARED = Path(os.environ.get("TT_SHARED_DATA", ROOT.parent / "shared" / "data"))
-
-
-def cpu_name() -> str:
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return platform.processor() or "unknown CPU"
-    name = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model name")), "?")
-    flags = next((line for line in text.splitlines() if line.startswith("flags")), "")
-    isa = "AVX-512" if "avx512f" in flags else "AVX2 only" if "avx2" in flags else "no AVX2"
-    return f"{name}, {os.cpu_count()} cores, {isa}"
 
 
 def one_cell(args: argparse.Namespace) -> None:
     """In a child process: prepare once, print a JSON line of the figures."""
-    sys.path.insert(0, str(ROOT))
     from core.train.config import TrainConfig
     from core.train.prepare import prepare_data
 
@@ -89,7 +77,9 @@ def main() -> None:
             rows.append((label, json.loads(out.strip().splitlines()[-1])))
         cache_mib = sum(f.stat().st_size for f in Path(tmp, "cache").rglob("*") if f.is_file()) / 2**20
     load = os.getloadavg()[0]
-    print(f"CPU: {cpu_name()}; load average {load:.1f}; corpora: {', '.join(data)}")
+    from core.device import describe_cpu
+
+    print(f"CPU: {describe_cpu()}; load average {load:.1f}; corpora: {', '.join(data)}")
     print(f"vocabulary {args.vocab_size}; cache on disk {cache_mib:.0f} MiB")
     print()
     print("| prepare | wall s | CPU s | pairs/s (wall) | peak RSS MiB | training examples |")

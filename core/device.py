@@ -87,3 +87,20 @@ def _cpu_autocast(dtype: torch.dtype) -> Iterator[None]:
 
     with sdpa_kernel([SDPBackend.MATH]), torch.autocast(device_type="cpu", dtype=dtype):
         yield
+
+
+def describe_cpu() -> str:
+    """ "AMD EPYC, 2 cores, AVX2 (no AVX-512)": the CPU a timing or a learning curve was taken on.
+
+    The instruction set is what PyTorch's kernels were chosen for (ATEN_CPU_CAPABILITY may lower it)."""
+    name = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            name = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), name)
+    except OSError:
+        import platform
+
+        name = platform.processor() or name
+    isa = torch.backends.cpu.get_cpu_capability()
+    bf16 = ", native bf16" if native_bf16(torch.device("cpu")) else ""
+    return f"{name}, {os.cpu_count()} cores, PyTorch kernels {isa}{bf16}"

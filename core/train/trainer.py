@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from core.checkpoint import save_model
 from core.data.mix import epoch_indices
 from core.data.readers import collate, token_batches
-from core.device import autocast_context, resolve_device, resolve_precision
+from core.device import autocast_context, describe_cpu, resolve_device, resolve_precision
 from core.errors import CheckpointError, ConfigError, DataError
 from core.model.config import ModelConfig
 from core.model.transformer import Transformer
@@ -233,8 +233,7 @@ class Trainer:
             "epoch": self.epoch,
             "batch_in_epoch": self.batch_in_epoch,
             "best_score": self.best_score,
-            "elapsed": self.elapsed_before + (time.time() - self.t_start),
-            "cpu_time": self.cpu_before + (time.process_time() - self.cpu_start),
+            **self.clocks(),
             "train_config": asdict(self.cfg),
         }
         final = write_checkpoint(
@@ -310,6 +309,13 @@ class Trainer:
             hyps += [self.data.tokenizer.decode(h.tokens) for h in greedy(self.model, src)]
         return hyps
 
+    def clocks(self) -> dict[str, float]:
+        """Wall and CPU seconds the run has spent so far, resumed starts included (for learning curves)."""
+        return {
+            "elapsed": self.elapsed_before + time.time() - self.t_start,
+            "cpu_time": self.cpu_before + time.process_time() - self.cpu_start,
+        }
+
     def do_validation(self) -> None:
         if not self.is_main:
             if self.world > 1:
@@ -322,7 +328,7 @@ class Trainer:
         if improved:
             self.best_score = score
             save_model(self.model, self.data.tokenizer, self.run_dir, extra_metadata={"step": str(self.step)})
-        self.emit("valid", self.step, best=improved, **scores)
+        self.emit("valid", self.step, best=improved, **scores, **self.clocks())
         if self.world > 1:
             torch.distributed.barrier()
 
@@ -462,6 +468,7 @@ class Trainer:
             self.step,
             params=self.model.num_parameters(),
             device=str(self.device),
+            cpu=describe_cpu(),
             world=self.world,
             precision=cfg.precision,
             resumed=self.resume,
