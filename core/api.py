@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from core.analysis.trace import SourceTrace, StepTrace
+from core.decode.trace import SourceTrace, StepTrace
 from core.decode.translate import Translation
 
 
@@ -59,7 +59,7 @@ class Result:
         """One attention matrix as nested lists (rows = queries): cross (output × source pieces),
         decoder_self (output × output) or encoder_self (source × source); head None = the mean of the heads.
         Needs translate(..., trace=True)."""
-        from core.analysis.trace import attention_matrix
+        from core.decode.trace import attention_matrix
         from core.errors import TTError
 
         if self.source_trace is None or self.steps is None:

@@ -110,7 +110,7 @@ def align_score(model: Path, *options: str) -> dict:
 def measure_alignment(model: Path, previous: dict, reverse: Path | None = None) -> dict:
     """The card's Alignment section: find and store the rule, then score it beside the baselines
     (and, given an English→French model with its own stored rule, the two directions intersected)."""
-    from core.analysis.align import load_rule
+    from core.align.links import load_rule
 
     D = HANSARDS
     tt(

@@ -1,4 +1,4 @@
-"""core.analysis.align and core.analysis.aer: the AER scorer against hand-computed cases, gold reading,
+"""core.align.links and core.align.aer: the AER scorer against hand-computed cases, gold reading,
 symmetrization, the word/piece mapping, the batched pass against a one-sentence trace, and the head
 finder on a model with a planted alignment head."""
 
@@ -11,8 +11,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from core.analysis.aer import GoldPair, diagonal_links, pharaoh, read_gold, score_links, symmetrize
-from core.analysis.align import (
+from core.align.aer import GoldPair, diagonal_links, pharaoh, read_gold, score_links, symmetrize
+from core.align.links import (
     DEFAULT_RULE,
     AlignRule,
     align,
@@ -28,8 +28,8 @@ from core.analysis.align import (
     save_rule,
     word_pieces,
 )
-from core.analysis.trace import trace_steps
 from core.decode.source import prepare_source
+from core.decode.trace import trace_steps
 from core.errors import CheckpointError, ConfigError, DataError
 from tests.conftest import SHARED_DATA
 

@@ -9,8 +9,8 @@ import shutil
 import pytest
 from typer.testing import CliRunner
 
-from core.analysis.aer import pharaoh
-from core.analysis.align import AlignRule, align, pair_attention
+from core.align.aer import pharaoh
+from core.align.links import AlignRule, align, pair_attention
 from tt_cli.main import app
 
 runner = CliRunner()

@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from core.analysis.reference import compare_pairs, summarize
-from core.analysis.trace import trace_steps
+from core.decode.trace import trace_steps
 from core.decode.translate import TranslateOptions, translate_lines
 from tt_cli.main import app
 

@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from core.analysis.sinks import CATEGORIES, head_sinks, is_punctuation, parks_on
-from core.analysis.trace import trace_steps
+from core.decode.trace import trace_steps
 from tt_cli.main import app
 
 PAIRS = [

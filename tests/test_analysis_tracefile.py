@@ -8,8 +8,8 @@ from safetensors.torch import save_file
 from typer.testing import CliRunner
 
 from core.analysis.attribute import Attribution
-from core.analysis.trace import trace_steps
 from core.analysis.tracefile import FORMAT, load_trace, save_trace
+from core.decode.trace import trace_steps
 from core.errors import DataError
 from tt_cli.main import app
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from core.analysis.trace import teacher_forced
+from core.decode.trace import teacher_forced
 from core.model.attention import HeadMask
 from core.model.config import preset
 from core.model.transformer import Transformer

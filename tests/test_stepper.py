@@ -7,10 +7,10 @@ import math
 import pytest
 import torch
 
-from core.analysis.trace import teacher_forced, top_candidates
 from core.decode.search import greedy
 from core.decode.source import prepare_source
 from core.decode.stepper import Stepper
+from core.decode.trace import teacher_forced, top_candidates
 from core.errors import TTError
 
 SENTENCE = "Je suis étudiant."

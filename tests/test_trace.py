@@ -9,8 +9,8 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from core.analysis.trace import attention_grid, attention_matrix, piece_label, trace_steps
 from core.decode.stepper import Stepper
+from core.decode.trace import attention_grid, attention_matrix, piece_label, trace_steps
 from core.model.attention import HeadMask
 from tt_cli.main import app
 

@@ -10,10 +10,10 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.analysis.align import align_words, words
-from core.analysis.trace import attention_matrix, trace_steps
+from core.align.links import align_words, words
 from core.decode.search import greedy, pad_batch
 from core.decode.source import clean_text, prepare_source
+from core.decode.trace import attention_matrix, trace_steps
 from core.decode.translate import TranslateOptions, read_lines, translate_lines
 from core.errors import ConfigError, DataError, TTError
 from tests.conftest import TINY_TSV

@@ -119,7 +119,7 @@ def test_json_attention_matrices_and_alignment(tt, tiny_loaded):
 
 def by_hand(att: dict, layer: int, head, shift: bool) -> list[tuple[int, int]]:
     """Word links recomputed from the JSON's own cross-attention matrices, in plain Python."""
-    from core.analysis.align import words
+    from core.align.links import words
 
     heads = att["cross"][layer]  # (h, T, S) as nested lists
     rows = [

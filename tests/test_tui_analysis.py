@@ -116,8 +116,8 @@ def aligned_loaded(tiny_model_dir, tmp_path_factory):
     """The tiny model with a stored alignment rule: head 1 of layer 0, shift, and a short ranking."""
     import shutil
 
-    from core.analysis.aer import AlignmentScore
-    from core.analysis.align import AlignRule, save_rule
+    from core.align.aer import AlignmentScore
+    from core.align.links import AlignRule, save_rule
     from core.checkpoint import load_model
 
     model_dir = tmp_path_factory.mktemp("aligned") / "model"
@@ -137,7 +137,7 @@ def aligned_loaded(tiny_model_dir, tmp_path_factory):
 
 
 def test_word_links_replace_the_weights_on_cross_attention(aligned_loaded):
-    from core.analysis.align import AlignRule, align_steps, words
+    from core.align.links import AlignRule, align_steps, words
 
     async def script(app, pilot):
         await keys(pilot, "r", "a")
@@ -162,7 +162,7 @@ def test_word_links_of_a_full_context_rule_reread_the_output(tiny_model_dir, tmp
     import json
     import shutil
 
-    from core.analysis.align import DEFAULT_RULE, AlignRule, align_steps, full_context_cross, words
+    from core.align.links import DEFAULT_RULE, AlignRule, align_steps, full_context_cross, words
     from core.checkpoint import load_model
 
     model_dir = tmp_path / "model"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from core.analysis.trace import StepTrace, top_candidates
 from core.data.tokenizer import Tokenizer
+from core.decode.trace import StepTrace, top_candidates
 from core.model.config import preset
 from tests.conftest import FIXTURES
 from tt_cli.tui.session import find_piece

@@ -22,7 +22,6 @@ if TYPE_CHECKING:  # imported for real only when the prompt starts: core.decode 
 
 PROMPT = "fr> "
 HISTORY_LENGTH = 1000
-EXIT_NO_TERMINAL = 2  # a usage mistake: the pipe form is the right tool without a terminal
 NO_TERMINAL = (
     "tt translate -I is interactive and needs a terminal; in a script pipe lines instead: "
     "cat fr.txt | tt translate > en.txt"
@@ -213,12 +212,12 @@ class Repl:
 
     def translate(self, line: str) -> None:
         from core.decode.translate import translate_lines
-        from tt_cli.commands.translate import _json_line, to_json
+        from tt_cli.output import json_line, translation_json
 
         t = next(translate_lines(self.loaded, [line], self.settings.options))
         for w in t.warnings:
             say(f"tt: warning: {w}")
-        text = _json_line(to_json(t, "none", False)) if self.settings.json else t.text
+        text = json_line(translation_json(t)) if self.settings.json else t.text
         print(text, flush=True)
         self.last = t
 
@@ -228,8 +227,8 @@ class Repl:
             return
         from rich.console import Console
 
-        from core.analysis.trace import trace_steps
-        from tt_cli.commands.translate import _show
+        from core.decode.trace import trace_steps
+        from tt_cli.output import show_attention
 
         t = self.last
         if (
@@ -240,7 +239,7 @@ class Repl:
         if not t.steps:
             say("the last translation is empty: no attention to show")
             return
-        _show(Console(highlight=False), t, -1, None)
+        show_attention(Console(highlight=False), t, -1, None)
 
     def inspect(self) -> None:
         if self.last is None:
@@ -262,17 +261,15 @@ def interactive(
     other_input: bool = False,
 ) -> None:
     """`tt translate -I`: check the terminal, load the model once, run the prompt."""
-    from tt_cli.errors import fail
+    from tt_cli.errors import EXIT_USAGE, fail
 
     if other_input:
-        raise fail("-I reads sentences from the prompt; drop the sentences, --input and --output", EXIT_NO_TERMINAL)
+        raise fail("-I reads sentences from the prompt; drop the sentences, --input and --output", EXIT_USAGE)
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        raise fail(NO_TERMINAL, EXIT_NO_TERMINAL)
+        raise fail(NO_TERMINAL, EXIT_USAGE)
 
-    from core.checkpoint import load_model
-    from core.device import resolve_device
-    from tt_cli.options import set_threads
+    from tt_cli.options import load_model_for, set_threads
 
     set_threads(threads, few=True)  # one sentence at a time: one thread is fastest
-    loaded = load_model(model, device=resolve_device(device), packed=True)
+    loaded = load_model_for(model, device)
     Repl(loaded, Settings(options.validate(), json_out), history_path()).run()

@@ -208,5 +208,5 @@ def attribute(
 
 def agreement_with_attention(attribution: Attribution, cross: torch.Tensor) -> list[bool]:
     """Per output step: does the source piece with the largest |attribution| get the most
-    cross-attention too? cross (T, S), e.g. `core.analysis.trace.attention_matrix(source, steps, "cross", -1, None)`."""
+    cross-attention too? cross (T, S), e.g. `core.decode.trace.attention_matrix(source, steps, "cross", -1, None)`."""
     return (attribution.source.abs().argmax(-1) == cross.argmax(-1)).tolist()

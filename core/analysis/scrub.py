@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from core.analysis.trace import SourceTrace, StepTrace
+from core.decode.trace import SourceTrace, StepTrace
 from core.errors import CheckpointError
 
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import torch
 
-from core.analysis.trace import Candidate, SourceTrace, StepTrace, source_trace, step_trace, top_candidates
 from core.checkpoint import LoadedModel
 from core.decode.search import output_limits
 from core.decode.source import prepare_source
+from core.decode.trace import Candidate, SourceTrace, StepTrace, source_trace, step_trace, top_candidates
 from core.errors import TTError
 from core.model.attention import HeadMask
 from core.model.transformer import DecoderState, Encoded

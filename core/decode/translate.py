@@ -16,10 +16,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from core.analysis.trace import SourceTrace, StepTrace, trace_steps
 from core.checkpoint import LoadedModel
 from core.decode.search import check_sampling
 from core.decode.source import prepare_source
+from core.decode.trace import SourceTrace, StepTrace, trace_steps
 from core.errors import ConfigError, DataError
 
 # Characters that would split one output line into several for a reader using str.splitlines().

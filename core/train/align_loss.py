@@ -55,7 +55,7 @@ class GuidedAlignment:
 
     @classmethod
     def build(cls, cfg, tokenizer, n_layers: int, h: int) -> GuidedAlignment:
-        from core.analysis.align import word_pieces
+        from core.align.links import word_pieces
 
         if not -n_layers <= cfg.align_layer < n_layers:
             raise ConfigError(f"--align-layer {cfg.align_layer}: the model has {n_layers} decoder layers")

@@ -9,11 +9,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from tt_cli.commands.translate import _json_line
-from tt_cli.errors import fail
-from tt_cli.options import BatchOpt, DeviceOpt, ModelOpt, ThreadsOpt, set_threads
-
-EXIT_USAGE = 2
+from tt_cli.errors import EXIT_USAGE, fail
+from tt_cli.options import BatchOpt, DeviceOpt, ModelOpt, ThreadsOpt, load_model_for, set_threads
+from tt_cli.output import json_line
 
 
 class Method(str, Enum):
@@ -24,7 +22,7 @@ class Method(str, Enum):
     diagonal = "diagonal"
 
 
-class Symmetrization(str, Enum):  # core.analysis.aer.SYMMETRIZATIONS
+class Symmetrization(str, Enum):  # core.align.aer.SYMMETRIZATIONS
     grow_diag_final = "grow-diag-final"
     grow_diag_final_and = "grow-diag-final-and"
     grow_diag = "grow-diag"
@@ -66,7 +64,7 @@ def read_pairs(src: Path | None, tgt: Path | None) -> tuple[list[tuple[str, str]
 
 def _rule(stored, method: Method, layer: int | None, head: int | None, threshold: float | None, both_ways: bool | None):
     """The rule a command line asks for: auto = the stored one, with any of --layer/--head/--threshold/--both-ways on top."""
-    from core.analysis.align import AlignRule
+    from core.align.links import AlignRule
 
     if method == Method.auto:
         return AlignRule(
@@ -174,11 +172,9 @@ def align(
     if method == Method.diagonal and reverse_model is not None:
         raise fail("--method diagonal uses no model; --reverse-model does not apply", EXIT_USAGE)
 
-    from core.analysis import aer
-    from core.analysis.align import align as align_links
-    from core.analysis.align import load_rule, pair_attention, rank_rules, save_rule
-    from core.checkpoint import load_model
-    from core.device import resolve_device
+    from core.align import aer
+    from core.align.links import align as align_links
+    from core.align.links import load_rule, pair_attention, rank_rules, save_rule
 
     pairs, names = read_pairs(src, tgt)
     lengths = [(len(s.split()), len(t.split())) for s, t in pairs]
@@ -189,7 +185,7 @@ def align(
         results = [[(i, j, 1.0) for i, j in sorted(aer.diagonal_links(n_s, n_t))] for n_s, n_t in lengths]
         words = [(s.split(), t.split()) for s, t in pairs]
     else:
-        loaded = load_model(model, device=resolve_device(device), packed=True)
+        loaded = load_model_for(model, device)
         cfg = loaded.cfg
         rule = (
             None
@@ -222,7 +218,7 @@ def align(
             return
         reverse = reverse_rule = None
         if reverse_model is not None:
-            back = load_model(reverse_model, device=resolve_device(device), packed=True)
+            back = load_model_for(reverse_model, device)
             reverse_rule = load_rule(back.path).check(back.cfg.n_decoder_layers, back.cfg.h)
             reverse = pair_attention(
                 back,
@@ -244,7 +240,7 @@ def align(
                     for i, j, s in links
                 ],
             }
-            print(_json_line(obj))
+            print(json_line(obj))
         else:
             print(aer.pharaoh((i, j) for i, j, _ in links))
     if gold_pairs is not None:

@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from tt_cli.errors import fail, guard
+from tt_cli.errors import EXIT_USAGE, fail, guard
 from tt_cli.options import AttributionChoice, DeviceOpt, ModelOpt
 
 app = typer.Typer(
@@ -24,7 +24,6 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-EXIT_USAGE = 2
 
 ThreadsOpt = Annotated[int, typer.Option(help="CPU threads for torch (0 = torch's default).", min=0)]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout instead of tables.")]
@@ -36,12 +35,11 @@ LimitOpt = Annotated[int, typer.Option(help="Use the first N pairs of the files 
 def _setup(model: Path | None, device: str, threads: int):
     import torch
 
-    from core.checkpoint import load_model
-    from core.device import resolve_device
+    from tt_cli.options import load_model_for
 
     if threads:
         torch.set_num_threads(threads)
-    return load_model(model, device=resolve_device(device), packed=True)
+    return load_model_for(model, device)
 
 
 def _pairs(src: Path | None, ref: Path | None, texts: list[str] | None, limit: int = 0) -> list[tuple[str, str]]:
@@ -415,7 +413,7 @@ def attribute(
     error |Σ attributions − Δ| / max(|Δ|, 1), Δ = f(x) − f(baseline)."""
     from core.analysis.attribute import agreement_with_attention
     from core.analysis.attribute import attribute as attribute_steps
-    from core.analysis.trace import attention_matrix
+    from core.decode.trace import attention_matrix
     from core.decode.translate import TranslateOptions, read_lines, translate_lines
 
     if (src is None) == (not texts):

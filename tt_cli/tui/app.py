@@ -24,7 +24,7 @@ from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.widgets import ContentSwitcher, OptionList, Static
 
-from core.analysis.align import DEFAULT_RULE, head_ranking, load_rule
+from core.align.links import DEFAULT_RULE, head_ranking, load_rule
 from core.analysis.beam import BeamStep
 from core.analysis.explain import Explanation
 from core.analysis.reference import RefComparison
@@ -339,7 +339,7 @@ class InspectApp(AnalysisViews, App[None]):
         d, v = self.decoding, self.view
         if not (self.rule.full_context and v.links and v.family == "cross" and not v.grid and d.steps):
             return None
-        from core.analysis.align import full_context_cross
+        from core.align.links import full_context_cross
 
         model, tokens = self.loaded.model, (tuple(d.source.tokens), tuple(s.token for s in d.steps))
         return self.reread.get(

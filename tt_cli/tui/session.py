@@ -18,11 +18,11 @@ from core.analysis.lens import LensStep, logit_lens
 from core.analysis.reference import RefComparison, compare_pairs
 from core.analysis.scrub import ScrubPoint
 from core.analysis.sinks import head_sinks
-from core.analysis.trace import SourceTrace, StepTrace
 from core.analysis.tracefile import TraceFile
 from core.checkpoint import LoadedModel
 from core.data.tokenizer import Tokenizer
 from core.decode.stepper import Stepper
+from core.decode.trace import SourceTrace, StepTrace
 from core.errors import TTError
 from core.model.attention import HeadMask
 from tt_cli.tui.state import Cell, Dims

@@ -11,8 +11,8 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from core.analysis.explain import FAMILIES
-from core.analysis.trace import Candidate, StepTrace, top_candidates
 from core.data.tokenizer import Tokenizer
+from core.decode.trace import Candidate, StepTrace, top_candidates
 from core.model.config import ModelConfig
 
 Mode = Literal["dist", "beam", "explain", "lens", "ref"]  # what the right-hand panel shows

@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 import torch
 
-from core.analysis.aer import AlignmentScore, GoldPair, score_links, symmetrize
+from core.align.aer import AlignmentScore, GoldPair, score_links, symmetrize
 from core.errors import CheckpointError, ConfigError, DataError
 
 RULE_FILE = "alignment.json"
@@ -378,7 +378,7 @@ def align_words(
 def align_steps(
     source_pieces: list[str], steps, rule: AlignRule = DEFAULT_RULE, full_cross: Sequence[torch.Tensor] | None = None
 ) -> list[tuple[int, int]]:
-    """Word links of one translation's trace (a list of core.analysis.trace.StepTrace) under `rule`.
+    """Word links of one translation's trace (a list of core.decode.trace.StepTrace) under `rule`.
 
     The pure function views call: `tt translate --align` and the TUI's alignment marks. A full-context
     rule reads `full_cross` (`full_context_cross` of the same translation) instead of the trace."""

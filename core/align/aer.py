@@ -1,7 +1,7 @@
 """Alignment links as sets, and how good they are: gold links, AER, symmetrization, a diagonal baseline.
 
 A link is (i, j): source word i, target word j, both 0-based — the Pharaoh convention ("i-j").
-Nothing here needs a model; `core.analysis.align` produces links from one.
+Nothing here needs a model; `core.align.links` produces links from one.
 """
 
 from __future__ import annotations
