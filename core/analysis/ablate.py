@@ -32,22 +32,11 @@ import torch
 from core.analysis.reference import encode_pairs, pair_batches
 from core.checkpoint import LoadedModel
 from core.errors import ConfigError
-from core.model.attention import HeadMask
+from core.model.attention import FAMILIES, Head, HeadMask, n_layers_of
 from core.model.masks import padding_mask
 
 METRICS = ("logprob", "bleu")
 PRUNE_ORDERS = ("once", "greedy")
-FAMILIES = ("encoder_self", "decoder_self", "cross")
-
-
-@dataclass(frozen=True)
-class Head:
-    family: str  # encoder_self, decoder_self or cross
-    layer: int
-    head: int
-
-    def __str__(self) -> str:
-        return f"{self.family} L{self.layer}H{self.head}"
 
 
 @dataclass
@@ -75,8 +64,7 @@ class PruneStep:
 
 def all_heads(cfg) -> list[Head]:
     """Every head: encoder self, decoder self, cross × layer × head."""
-    layers = {"encoder_self": cfg.n_encoder_layers, "decoder_self": cfg.n_decoder_layers, "cross": cfg.n_decoder_layers}
-    return [Head(f, i, j) for f in FAMILIES for i in range(layers[f]) for j in range(cfg.h)]
+    return [Head(f, i, j) for f in FAMILIES for i in range(n_layers_of(cfg, f)) for j in range(cfg.h)]
 
 
 def head_mask(cfg, off: Iterable[Head]) -> HeadMask:

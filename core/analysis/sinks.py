@@ -28,12 +28,12 @@ import torch
 
 from core.analysis.reference import encode_pairs, pair_batches
 from core.checkpoint import LoadedModel
+from core.model.attention import FAMILIES, Head
 from core.model.masks import subsequent_mask
 
 PARK_SHARE = 0.5
 PARK_RATIO = 3.0
 CATEGORIES = ("eos", "punct", "first")
-FAMILIES = ("encoder_self", "decoder_self", "cross")
 
 
 @dataclass
@@ -44,6 +44,11 @@ class HeadSink:
     share: dict[str, float]  # category -> mean share of the head's attention mass
     uniform: dict[str, float]  # category -> the share under uniform attention over the visible keys
     parks_on: list[str] = field(default_factory=list)  # categories the head parks on (see the module doc)
+
+    @property
+    def at(self) -> Head:
+        """Which head this is (the fields stay flat: they are the keys of `tt analyze heads --json`)."""
+        return Head(self.family, self.layer, self.head)
 
 
 def is_punctuation(piece: str) -> bool:

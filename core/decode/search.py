@@ -27,6 +27,8 @@ from core.errors import ConfigError
 from core.model.attention import HeadMask
 from core.model.transformer import DecoderState, Encoded, Transformer
 
+EXTRA_LEN = 50  # output may run this many pieces past the source length (§6.1)
+
 
 @dataclass
 class Hypothesis:
@@ -161,7 +163,7 @@ def greedy(
     src: torch.Tensor,
     *,
     max_output: int | None = None,
-    extra_len: int = 50,
+    extra_len: int = EXTRA_LEN,
     min_len: int = 0,
     head_mask: HeadMask | None = None,
 ) -> list[Hypothesis]:
@@ -224,7 +226,7 @@ def sample(
     top_k: int = 0,
     top_p: float = 1.0,
     seed: int | None = None,
-    extra_len: int = 50,
+    extra_len: int = EXTRA_LEN,
     max_output: int | None = None,
     min_len: int = 0,
 ) -> list[Hypothesis]:
@@ -272,7 +274,7 @@ def beam_search(
     *,
     beam_size: int = 4,
     alpha: float = 0.6,
-    extra_len: int = 50,
+    extra_len: int = EXTRA_LEN,
     max_output: int | None = None,
     n_best: int | None = 1,
     min_len: int = 0,

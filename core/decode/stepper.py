@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 
 from core.checkpoint import LoadedModel
-from core.decode.search import output_limits
+from core.decode.search import EXTRA_LEN, output_limits
 from core.decode.source import prepare_source
 from core.decode.trace import Candidate, SourceTrace, StepTrace, source_trace, step_trace, top_candidates
 from core.errors import TTError
@@ -34,7 +34,7 @@ class Stepper:
         text: str,
         *,
         top_k: int = 10,
-        extra_len: int = 50,
+        extra_len: int = EXTRA_LEN,
         head_mask: HeadMask | None = None,
         _encoded: tuple[SourceTrace, Encoded, list[str]] | None = None,
     ) -> None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from core.checkpoint import LoadedModel
-from core.decode.search import check_sampling
+from core.decode.search import EXTRA_LEN, check_sampling
 from core.decode.source import prepare_source
 from core.decode.trace import SourceTrace, StepTrace, trace_steps
 from core.errors import ConfigError, DataError
@@ -40,7 +40,7 @@ class TranslateOptions:
     top_p: float = 1.0  # 1 = no nucleus cut
     seed: int | None = None
     batch_size: int = 32  # sentences per forward pass (each expands into `beam` rows)
-    extra_len: int = 50  # output may run this many pieces past the source length (§6.1)
+    extra_len: int = EXTRA_LEN
     with_attention: bool = False  # also return the StepTraces: every attention matrix (a teacher-forced pass)
     n_candidates: int = 5  # top-k candidates kept in each StepTrace
 

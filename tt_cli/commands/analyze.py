@@ -213,12 +213,12 @@ def heads(
         else None
     )
     if json_out:
-        sink_of = {(s.family, s.layer, s.head): s for s in found}
+        sink_of = {s.at: s for s in found}
         rows = []
         for e in ablation.effects:
-            s = sink_of[(e.head.family, e.head.layer, e.head.head)]
+            s = sink_of[e.head]
             rows.append(
-                {**asdict(e.head), "value": e.value, "delta": e.delta, "sink_share": s.share, "parks_on": s.parks_on}
+                {**e.head._asdict(), "value": e.value, "delta": e.delta, "sink_share": s.share, "parks_on": s.parks_on}
             )
         obj = {"metric": ablation.metric, "sentences": ablation.sentences, "intact": ablation.intact, "heads": rows}
         if curve is not None:
@@ -231,7 +231,7 @@ def heads(
     from tt_cli import analysis_views as views
 
     console = _console()
-    views.show_ablation(console, ablation, {(s.family, s.layer, s.head): s.parks_on for s in found})
+    views.show_ablation(console, ablation, {s.at: s.parks_on for s in found})
     if curve is not None:
         views.show_curve(console, curve, ablation.metric, prune_order.value)
 

@@ -6,6 +6,7 @@ the model thread, and the answer comes back to a draw method; results are kept i
 from __future__ import annotations
 
 from core.analysis.attribute import Attribution
+from core.model.attention import Head
 from tt_cli.tui.screens.ask import AskScreen
 from tt_cli.tui.session import Decoding, ScrubSession
 from tt_cli.tui.widgets.lens import LensView
@@ -30,7 +31,7 @@ class AnalysisViews:
         d = self.decoding
         self.query_one(ReferenceView).show(self.compared, len(d.steps) - 1 if d is not None and d.steps else None)
 
-    def _grid_sinks(self) -> dict[tuple[str, int, int], list[str]]:
+    def _grid_sinks(self) -> dict[Head, list[str]]:
         """The heads that park their attention, for the grid; asked for once per sentence (and reference)."""
         if not self.view.grid or not self.session.live:
             return {}

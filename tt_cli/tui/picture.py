@@ -10,6 +10,7 @@ import torch
 from core.align.links import DEFAULT_RULE, AlignRule, align_steps, words
 from core.analysis.attribute import Attribution
 from core.decode.trace import attention_grid, attention_matrix
+from core.model.attention import Head
 from tt_cli.tui.session import Decoding
 from tt_cli.tui.state import Cell, ViewState
 from tt_cli.tui.widgets.explain import FAMILY_NAMES
@@ -21,7 +22,7 @@ def picture(
     d: Decoding,
     rule: AlignRule = DEFAULT_RULE,
     ranking: Sequence[dict] = (),
-    sinks: Collection[tuple[str, int, int]] = (),
+    sinks: Collection[Head] = (),
     full_cross: Sequence | None = None,
 ) -> HeatmapData:
     """The heatmap for a view: one family, layer and head (None = mean), or the grid of all of them.
