@@ -80,7 +80,7 @@ def test_bleu_metric_of_the_intact_model_is_its_greedy_bleu(tiny_loaded):
     from core.evaluate import corpus_scores
 
     ablation = ablate_heads(tiny_loaded, PAIRS, metric="bleu", heads=[Head("cross", 1, 0)])
-    hyps = [t.text for t in translate_lines(tiny_loaded, [p[0] for p in PAIRS], TranslateOptions(greedy=True))]
+    hyps = [t.text for t in translate_lines(tiny_loaded, [p[0] for p in PAIRS], TranslateOptions(method="greedy"))]
     assert ablation.intact == corpus_scores(hyps, [[p[1] for p in PAIRS]]).bleu
 
 

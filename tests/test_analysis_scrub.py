@@ -47,7 +47,7 @@ def test_one_point_per_checkpoint_oldest_first(run_dir):
     assert [p.step for p in points] == [100, 200]
     for p in points:
         loaded = load_model(p.path)
-        t = next(translate_lines(loaded, [PROBE], TranslateOptions(greedy=True)))
+        t = next(translate_lines(loaded, [PROBE], TranslateOptions(method="greedy")))
         assert p.translation == t.text  # the traced output is the greedy output of that checkpoint
         assert p.logprob == pytest.approx(sum(t.token_logprobs), abs=1e-4)
         assert all(len(s.candidates) == 3 for s in p.steps)

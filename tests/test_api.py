@@ -51,13 +51,13 @@ def test_import_core_stays_light():
 
 @pytest.fixture(scope="module")
 def translator(tiny_model_dir):
-    return Translator(tiny_model_dir, device="cpu", greedy=True)
+    return Translator(tiny_model_dir, device="cpu", method="greedy")
 
 
 def test_results_match_translate_lines_and_the_json_keys(translator, tiny_loaded, tiny_model_dir):
     sentences = ["Je suis étudiant.", "", "Il est médecin."]
     results = translator.translate(sentences)
-    expected = list(translate_lines(tiny_loaded, sentences, TranslateOptions(greedy=True)))
+    expected = list(translate_lines(tiny_loaded, sentences, TranslateOptions(method="greedy")))
     assert [r.text for r in results] == [t.text for t in expected] == ["I am a student.", "", "He is a doctor."]
     assert [r.index for r in results] == [0, 1, 2] and all(isinstance(r, Result) for r in results)
     # to_dict() has exactly the keys and values of `tt translate --json` for the same sentence.
@@ -70,7 +70,7 @@ def test_results_match_translate_lines_and_the_json_keys(translator, tiny_loaded
 
 
 def test_options_per_call_and_traces(translator):
-    beams = translator.translate(["Le chat dort."], beam=4, greedy=False, n_best=2)[0]
+    beams = translator.translate(["Le chat dort."], beam=4, method="beam", n_best=2)[0]
     assert len(beams.n_best) == 2 and beams.n_best[0].text == beams.text
     assert len(beams.to_dict()["n_best"]) == 2
     assert beams.steps is None
@@ -88,7 +88,7 @@ def test_bad_calls_are_clear(translator, tmp_path):
     with pytest.raises(TypeError, match=r"a list of sentences; for one: translate\(\[text\]\)\[0\]"):
         translator.translate("Je suis étudiant.")
     with pytest.raises(TTError, match="--beam must be at least 1"):
-        translator.translate(["Bonjour."], beam=0, greedy=False)
+        translator.translate(["Bonjour."], beam=0, method="beam")
     with pytest.raises(TTError, match="no such model directory"):
         Translator(tmp_path / "nowhere")
 
@@ -101,7 +101,7 @@ def test_tt_model_chooses_the_model_of_translate_and_eval(tiny_model_dir, tiny_l
     env = {"TT_MODEL": str(tiny_model_dir)}
     result = runner.invoke(app, ["translate", "--greedy", "--json", "Le chien mange."], env=env)
     assert result.exit_code == 0, result.stderr
-    expected = next(translate_lines(tiny_loaded, ["Le chien mange."], TranslateOptions(greedy=True)))
+    expected = next(translate_lines(tiny_loaded, ["Le chien mange."], TranslateOptions(method="greedy")))
     assert json.loads(result.stdout)["token_ids"] == expected.tokens  # the tiny model's 120-piece ids
 
     (tmp_path / "s.fr").write_text("Le chien mange.\n", encoding="utf-8")

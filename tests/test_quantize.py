@@ -53,8 +53,8 @@ def test_quantized_copies_leave_the_model_alone_and_translate_the_samples_alike(
     assert fast is not shipped.model
     for k, v in shipped.model.state_dict().items():
         assert torch.equal(v, before[k]), k
-    reference = translate(shipped, SAMPLES, greedy=True)
-    quantized = translate(shipped, SAMPLES, mode, greedy=True)
+    reference = translate(shipped, SAMPLES, method="greedy")
+    quantized = translate(shipped, SAMPLES, mode, method="greedy")
     assert sum(a == b for a, b in zip(reference, quantized)) >= len(SAMPLES) - 1, list(zip(reference, quantized))
 
 
@@ -82,6 +82,6 @@ def test_bleu_on_the_held_out_split_stays_within_0_3_of_fp32(shipped, mode):
     card = json.loads((SHIPPED / "card.json").read_text())["test_sets"]["tatoeba-test"]
     pairs = heldout_range(read_corpus(SHARED_DATA / card["file"]), *card["buckets"])
     sources, refs = [p.src for p in pairs], [[p.tgt for p in pairs]]
-    fp32 = sacrebleu.corpus_bleu(translate(shipped, sources, greedy=True), refs).score
-    fast = sacrebleu.corpus_bleu(translate(shipped, sources, mode, greedy=True), refs).score
+    fp32 = sacrebleu.corpus_bleu(translate(shipped, sources, method="greedy"), refs).score
+    fast = sacrebleu.corpus_bleu(translate(shipped, sources, mode, method="greedy"), refs).score
     assert abs(fast - fp32) <= 0.3, (mode, fp32, fast)

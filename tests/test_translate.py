@@ -18,7 +18,7 @@ from core.decode.translate import TranslateOptions, read_lines, translate_lines
 from core.errors import ConfigError, DataError, TTError
 from tests.conftest import TINY_TSV
 
-GREEDY = TranslateOptions(greedy=True)
+GREEDY = TranslateOptions(method="greedy")
 SOURCES = [line.split("\t")[0] for line in TINY_TSV.read_text(encoding="utf-8").splitlines()]
 
 
@@ -29,7 +29,7 @@ def run(loaded, lines, options=GREEDY):
 def test_batched_sorted_output_matches_one_at_a_time(tiny_loaded):
     # Lines of different lengths, in batches of 3 inside chunks of 12: sorting must be undone.
     lines = SOURCES[:10] + ["Je suis étudiant. Il est médecin. Tu es étudiant."] + SOURCES[10:14]
-    batched = run(tiny_loaded, lines, TranslateOptions(greedy=True, batch_size=3))
+    batched = run(tiny_loaded, lines, TranslateOptions(method="greedy", batch_size=3))
     single = [run(tiny_loaded, [line])[0] for line in lines]
     assert [t.index for t in batched] == list(range(len(lines)))
     assert [t.source for t in batched] == lines
@@ -52,7 +52,7 @@ def test_streaming_reads_ahead_at_most_one_chunk(tiny_loaded):
             pulled += 1
             yield SOURCES[i % len(SOURCES)]
 
-    stream = translate_lines(tiny_loaded, lines(), TranslateOptions(greedy=True, batch_size=2))
+    stream = translate_lines(tiny_loaded, lines(), TranslateOptions(method="greedy", batch_size=2))
     first = next(stream)
     assert first.index == 0
     # One chunk of 4 batches in hand; the stdin reader thread keeps at most one more chunk queued
@@ -93,9 +93,10 @@ def test_read_lines_reports_file_and_line_of_bad_utf8():
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"greedy": True, "sample": True}, "exclude"),
+        ({"method": "nucleus"}, "method must be one of beam, greedy, sample, got 'nucleus'"),
         ({"n_best": 5, "beam": 2}, "cannot exceed"),
-        ({"n_best": 2, "greedy": True}, "needs beam"),
+        ({"n_best": 2, "method": "greedy"}, "needs beam"),
+        ({"n_best": 2, "method": "sample"}, "needs beam"),
         ({"temperature": 0.0}, "temperature"),
         ({"top_k": -1, "top_p": 2.0}, "top-k must be 0 .* top-p must be in"),
         ({"batch_size": 0}, "batch-size"),
@@ -104,6 +105,16 @@ def test_read_lines_reports_file_and_line_of_bad_utf8():
 def test_bad_options_are_config_errors(kwargs, message):
     with pytest.raises(ConfigError, match=message):
         TranslateOptions(**kwargs).validate()
+
+
+def test_one_beam_is_greedy_search(tiny_loaded):
+    """method="beam" with beam 1 runs greedy search, and says so (tt eval reports `options.search`)."""
+    one = TranslateOptions(beam=1)
+    assert (one.method, one.search) == ("beam", "greedy")
+    assert (
+        run(tiny_loaded, ["Je suis étudiant."], one)[0].tokens
+        == run(tiny_loaded, ["Je suis étudiant."], GREEDY)[0].tokens
+    )
 
 
 def test_beam_n_best_is_ranked_and_best_first(tiny_loaded):
@@ -115,14 +126,14 @@ def test_beam_n_best_is_ranked_and_best_first(tiny_loaded):
 
 
 def test_sampling_is_reproducible_with_a_seed(tiny_loaded):
-    opts = TranslateOptions(sample=True, seed=7, temperature=1.5)
+    opts = TranslateOptions(method="sample", seed=7, temperature=1.5)
     a = [t.text for t in run(tiny_loaded, SOURCES[:4], opts)]
     b = [t.text for t in run(tiny_loaded, SOURCES[:4], opts)]
     assert a == b
 
 
 def test_trace_matches_what_greedy_decoding_saw(tiny_loaded):
-    (t,) = run(tiny_loaded, ["Il est médecin."], TranslateOptions(greedy=True, with_attention=True))
+    (t,) = run(tiny_loaded, ["Il est médecin."], TranslateOptions(method="greedy", with_attention=True))
     src = pad_batch([t.source_tokens], 0)
     (hyp,) = greedy(tiny_loaded.model, src)
     steps = t.steps
@@ -196,7 +207,7 @@ def test_align_words_picks_the_source_word_with_most_mass():
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.text(max_size=40), max_size=6))
 def test_any_unicode_gives_one_translation_per_line(tiny_loaded, lines):
-    out = run(tiny_loaded, lines, TranslateOptions(greedy=True, batch_size=2, extra_len=8))
+    out = run(tiny_loaded, lines, TranslateOptions(method="greedy", batch_size=2, extra_len=8))
     assert [t.index for t in out] == list(range(len(lines)))
     for t in out:
         assert len(t.text.splitlines()) <= 1

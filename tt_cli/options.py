@@ -38,6 +38,15 @@ def load_model_for(model: Path | None, device: str = "auto", *, packed: bool = T
     return load_model(model, device=resolve_device(device), packed=packed)
 
 
+def method_of(greedy: bool, sample: bool = False) -> str:
+    """The decoding method --greedy and --sample ask for (beam search when neither)."""
+    from core.errors import ConfigError
+
+    if greedy and sample:
+        raise ConfigError("--greedy and --sample exclude each other")
+    return "sample" if sample else "greedy" if greedy else "beam"
+
+
 def set_threads(threads: int, few: bool) -> None:
     """Apply --threads. Thread start-up and synchronisation cost more than they save on the
     small matrices of a few sentences, and much more when other work shares the cores."""

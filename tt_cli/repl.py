@@ -96,11 +96,11 @@ class Settings:
         """The settings after a decoding command, and the line that says what changed."""
         o = self.options
         if command.name == "beam":
-            new = replace(o, beam=int(command.value), greedy=False, sample=False)
+            new = replace(o, beam=int(command.value), method="beam")
         elif command.name == "greedy":
-            new = replace(o, greedy=True, sample=False)
+            new = replace(o, method="greedy")
         elif command.name == "sample":
-            new = replace(o, sample=True, greedy=False, temperature=float(command.value))
+            new = replace(o, method="sample", temperature=float(command.value))
         elif command.name == "json":
             return replace(self, json=bool(command.value)), f"json {'on' if command.value else 'off'}"
         else:
@@ -109,9 +109,9 @@ class Settings:
 
 
 def describe(options: TranslateOptions) -> str:
-    if options.sample:
+    if options.search == "sample":
         return f"sampling, temperature {options.temperature:g}"
-    if options.greedy or options.beam == 1:
+    if options.search == "greedy":
         return "greedy search"
     return f"beam search, beam {options.beam}, α {options.alpha:g}"
 

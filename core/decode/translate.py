@@ -14,13 +14,16 @@ import queue
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import BinaryIO, Literal
 
 from core.checkpoint import LoadedModel
 from core.decode.search import EXTRA_LEN, check_sampling
 from core.decode.source import prepare_source
 from core.decode.trace import SourceTrace, StepTrace, trace_steps
 from core.errors import ConfigError, DataError
+
+Method = Literal["beam", "greedy", "sample"]
+METHODS: tuple[Method, ...] = ("beam", "greedy", "sample")
 
 # Characters that would split one output line into several for a reader using str.splitlines().
 _LINE_BREAKS = dict.fromkeys(map(ord, "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"), " ")
@@ -33,8 +36,7 @@ class TranslateOptions:
     beam: int = 4
     alpha: float = 0.6  # GNMT length penalty ((5 + |Y|) / 6)^α on beam scores
     n_best: int = 1  # hypotheses kept per sentence (beam search only)
-    greedy: bool = False
-    sample: bool = False
+    method: Method = "beam"  # beam search, greedy search, or sampling (temperature, top_k, top_p, seed)
     temperature: float = 1.0
     top_k: int = 0  # 0 = no top-k cut
     top_p: float = 1.0  # 1 = no nucleus cut
@@ -46,15 +48,15 @@ class TranslateOptions:
 
     def validate(self) -> TranslateOptions:
         problems = []
-        if self.greedy and self.sample:
-            problems.append("--greedy and --sample exclude each other")
+        if self.method not in METHODS:
+            problems.append(f"method must be one of {', '.join(METHODS)}, got {self.method!r}")
         if self.beam < 1:
             problems.append(f"--beam must be at least 1, got {self.beam}")
         if self.n_best < 1:
             problems.append(f"--n-best must be at least 1, got {self.n_best}")
-        if self.n_best > 1 and (self.greedy or self.sample):
+        if self.n_best > 1 and self.method != "beam":
             problems.append("--n-best needs beam search (not --greedy or --sample)")
-        if self.n_best > max(self.beam, 1) and not (self.greedy or self.sample):
+        if self.n_best > max(self.beam, 1) and self.method == "beam":
             problems.append(f"--n-best ({self.n_best}) cannot exceed --beam ({self.beam})")
         try:
             check_sampling(self.temperature, self.top_k, self.top_p)
@@ -69,10 +71,9 @@ class TranslateOptions:
         return self
 
     @property
-    def method(self) -> str:
-        if self.sample:
-            return "sample"
-        return "greedy" if self.greedy or self.beam == 1 else "beam"
+    def search(self) -> Method:
+        """The search that runs: beam search with one beam is greedy search."""
+        return "greedy" if self.method == "beam" and self.beam == 1 else self.method
 
 
 @dataclass
@@ -163,7 +164,7 @@ def _decode_batch(loaded: LoadedModel, sources: list[list[int]], options: Transl
     model, cfg = loaded.model, loaded.cfg
     device = next(model.parameters()).device
     src = decoding.pad_batch(sources, cfg.pad_id, device)  # (B, S)
-    method = options.method
+    method = options.search
     if method == "greedy":
         return [[h] for h in decoding.greedy(model, src, extra_len=options.extra_len)]
     if method == "sample":

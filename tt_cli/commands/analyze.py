@@ -347,7 +347,7 @@ def lens(
     from core.decode.translate import TranslateOptions, translate_lines
 
     loaded = _setup(model, device, threads)
-    t = next(translate_lines(loaded, [text], TranslateOptions(greedy=True)))
+    t = next(translate_lines(loaded, [text], TranslateOptions(method="greedy")))
     out_ids = t.tokens + [loaded.cfg.eos_id]
     steps = logit_lens(loaded, t.source_tokens, out_ids, top_k=top_k)
     if json_out:
@@ -424,7 +424,7 @@ def attribute(
         texts = lines[:limit] if limit else lines
     loaded = _setup(model, device, threads)
     results, agree, total = [], 0, 0
-    for t in translate_lines(loaded, texts, TranslateOptions(greedy=True, with_attention=True)):
+    for t in translate_lines(loaded, texts, TranslateOptions(method="greedy", with_attention=True)):
         if not t.steps:
             continue
         a = attribute_steps(loaded, t.source_tokens, [s.token for s in t.steps], method=method.value, ig_steps=ig_steps)

@@ -23,6 +23,7 @@ from tt_cli.options import (
     ModelOpt,
     ThreadsOpt,
     load_model_for,
+    method_of,
     set_threads,
 )
 
@@ -77,7 +78,7 @@ def evaluate(
     """
     from core.decode.translate import TranslateOptions
 
-    options = TranslateOptions(beam=beam, alpha=alpha, greedy=greedy, batch_size=batch_size).validate()
+    options = TranslateOptions(beam=beam, alpha=alpha, method=method_of(greedy), batch_size=batch_size).validate()
     sources, references = _inputs(src, ref, testset, langpair, errors.value)
     set_threads(threads, few=False)
     report = run(load_model_for(model, device), sources, references, options)
@@ -170,9 +171,9 @@ def _write_json(report: Report, options, testset: tuple[str, str] | None) -> Non
         "model": str(report.model),
         **({"testset": testset[0], "langpair": testset[1]} if testset else {}),
         "decoding": {
-            "method": options.method,
-            "beam": options.beam if options.method == "beam" else None,
-            "alpha": options.alpha if options.method == "beam" else None,
+            "method": options.search,
+            "beam": options.beam if options.search == "beam" else None,
+            "alpha": options.alpha if options.search == "beam" else None,
         },
     }
     sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
@@ -180,7 +181,7 @@ def _write_json(report: Report, options, testset: tuple[str, str] | None) -> Non
 
 def _write_table(report: Report, options, testset: tuple[str, str] | None) -> None:
     scores = report.scores
-    decoding = "greedy" if options.method == "greedy" else f"beam {options.beam}, α {options.alpha}"
+    decoding = "greedy" if options.search == "greedy" else f"beam {options.beam}, α {options.alpha}"
     if testset:
         decoding += f", {testset[0]} {testset[1]}"
     sys.stdout.write(

@@ -24,6 +24,7 @@ from tt_cli.options import (
     ModelOpt,
     ThreadsOpt,
     load_model_for,
+    method_of,
     set_threads,
 )
 from tt_cli.output import JsonWriter, Writer, show_attention, write_n_best, write_plain
@@ -144,8 +145,7 @@ def translate(
     decoding = dict(
         beam=beam,
         alpha=alpha,
-        greedy=greedy,
-        sample=sample,
+        method=method_of(greedy, sample),
         temperature=temperature,
         top_k=top_k,
         top_p=top_p,
