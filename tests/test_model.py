@@ -258,6 +258,6 @@ def test_return_layers_gives_the_residual_stream_after_each_decoder_layer(varian
     torch.testing.assert_close(model.generator(model.decoder_norm(dec.layers[-1])), dec.logits, **TOL)
     # The first layer's stream is what layer 0 makes of the embedded target.
     x = model.tgt_pos(model.tgt_embed(tgt))
-    first, _, _ = model.decoder_layers[0](x, enc.memory, enc.src_mask, None)
+    first, _, _ = model.decoder_layers[0](x, memory=enc.memory, src_mask=enc.src_mask, causal=True)
     torch.testing.assert_close(dec.layers[0], first, **TOL)
     assert model.decode(tgt, enc).layers is None

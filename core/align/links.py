@@ -182,10 +182,10 @@ def pair_attention(
             src[b, : len(s)], tgt_in[b, : len(t)] = torch.tensor(s), torch.tensor(t)
         enc = model.encode(src.to(device))
         cross = _cross(
-            model.decode(tgt_in.to(device), enc, need_weights=True, logits=False)
+            model.decode(tgt_in.to(device), enc, need_weights=True, skip_generator=True)
         )  # (B, n_layers, h, T+1, S)
         full = (
-            _cross(model.decode(tgt_in.to(device), enc, need_weights=True, logits=False, full_context=True))
+            _cross(model.decode(tgt_in.to(device), enc, need_weights=True, skip_generator=True, full_context=True))
             if full_context
             else None
         )
@@ -215,7 +215,7 @@ def full_context_cross(model, src_ids: list[int], out_ids: list[int]) -> list[to
     device = next(model.parameters()).device
     src = torch.tensor([src_ids], device=device)
     tgt_in = torch.tensor([[model.cfg.bos_id, *out_ids[:-1]]], device=device)
-    dec = model.decode(tgt_in, model.encode(src), need_weights=True, full_context=True, logits=False)
+    dec = model.decode(tgt_in, model.encode(src), need_weights=True, full_context=True, skip_generator=True)
     return list(_cross(dec)[0])
 
 

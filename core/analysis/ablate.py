@@ -97,7 +97,7 @@ def _encoder_from(model, x, src_mask, start: int, mask: HeadMask, inputs: list |
     for i in range(start, len(model.encoder_layers)):
         if inputs is not None:
             inputs.append(x)
-        x, _ = model.encoder_layers[i](x, src_mask, False, mask.layer("encoder_self", i))
+        x, _ = model.encoder_layers[i](x, src_mask=src_mask, head_mask=mask.layer("encoder_self", i))
     if inputs is not None:
         inputs.append(x)
     return x
@@ -109,7 +109,12 @@ def _decoder_from(model, x, memory, src_mask, start: int, mask: HeadMask, inputs
         if inputs is not None:
             inputs.append(x)
         x, _, _ = model.decoder_layers[i](
-            x, memory, src_mask, None, None, None, False, mask.layer("decoder_self", i), mask.layer("cross", i)
+            x,
+            memory=memory,
+            src_mask=src_mask,
+            causal=True,
+            self_head_mask=mask.layer("decoder_self", i),
+            cross_head_mask=mask.layer("cross", i),
         )
     if inputs is not None:
         inputs.append(x)

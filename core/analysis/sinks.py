@@ -104,7 +104,7 @@ def head_sinks(loaded: LoadedModel, pairs: Sequence[tuple[str, str]], *, max_tok
     n = 0
     for batch in pair_batches(encode_pairs(loaded, pairs), cfg.pad_id, cfg.bos_id, max_tokens, device):
         enc = model.encode(batch.src, need_weights=True)
-        dec = model.decode(batch.tgt_in, enc, need_weights=True, logits=False)
+        dec = model.decode(batch.tgt_in, enc, need_weights=True, skip_generator=True)
         src_real = batch.src != cfg.pad_id  # (B, S)
         tgt_real = batch.tgt_out != cfg.pad_id  # (B, T): BOS..last-but-one real, as tgt_in
         t = batch.tgt_in.size(1)

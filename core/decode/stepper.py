@@ -172,7 +172,6 @@ class Stepper:
     def _trim_cache(self, length: int) -> None:
         state: DecoderState = self.state
         for cache in state.self_attn:
-            if cache is not None:
-                cache.k = cache.k[:, :, :length]  # (1, h, length, d_k)
-                cache.v = cache.v[:, :, :length]
+            cache.k = cache.k[:, :, :length]  # (1, h, length, d_k)
+            cache.v = cache.v[:, :, :length]
         state.length = length

@@ -119,7 +119,7 @@ class GuidedAlignment:
         enc = model.encode(src)
         if self.full_context:
             logits = model.decode(tgt_in, enc).logits
-            dec = model.decode(tgt_in, enc, need_weights=True, full_context=True, logits=False)  # attention only
+            dec = model.decode(tgt_in, enc, need_weights=True, full_context=True, skip_generator=True)  # attention only
         else:
             dec = model.decode(tgt_in, enc, need_weights=True)
             logits = dec.logits
