@@ -74,7 +74,7 @@ def main() -> None:
     for _ in range(args.rounds):
         for name, options, subset in rows:
             start = time.perf_counter()
-            pieces = sum(len(t.tokens) for t in translate_lines(loaded, subset, options))
+            pieces = sum(len(t.token_ids) for t in translate_lines(loaded, subset, options))
             seconds = time.perf_counter() - start
             if name not in best or seconds < best[name][1]:
                 best[name] = (len(subset), seconds, pieces)

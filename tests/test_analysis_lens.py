@@ -18,7 +18,7 @@ PAIRS = [("Je suis étudiant.", "I am a student."), ("Le chat dort.", "The cat i
 def test_last_layer_is_the_model_and_greedy_output_ranks_first(tiny_loaded):
     cfg = tiny_loaded.cfg
     t = next(translate_lines(tiny_loaded, ["Je suis étudiant."], TranslateOptions(method="greedy")))
-    out = t.tokens + [cfg.eos_id]
+    out = t.token_ids + [cfg.eos_id]
     steps = logit_lens(tiny_loaded, t.source_tokens, out, top_k=3)
     assert [s.token for s in steps] == out and len(steps[0].layers) == cfg.n_decoder_layers
     for s, lp in zip(steps, t.token_logprobs):

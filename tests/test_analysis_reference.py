@@ -34,7 +34,9 @@ def test_rank_one_exactly_where_the_model_agrees(comparisons):
 
 def test_first_divergence_is_where_greedy_output_leaves_the_reference(tiny_loaded, comparisons):
     tok = tiny_loaded.tokenizer
-    greedy = [t.tokens for t in translate_lines(tiny_loaded, [p[0] for p in PAIRS], TranslateOptions(method="greedy"))]
+    greedy = [
+        t.token_ids for t in translate_lines(tiny_loaded, [p[0] for p in PAIRS], TranslateOptions(method="greedy"))
+    ]
     for c, out in zip(comparisons, greedy):
         ref = tok.encode(c.reference) + [tiny_loaded.cfg.eos_id]
         out = out + [tiny_loaded.cfg.eos_id]

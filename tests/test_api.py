@@ -102,7 +102,7 @@ def test_tt_model_chooses_the_model_of_translate_and_eval(tiny_model_dir, tiny_l
     result = runner.invoke(app, ["translate", "--greedy", "--json", "Le chien mange."], env=env)
     assert result.exit_code == 0, result.stderr
     expected = next(translate_lines(tiny_loaded, ["Le chien mange."], TranslateOptions(method="greedy")))
-    assert json.loads(result.stdout)["token_ids"] == expected.tokens  # the tiny model's 120-piece ids
+    assert json.loads(result.stdout)["token_ids"] == expected.token_ids  # the tiny model's 120-piece ids
 
     (tmp_path / "s.fr").write_text("Le chien mange.\n", encoding="utf-8")
     (tmp_path / "r.en").write_text("The dog is eating.\n", encoding="utf-8")

@@ -40,7 +40,7 @@ def test_batched_sorted_output_matches_one_at_a_time(tiny_loaded):
 def test_empty_and_whitespace_lines_give_empty_translations(tiny_loaded):
     out = run(tiny_loaded, ["", "Je suis étudiant.", "   \t ", ""])
     assert [t.text for t in out] == ["", "I am a student.", "", ""]
-    assert out[2].tokens == [] and out[2].source_tokens == []
+    assert out[2].token_ids == [] and out[2].source_tokens == []
 
 
 def test_streaming_reads_ahead_at_most_one_chunk(tiny_loaded):
@@ -112,17 +112,17 @@ def test_one_beam_is_greedy_search(tiny_loaded):
     one = TranslateOptions(beam=1)
     assert (one.method, one.search) == ("beam", "greedy")
     assert (
-        run(tiny_loaded, ["Je suis étudiant."], one)[0].tokens
-        == run(tiny_loaded, ["Je suis étudiant."], GREEDY)[0].tokens
+        run(tiny_loaded, ["Je suis étudiant."], one)[0].token_ids
+        == run(tiny_loaded, ["Je suis étudiant."], GREEDY)[0].token_ids
     )
 
 
 def test_beam_n_best_is_ranked_and_best_first(tiny_loaded):
     (t,) = run(tiny_loaded, ["Je suis étudiant."], TranslateOptions(beam=4, n_best=3))
-    scores = [a.score for a in t.alternatives]
-    assert len(t.alternatives) == 3 and scores == sorted(scores, reverse=True)
-    assert t.text == t.alternatives[0].text == "I am a student."
-    assert len({a.text for a in t.alternatives}) == 3
+    scores = [a.score for a in t.n_best]
+    assert len(t.n_best) == 3 and scores == sorted(scores, reverse=True)
+    assert t.text == t.n_best[0].text == "I am a student."
+    assert len({a.text for a in t.n_best}) == 3
 
 
 def test_sampling_is_reproducible_with_a_seed(tiny_loaded):

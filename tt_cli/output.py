@@ -142,8 +142,8 @@ def write_plain(out: TextIO, t: Translation, attribution: Attribution | None = N
 
 def write_n_best(out: TextIO, t: Translation, attribution: Attribution | None = None) -> None:
     """Moses n-best lines, `i ||| text ||| score`; a sentence without alternatives (empty) stays one line."""
-    if t.alternatives:
-        out.writelines(f"{t.index} ||| {a.text} ||| {a.score:.4f}\n" for a in t.alternatives)
+    if t.n_best:
+        out.writelines(f"{t.index} ||| {a.text} ||| {a.score:.4f}\n" for a in t.n_best)
     else:
         out.write(t.text + "\n")
 

@@ -234,8 +234,8 @@ class Repl:
         if (
             t.steps is None and t.source_tokens
         ):  # traced on demand: a teacher-forced pass costs about one decoding step per piece
-            eos = [self.loaded.cfg.eos_id] if len(t.token_logprobs) > len(t.tokens) else []
-            t.source_trace, t.steps = trace_steps(self.loaded, t.source_tokens, t.tokens + eos, text=t.source)
+            eos = [self.loaded.cfg.eos_id] if t.eos_produced else []
+            t.source_trace, t.steps = trace_steps(self.loaded, t.source_tokens, t.token_ids + eos, text=t.source)
         if not t.steps:
             say("the last translation is empty: no attention to show")
             return

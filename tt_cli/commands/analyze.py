@@ -348,7 +348,7 @@ def lens(
 
     loaded = _setup(model, device, threads)
     t = next(translate_lines(loaded, [text], TranslateOptions(method="greedy")))
-    out_ids = t.tokens + [loaded.cfg.eos_id]
+    out_ids = t.token_ids + [loaded.cfg.eos_id]
     steps = logit_lens(loaded, t.source_tokens, out_ids, top_k=top_k)
     if json_out:
         _print_json(

@@ -286,7 +286,7 @@ def run(loaded, lines, options, out, job: Job, *, to_terminal: bool) -> None:
             if warned <= MAX_WARNINGS:
                 print(f"tt: warning: {w}", file=sys.stderr)  # one line each, never wrapped
         attributed = None
-        if job.attribution is not None and t.tokens:
+        if job.attribution is not None and t.token_ids:
             from core.analysis.attribute import attribute
 
             attributed = attribute(
