@@ -19,7 +19,7 @@ from core.data.tokenizer import Tokenizer
 from core.decode.search import check_sampling
 from core.errors import TTError
 from core.model.attention import HeadMask
-from core.model.transformer import Decoded, Encoded, Transformer
+from core.model.transformer import Decoded, Encoded
 
 
 @dataclass(frozen=True)
@@ -98,15 +98,6 @@ def attention_trace(enc: Encoded, dec: Decoded | None = None) -> AttentionTrace:
         trace.decoder_self = [a.weights for a in dec.self_attention or []]
         trace.cross = [a.weights for a in dec.cross_attention or []]
     return trace
-
-
-def teacher_forced(
-    model: Transformer, src: torch.Tensor, tgt_in: torch.Tensor, *, head_mask: HeadMask | None = None
-) -> tuple[torch.Tensor, AttentionTrace]:
-    """One teacher-forced pass: logits (B, T, vocab) and every attention matrix of the batch."""
-    enc = model.encode(src, need_weights=True, head_mask=head_mask)
-    dec = model.decode(tgt_in, enc, need_weights=True, head_mask=head_mask)
-    return dec.logits, attention_trace(enc, dec)
 
 
 def source_trace(tokenizer: Tokenizer, text: str, ids: list[int], enc: Encoded) -> SourceTrace:

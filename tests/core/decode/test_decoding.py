@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-from pathlib import Path
 
 import pytest
 import torch
@@ -20,10 +19,9 @@ from core.decode.search import (
 from core.model.attention import KVCache
 from core.model.config import preset
 from core.model.transformer import Transformer
+from tests.conftest import TINY_TSV
 
-FIXTURE_FR = [
-    line.split("\t")[0] for line in (Path(__file__).parent / "fixtures" / "tiny.tsv").read_text("utf-8").splitlines()
-][:6]
+FIXTURE_FR = [line.split("\t")[0] for line in TINY_TSV.read_text("utf-8").splitlines()][:6]
 
 
 def random_model(vocab_size: int = 16, seed: int = 0, **overrides) -> Transformer:

@@ -18,16 +18,15 @@ import struct
 import sys
 import termios
 import time
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from core.decode.translate import TranslateOptions
+from tests.conftest import ROOT
 from tt_cli.main import app
 from tt_cli.repl import Command, CommandError, Settings, history_path, parse_command
 
-ROOT = Path(__file__).resolve().parent.parent
 WAIT = 120.0  # seconds before a missing prompt counts as a hang (a loaded 2-core machine is slow to import torch)
 ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][0-9A-B]|\r")
 

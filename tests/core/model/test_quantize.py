@@ -7,7 +7,6 @@ The data-free tests check the shipped model on fixed sample sentences and throug
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 import torch
@@ -16,9 +15,9 @@ from typer.testing import CliRunner
 from core.checkpoint import load_model
 from core.decode.translate import TranslateOptions, translate_lines
 from core.model.fast import fast_model
+from tests.conftest import ROOT
 from tt_cli.main import app
 
-ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "weights"
 SAMPLES = [
     "Je suis étudiant.",

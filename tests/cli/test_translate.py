@@ -7,13 +7,13 @@ import os
 import pty
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from tests.conftest import ROOT
 from tt_cli.main import app
 
 runner = CliRunner()
@@ -210,7 +210,7 @@ def test_terminal_stdin_without_arguments_is_a_usage_error(tiny_model_dir):
             text=True,
             timeout=300,
             env={**os.environ, "OMP_NUM_THREADS": "1"},
-            cwd=Path(__file__).resolve().parent.parent,
+            cwd=ROOT,
         )
     finally:
         os.close(follower)

@@ -10,7 +10,7 @@ import torch
 from core.decode.search import greedy
 from core.decode.source import prepare_source
 from core.decode.stepper import Stepper
-from core.decode.trace import teacher_forced, top_candidates
+from core.decode.trace import attention_trace, top_candidates
 from core.errors import TTError
 
 SENTENCE = "Je suis étudiant."
@@ -37,7 +37,9 @@ def test_step_attention_equals_teacher_forced_trace(tiny_loaded, stepper):
     src = torch.tensor([stepper.source.tokens])
     tgt_in = torch.tensor([stepper.target_inputs])  # (1, T)
     with torch.inference_mode():
-        logits, trace = teacher_forced(tiny_loaded.model, src, tgt_in)
+        enc = tiny_loaded.model.encode(src, need_weights=True)
+        dec = tiny_loaded.model.decode(tgt_in, enc, need_weights=True)
+        logits, trace = dec.logits, attention_trace(enc, dec)
     for layer, enc in enumerate(trace.encoder_self):
         torch.testing.assert_close(stepper.source.encoder_self[layer], enc[0])
     for t, step in enumerate(stepper.steps):

@@ -22,8 +22,7 @@ from core.data.tokenizer import Tokenizer
 from core.errors import CheckpointError, TTError
 from core.model.config import preset
 from core.model.transformer import Transformer
-
-TINY_TSV = Path(__file__).resolve().parent / "fixtures" / "tiny.tsv"
+from tests.conftest import TINY_TSV
 
 
 @pytest.fixture(scope="module")

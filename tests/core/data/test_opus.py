@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from core.data.corpora import opus_source, source
 from core.data.download import DownloadError, fetch
 from core.data.readers import read_corpus
-from tests.test_download import server  # noqa: F401 - the 127.0.0.1 Range server fixture
+from tests.core.data.test_download import server  # noqa: F401 - the 127.0.0.1 Range server fixture
 from tt_cli.main import app
 
 UPSTREAM = "https://object.pouta.csc.fi"

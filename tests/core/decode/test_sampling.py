@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import pytest
 import torch
@@ -20,11 +19,10 @@ from typer.testing import CliRunner
 from core.decode.search import greedy, pad_batch, sample
 from core.model.config import preset
 from core.model.transformer import Transformer
+from tests.conftest import TINY_TSV
 from tt_cli.main import app
 
-FIXTURE_FR = [
-    line.split("\t")[0] for line in (Path(__file__).parent / "fixtures" / "tiny.tsv").read_text("utf-8").splitlines()
-][:6]
+FIXTURE_FR = [line.split("\t")[0] for line in TINY_TSV.read_text("utf-8").splitlines()][:6]
 N = 6000  # draws per distribution: one batch of N copies of one source, one piece each
 
 

@@ -14,6 +14,7 @@ from textual.binding import Binding
 from textual.widgets import Static
 from typer.testing import CliRunner
 
+from core.decode.search import EXTRA_LEN
 from core.decode.stepper import Stepper
 from tests.conftest import FIXTURES
 from tt_cli.main import app as cli
@@ -21,7 +22,6 @@ from tt_cli.tui.app import make_app
 from tt_cli.tui.screens.ask import AskScreen
 from tt_cli.tui.screens.help import HelpScreen
 from tt_cli.tui.screens.views import ViewsScreen
-from tt_cli.tui.session import EXTRA_LEN
 from tt_cli.tui.widgets.beam import BeamView
 from tt_cli.tui.widgets.distribution import Distribution
 from tt_cli.tui.widgets.footer import Footer

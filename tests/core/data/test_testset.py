@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, TINY_TSV
-from tests.test_download import server  # noqa: F401 - the 127.0.0.1 Range server fixture
+from tests.core.data.test_download import server  # noqa: F401 - the 127.0.0.1 Range server fixture
 
 PAIRS = [line.split("\t") for line in TINY_TSV.read_text(encoding="utf-8").splitlines()][:12]
 
@@ -172,7 +172,7 @@ def walkthrough() -> list[list[str]]:
 def test_the_readme_walkthrough_runs_offline(server, sacrebleu_dir, tmp_path):  # noqa: F811
     """Each README command as written, with only what this machine needs added after it: the local
     server for OPUS, the temporary cache, and a tiny model and a few steps instead of a day of training."""
-    from tests.test_opus import opus_zip, serve
+    from tests.core.data.test_opus import opus_zip, serve
 
     cache = tmp_path / "cache"
     base = serve(server, "Europarl", "v8", opus_zip(pairs=PAIRS * 20))

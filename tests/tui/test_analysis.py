@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 
 from core.analysis.tracefile import load_trace, save_trace
 from core.decode.stepper import Stepper
-from tests.test_tui import SENTENCE, drive, keys, text_of
+from tests.tui.test_tui import SENTENCE, drive, keys, text_of
 from tt_cli.main import app as cli
 from tt_cli.tui.widgets.distribution import Distribution
 from tt_cli.tui.widgets.heatmap import Heatmap

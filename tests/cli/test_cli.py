@@ -30,7 +30,7 @@ def test_every_command_is_wired():
 
 
 def test_shared_options_are_one_definition():
-    # That $TT_MODEL then picks the model of translate and eval: tests/test_api.py.
+    # That $TT_MODEL then picks the model of translate and eval: tests/core/test_api.py.
     helps = {name: params(name)["model"].help for name in ("translate", "eval", "inspect", "align")}
     assert set(helps.values()) == {"Model directory (default: $TT_MODEL, else the shipped model)."}
     for name in ("translate", "eval", "align", "train"):

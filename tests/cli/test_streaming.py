@@ -14,13 +14,12 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
 from core.decode.translate import _chunks
+from tests.conftest import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 DEADLINE_S = 120  # far above a tiny model's answer time, far below "waits for EOF" (forever)
 
 

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 from core.data.readers import read_corpus
 from scripts.align_by_length import joined
-from tests.conftest import TINY_TSV
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.conftest import ROOT, TINY_TSV
 
 
 def test_joined_pairs_move_their_links():

@@ -8,7 +8,7 @@ import torch
 
 from core.analysis.attribute import attribute
 from core.analysis.lens import logit_lens
-from tests.test_tui import SENTENCE, drive, keys, settle, text_of
+from tests.tui.test_tui import SENTENCE, drive, keys, settle, text_of
 from tt_cli.tui.picture import attribution_matrix
 from tt_cli.tui.widgets.heatmap import Heatmap
 from tt_cli.tui.widgets.lens import LensView
