@@ -68,12 +68,12 @@ def by_hand(model, src: list[int], tgt_in: list[int], family: str, layer: int):
     if family == "encoder_self":
         x = model.src_pos(model.src_embed(src_t))  # (1, S, d_model)
         for below in model.encoder_layers[:layer]:
-            x, _ = below(x, enc.src_mask)
+            x, _ = below(x, src_mask=enc.src_mask)
         block = model.encoder_layers[layer]
         return block.self_attn, block.self_attn_norm.sublayer_input(x), None, enc.src_mask, False
     x = model.tgt_pos(model.tgt_embed(tgt_t))  # (1, T, d_model)
     for below in model.decoder_layers[:layer]:
-        x, _, _ = below(x, enc.memory, enc.src_mask, None)
+        x, _, _ = below(x, memory=enc.memory, src_mask=enc.src_mask, causal=True)
     block = model.decoder_layers[layer]
     y = block.self_attn_norm.sublayer_input(x)
     if family == "decoder_self":
