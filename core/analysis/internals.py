@@ -54,9 +54,10 @@ def add_norm_trace(add_norm: AddNorm, x: torch.Tensor, sublayer: torch.Tensor) -
     var = normed.var(-1, unbiased=False)  # (S,) LayerNorm divides by N, not N − 1
     std = torch.sqrt(var + ln.eps)
     x_hat = (normed - mean[:, None]) / std[:, None]
-    scaled = x_hat * ln.weight + ln.bias
+    scaled = x_hat * ln.weight.detach() + ln.bias.detach()
     out = total if add_norm.pre else scaled
-    return AddNormTrace(x, sublayer, total, normed, mean, std, x_hat, ln.weight, ln.bias, out, not add_norm.pre)
+    gamma, beta = ln.weight.detach(), ln.bias.detach()
+    return AddNormTrace(x, sublayer, total, normed, mean, std, x_hat, gamma, beta, out, not add_norm.pre)
 
 
 @dataclass
