@@ -122,3 +122,22 @@ def test_live_numbers_come_from_core(tiny_loaded):
     assert emb["‖E·√d‖, ‖PE‖"].startswith(f"{norm:.2f}")
     assert math.isclose(float(walk.positions[1].norm()), float(emb["‖E·√d‖, ‖PE‖"].split(", ")[1]), abs_tol=0.01)
     assert torch.is_tensor(walk.memory)
+
+
+@pytest.mark.parametrize("overrides", [{"n_encoder_layers": 3, "n_decoder_layers": 1}, {"norm": "pre", "h": 2}])
+def test_every_step_and_claim_on_other_shapes(tiny_loaded, overrides):
+    """Unequal encoder/decoder depths, pre-norm, another head count: every view and claim still runs."""
+    from core.analysis.claims import VERDICTS, all_claims
+    from core.checkpoint import LoadedModel
+    from core.model.config import preset
+    from core.model.transformer import Transformer
+
+    torch.manual_seed(0)
+    cfg = preset("tiny", vocab_size=tiny_loaded.cfg.vocab_size, **overrides)
+    loaded = LoadedModel(Transformer(cfg).eval(), tiny_loaded.tokenizer, tiny_loaded.path, {})
+    for s in STEPS:
+        assert live_numbers(s, loaded), s.key
+    layers = dict(live_numbers(step("encoder_stack"), loaded))
+    assert sum(k.startswith("layer ") for k in layers) == cfg.n_encoder_layers
+    claims = all_claims(loaded, [("Je suis étudiant.", "I am a student.")], timing=False)
+    assert all(c.verdict in VERDICTS for c in claims)
