@@ -328,7 +328,7 @@ def multihead_cost(d_model: int, h: int, length: int = 64, repeats: int = 5) -> 
         f"{h} heads of d_k = {d_model // h} are about {h}× cheaper than one head of d_model",
         "001 (Computational & memory efficiency)",
         f"one attention sub-layer, T = {length}: {times[h] * 1e3:.2f} ms with {h} heads, {times[1] * 1e3:.2f} ms with one "
-        f"(ratio {ratio:.2f}); Q Kᵀ is T²·d_model multiply-adds either way",
+        f"(ratio {ratio:.2f}, {cpu_name()}); Q Kᵀ is T²·d_model multiply-adds either way",
         verdict,
         "splitting d_model into heads divides the work per head, not the total",
         {"seconds": {str(k): v for k, v in times.items()}, "ratio": ratio, "length": length, "cpu": cpu_name()},
@@ -355,7 +355,7 @@ def attention_quadratic(model, lengths: Sequence[int] = (64, 128, 256, 512, 1024
         "self-attention costs O(N²) in the sentence length",
         "001 (Quadratic complexity)",
         f"softmax(QKᵀ/√d_k)V time ∝ N^{s_core:.2f} for N = {tail[0]}–{tail[-1]}; a whole encoder layer ∝ N^{s_layer:.2f} "
-        f"for N = {lengths[0]}–{lengths[2]}",
+        f"for N = {lengths[0]}–{lengths[2]} ({cpu_name()})",
         verdict,
         "the attention core is quadratic; at sentence lengths the linear layers dominate a layer's time",
         {
