@@ -289,21 +289,25 @@ def embed_position(walk: EncoderWalk, position: int) -> EmbedPosition:
 
 
 # --------------------------------------------------------------------------------- tensor shapes
-def shape_strip(walk: EncoderWalk, layer: int = 0) -> list[tuple[str, tuple[int, ...]]]:
-    """The shapes of one encoder self-attention, read off the live tensors of the walk."""
-    trace = walk.layers[layer]
-    a = trace.attention
-    b, h, s, d_k = a.q.shape
+def attention_shapes(a: AttentionInternals) -> list[tuple[str, tuple[int, ...]]]:
+    """The shapes of one attention sub-layer, read off its live tensors: 1×T×d_model → h×T×d_k →
+    weights h×T×S → concat → W^O. T queries, S keys (S = T for self-attention)."""
+    b, h, t, d_k = a.q.shape
     return [
-        ("x", (b, *trace.input.shape)),
+        ("x", (b, t, h * d_k)),
         ("Q = x W^Q, split into heads", tuple(a.q.shape)),
         ("K, V", tuple(a.k.shape)),
         ("Q Kᵀ / √d_k", tuple(a.scores.shape)),
         ("softmax → weights", tuple(a.weights.shape)),
         ("weights · V", tuple(a.heads.shape)),
-        ("concat heads", (b, s, h * d_k)),
-        ("· W^O", (b, *trace.attention_norm.sublayer.shape)),
+        ("concat heads", (b, t, h * d_k)),
+        ("· W^O", (b, t, h * d_k)),
     ]
+
+
+def shape_strip(walk: EncoderWalk, layer: int = 0) -> list[tuple[str, tuple[int, ...]]]:
+    """`attention_shapes` of one encoder self-attention of the walk."""
+    return attention_shapes(walk.layers[layer].attention)
 
 
 def unscaled_weights(internals: AttentionInternals) -> torch.Tensor:

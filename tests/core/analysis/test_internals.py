@@ -9,6 +9,7 @@ import torch
 
 from core.analysis.internals import (
     add_norm_trace,
+    attention_shapes,
     contextual_similarity,
     embed_position,
     encoder_walk,
@@ -130,7 +131,13 @@ def test_embed_position_and_shapes():
     cfg = model.cfg
     assert strip["Q = x W^Q, split into heads"] == (1, cfg.h, len(IDS), cfg.d_k)
     assert strip["softmax → weights"] == (1, cfg.h, len(IDS), len(IDS))
-    assert strip["· W^O"] == (1, len(IDS), cfg.d_model)
+    assert strip["· W^O"] == (1, len(IDS), cfg.d_model) == tuple(walk.layers[0].attention_norm.sublayer[None].shape)
+    with torch.no_grad():
+        enc = model.encode(torch.tensor([IDS]))
+        dec = model.decode(torch.tensor([[2, 7, 8]]), enc, need_weights=True)
+    cross = dict(attention_shapes(dec.cross_attention[0]))
+    assert cross["softmax → weights"] == (1, cfg.h, 3, len(IDS))  # h × T × S
+    assert cross["concat heads"] == (1, 3, cfg.d_model)
 
 
 def test_unscaled_weights_leave_out_the_division():
