@@ -2,18 +2,16 @@
 
 Every function returns a `Claim`: what the notes say (and where), the figure measured, a verdict —
 "holds", "does not hold" or "depends" — and one line saying why. The thresholds are named constants
-here so a reader can disagree with them in one place. `all_claims` runs the set;
-`tt analyze claims` and scripts/claims.py print it. Timing claims report measured seconds on the
-machine at hand (never asserted in tests).
+beside each claim so a reader can disagree with them in one place. This module holds the claims
+read off the model's weights and activations; the timed ones are in core.analysis.timing, the
+held-out quality ones in core.analysis.quality. `all_claims` runs the set; `tt analyze claims` and
+scripts/claims.py print it.
 """
 
 from __future__ import annotations
 
-import math
 import statistics
-import time
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
 
 import torch
 
@@ -27,16 +25,42 @@ from core.analysis.internals import (
     source_walk,
 )
 from core.analysis.patterns import Patterns, head_patterns
-from core.model.attention import MultiHeadAttention, scaled_dot_product_attention
+from core.analysis.quality import beam_beats_greedy, bleu_by_length, quality_by_length, translate_all
+from core.analysis.timing import attention_quadratic, cpu_name, multihead_cost
+from core.analysis.verdict import DEPENDS, FAILS, HOLDS, VERDICTS, Claim, slope
 
-HOLDS, FAILS, DEPENDS = "holds", "does not hold", "depends"
-VERDICTS = (HOLDS, FAILS, DEPENDS)
+__all__ = [
+    "DEPENDS",
+    "FAILS",
+    "HOLDS",
+    "VERDICTS",
+    "Claim",
+    "all_claims",
+    "attention_distance",
+    "attention_quadratic",
+    "beam_beats_greedy",
+    "bleu_by_length",
+    "cpu_name",
+    "disambiguates",
+    "ffn_share",
+    "heads_differ",
+    "il_attends_animal",
+    "multihead_cost",
+    "permutation_error",
+    "positions_matter",
+    "quality_by_length",
+    "random_dot_variance",
+    "real_head_variance",
+    "slope",
+    "sqrt_dk_saturation",
+    "translate_all",
+    "variance_grows",
+]
 
 SATURATION_GAP = 0.2  # unscaled minus scaled saturated-row share for "√d_k prevents saturation"
 VARIANCE_SLOPE = (0.9, 1.1)  # log Var(q·k) against log d_k: linear growth means a slope near 1
 HEADS_DIFFER = 0.25  # mean total-variation distance between the heads of a layer
 PERMUTATION_TOL = 1e-4  # max |f(πx) − π f(x)| that still counts as equivariant (float error)
-QUADRATIC_SLOPE = 1.7  # log time against log N at the largest lengths
 
 # The notes' sentences, and sense pairs for the disambiguation claim: (word, same sense, same sense, other sense).
 ANIMAL = "L'animal n'a pas traversé la rue parce qu'il était fatigué."
@@ -53,20 +77,6 @@ PROBES = (
     ANIMAL,
     "L'accord sur la zone économique européenne a été signé en août 1992.",
 )
-
-
-@dataclass(frozen=True)
-class Claim:
-    key: str
-    claim: str  # what the notes say
-    source: str  # which note says it
-    figure: str  # what was measured, one line
-    verdict: str  # holds / does not hold / depends
-    why: str  # one line: what the verdict rests on
-    values: dict = field(default_factory=dict)  # the numbers behind the figure, JSON-ready
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def _pairs(sources: Sequence[str], references: Sequence[str] | None) -> list[tuple[str, str]]:
@@ -106,13 +116,6 @@ def random_dot_variance(
         q, k = torch.randn(n, d, generator=g, dtype=torch.float64), torch.randn(n, d, generator=g, dtype=torch.float64)
         out[d] = float((q * k).sum(-1).var())
     return out
-
-
-def slope(xs: Sequence[float], ys: Sequence[float]) -> float:
-    """Least-squares slope of log y against log x."""
-    lx, ly = [math.log(x) for x in xs], [math.log(y) for y in ys]
-    mx, my = statistics.fmean(lx), statistics.fmean(ly)
-    return sum((a - mx) * (b - my) for a, b in zip(lx, ly)) / sum((a - mx) ** 2 for a in lx)
 
 
 @torch.inference_mode()
@@ -299,159 +302,6 @@ def ffn_share(model) -> Claim:
         verdict,
         "two thirds is one encoder layer (d_ff = 4·d_model); decoder layers have two attentions and embeddings add more",
         {"groups": b.groups, "total": b.total, "encoder_layer": b.encoder_layer},
-    )
-
-
-# ----------------------------------------------------------------------------------------- timing
-def _time(fn: Callable[[], object], repeats: int) -> float:
-    fn()  # warm-up: allocation, kernel choice
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
-@torch.inference_mode()
-def multihead_cost(d_model: int, h: int, length: int = 64, repeats: int = 5) -> Claim:
-    x = torch.randn(1, length, d_model)
-    times = {}
-    for heads in (h, 1):
-        mha = MultiHeadAttention(d_model, heads).eval()
-        times[heads] = _time(lambda m=mha: m(x, need_weights=True), repeats)
-    ratio = times[1] / times[h]
-    # Q Kᵀ costs h · T² · d_k = T² · d_model multiply-adds whatever h is; the projections are identical.
-    verdict = FAILS if ratio < 2 else HOLDS
-    return Claim(
-        "multihead_cost",
-        f"{h} heads of d_k = {d_model // h} are about {h}× cheaper than one head of d_model",
-        "001 (Computational & memory efficiency)",
-        f"one attention sub-layer, T = {length}: {times[h] * 1e3:.2f} ms with {h} heads, {times[1] * 1e3:.2f} ms with one "
-        f"(ratio {ratio:.2f}, {cpu_name()}); Q Kᵀ is T²·d_model multiply-adds either way",
-        verdict,
-        "splitting d_model into heads divides the work per head, not the total",
-        {"seconds": {str(k): v for k, v in times.items()}, "ratio": ratio, "length": length, "cpu": cpu_name()},
-    )
-
-
-@torch.inference_mode()
-def attention_quadratic(model, lengths: Sequence[int] = (64, 128, 256, 512, 1024), repeats: int = 3) -> Claim:
-    cfg = model.cfg
-    layer = model.encoder_layers[0]
-    core_t, layer_t = {}, {}
-    for n in lengths:
-        q = torch.randn(1, cfg.h, n, cfg.d_k)
-        x = torch.randn(1, n, cfg.d_model)
-        mask = torch.ones(1, 1, 1, n, dtype=torch.bool)
-        core_t[n] = _time(lambda q=q: scaled_dot_product_attention(q, q, q), repeats)
-        layer_t[n] = _time(lambda x=x, m=mask: layer(x, m), repeats)
-    tail = list(lengths)[-3:]
-    s_core = slope(tail, [core_t[n] for n in tail])
-    s_layer = slope(list(lengths)[:3], [layer_t[n] for n in list(lengths)[:3]])
-    verdict = FAILS if s_core < QUADRATIC_SLOPE else HOLDS if s_layer >= QUADRATIC_SLOPE else DEPENDS
-    return Claim(
-        "attention_quadratic",
-        "self-attention costs O(N²) in the sentence length",
-        "001 (Quadratic complexity)",
-        f"softmax(QKᵀ/√d_k)V time ∝ N^{s_core:.2f} for N = {tail[0]}–{tail[-1]}; a whole encoder layer ∝ N^{s_layer:.2f} "
-        f"for N = {lengths[0]}–{lengths[2]} ({cpu_name()})",
-        verdict,
-        "the attention core is quadratic; at sentence lengths the linear layers dominate a layer's time",
-        {
-            "core_seconds": {str(n): t for n, t in core_t.items()},
-            "layer_seconds": {str(n): t for n, t in layer_t.items()},
-            "core_slope": s_core,
-            "layer_slope": s_layer,
-            "cpu": cpu_name(),
-        },
-    )
-
-
-def cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    import platform
-
-    return platform.processor() or platform.machine()
-
-
-# --------------------------------------------------------------------------------------- quality
-@torch.inference_mode()
-def translate_all(loaded, sources: Sequence[str], *, beam: int, batch_size: int = 32) -> list[str]:
-    """Translations of `sources`: greedy (beam = 1) or beam search with the paper's α = 0.6."""
-    from core.decode.search import beam_search, greedy, pad_batch
-    from core.decode.source import prepare_source
-
-    model, tok, cfg = loaded.model, loaded.tokenizer, loaded.cfg
-    device = next(model.parameters()).device
-    ids = [prepare_source(tok, s, cfg.max_len).ids or [cfg.eos_id] for s in sources]
-    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-    out = [""] * len(ids)
-    for start in range(0, len(order), batch_size):
-        rows = order[start : start + batch_size]
-        src = pad_batch([ids[i] for i in rows], cfg.pad_id, device)  # (B, S)
-        hyps = greedy(model, src) if beam == 1 else [h[0] for h in beam_search(model, src, beam_size=beam)]
-        for i, hyp in zip(rows, hyps):
-            out[i] = tok.decode(hyp.tokens)
-    return out
-
-
-LENGTH_BUCKETS = ((1, 5), (6, 10), (11, 15), (16, 25), (26, 1000))  # source words, inclusive
-
-
-def bleu_by_length(pairs: Sequence[tuple[str, str]], hypotheses: Sequence[str], buckets=LENGTH_BUCKETS) -> list[dict]:
-    from core.evaluate import corpus_scores
-
-    rows = []
-    for lo, hi in buckets:
-        idx = [i for i, (s, _) in enumerate(pairs) if lo <= len(s.split()) <= hi]
-        if idx:
-            bleu = corpus_scores([hypotheses[i] for i in idx], [[pairs[i][1] for i in idx]]).bleu
-            rows.append({"words": f"{lo}-{hi}" if hi < 1000 else f"{lo}+", "sentences": len(idx), "bleu": bleu})
-    return rows
-
-
-def quality_by_length(pairs: Sequence[tuple[str, str]], beam_out: Sequence[str], name: str) -> Claim:
-    rows = bleu_by_length(pairs, beam_out)
-    big = [r for r in rows if r["sentences"] >= 20] or rows
-    falls = len(big) >= 2 and big[-1]["bleu"] < big[0]["bleu"]
-    monotone = all(a["bleu"] >= b["bleu"] for a, b in zip(big, big[1:]))
-    verdict = HOLDS if falls and monotone else DEPENDS if falls else FAILS
-    return Claim(
-        "quality_by_length",
-        "translation quality falls as sentences get longer",
-        "000 (Sentence length ↑ → score ↓)",
-        f"{name}, BLEU by source words: "
-        + ", ".join(f"{r['words']}: {r['bleu']:.1f} (n={r['sentences']})" for r in rows),
-        verdict,
-        "buckets of at least 20 sentences compared, shortest against longest" + ("" if monotone else "; not monotone"),
-        {"set": name, "buckets": rows},
-    )
-
-
-def beam_beats_greedy(
-    pairs: Sequence[tuple[str, str]], beam_out: Sequence[str], greedy_out: Sequence[str], name: str
-) -> Claim:
-    from core.evaluate import corpus_scores
-
-    refs = [[r for _, r in pairs]]
-    b, g = corpus_scores(list(beam_out), refs).bleu, corpus_scores(list(greedy_out), refs).bleu
-    changed = sum(x != y for x, y in zip(beam_out, greedy_out))
-    verdict = HOLDS if b > g else FAILS
-    return Claim(
-        "beam_beats_greedy",
-        "beam search finds better translations than greedy decoding",
-        "001 (Decoding)",
-        f"{name}: beam 4 (α 0.6) {b:.1f} BLEU, greedy {g:.1f}; {changed}/{len(pairs)} outputs differ",
-        verdict,
-        "corpus BLEU (sacreBLEU) on the same sentences",
-        {"set": name, "beam": b, "greedy": g, "changed": changed, "sentences": len(pairs)},
     )
 
 
