@@ -220,28 +220,43 @@ def test_padding_and_look_ahead_masks_seed_000():
     assert decoder_mask(tokens, pad_id=0)[0, 0].int().tolist() == [[1, 0, 0], [1, 1, 0], [1, 1, 0]]
 
 
-# 000 "④ MASK": scores for a 4-token target whose last token is padding.
+# 000 "④ MASK": the decoder's inputs [0.1 … 0.4], [0.5 … 0.8], [0.9 … 1.2] and a padding row of zeros,
+# W_Q = W_K = W_V = I, "Score = Q·Kᵀ/√d_k = Q·Kᵀ/2" (d_k = 4).
+SEED_INPUTS = torch.tensor([[0.1, 0.2, 0.3, 0.4], [0.5, 0.6, 0.7, 0.8], [0.9, 1.0, 1.1, 1.2], [0.0, 0.0, 0.0, 0.0]])
+# The score matrix the seed writes, and its softmax.
 SEED_SCORES = torch.tensor([[0.3, 0.7, 1.1, 0.0], [0.7, 1.9, 3.1, 0.0], [1.1, 3.1, 5.1, 0.0], [0.0, 0.0, 0.0, 0.0]])
+SEED_SOFTMAX = torch.tensor([[1.0, 0.0, 0.0, 0.0], [0.3, 0.7, 0.0, 0.0], [0.1, 0.3, 0.6, 0.0], [1.0, 0.0, 0.0, 0.0]])
 
 
 def test_combined_mask_and_masked_softmax_seed_000():
-    """000: combined mask [[1,0,0,0],[1,1,0,0],[1,1,1,0],[1,1,1,0]]; masked scores
-    [[0.3,-∞,-∞,-∞],[0.7,1.9,-∞,-∞],[1.1,3.1,5.1,-∞],[0,0,0,-∞]]; the seed's softmax:
-    [[1,0,0,0],[0.3,0.7,0,0],[0.1,0.3,0.6,0],[1,0,0,0]]."""
+    """000: combined mask [[1,0,0,0],[1,1,0,0],[1,1,1,0],[1,1,1,0]]; masked scores, then the softmax.
+
+    The seed's first slip is in its score matrix. Q·Kᵀ of its own inputs is [[0.3, 0.7, 1.1],
+    [0.7, 1.74, 2.78], [1.1, 2.78, 4.46]] (it writes 1.9, 3.1, 5.1), and these are unscaled although it
+    says it divides by √d_k = 2. Eq. 1 on its inputs gives the rows [0.373, 0.627] and
+    [0.115, 0.267, 0.618]. So, to one decimal, its third row [0.1, 0.3, 0.6] is right; its second row
+    [0.3, 0.7] is the softmax of the *unscaled* 0.7 and 1.74 (the scaled row is [0.4, 0.6]); and its
+    fourth row is wrong: the padded query sees three keys of score 0 and gives each a third.
+    """
     tokens = torch.tensor([[7, 8, 9, 0]])  # three real tokens, then padding
     mask = decoder_mask(tokens, pad_id=0)  # (1, 1, 4, 4)
     assert mask[0, 0].int().tolist() == [[1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0], [1, 1, 1, 0]]
-    # Choose q, k so that q·kᵀ/√d_k is exactly the seed's score matrix: k = I, q = 2·scores (d_k = 4);
-    # v = I makes the attention output equal to the weights.
-    eye = torch.eye(4)
-    out, weights, _ = scaled_dot_product_attention(2 * SEED_SCORES, eye, eye, mask[0, 0])
-    torch.testing.assert_close(out, weights)
-    # The seed's softmax rows 2–4 are wrong. softmax([0.7, 1.9]) = [0.2315, 0.7685], not [0.3, 0.7];
-    # softmax([1.1, 3.1, 5.1]) = [0.0159, 0.1173, 0.8668], not [0.1, 0.3, 0.6]; and the fourth row,
-    # three equal scores of 0, gets a third each, not [1, 0, 0, 0].
+    x = SEED_INPUTS
+    raw = x @ x.T
+    torch.testing.assert_close(raw[:3, :3], torch.tensor([[0.3, 0.7, 1.1], [0.7, 1.74, 2.78], [1.1, 2.78, 4.46]]))
+    assert (raw[:3, :3] - SEED_SCORES[:3, :3]).abs().max() > 0.6  # 5.1 against 4.46
+    out, weights, scores = scaled_dot_product_attention(x, x, x, mask[0, 0])
+    torch.testing.assert_close(scores[2, :3], raw[2, :3] / 2)  # the model divides; the seed did not
     correct = torch.tensor(
-        [[1.0, 0.0, 0.0, 0.0], [0.2315, 0.7685, 0.0, 0.0], [0.0159, 0.1173, 0.8668, 0.0], [1 / 3, 1 / 3, 1 / 3, 0.0]]
+        [[1.0, 0.0, 0.0, 0.0], [0.3729, 0.6271, 0.0, 0.0], [0.1152, 0.2668, 0.6180, 0.0], [1 / 3, 1 / 3, 1 / 3, 0.0]]
     )
     torch.testing.assert_close(weights, correct, atol=1e-4, rtol=0)
+    rounded = weights.round(decimals=1)
+    assert [torch.equal(rounded[i], SEED_SOFTMAX[i]) for i in range(4)] == [True, False, True, False]
+    torch.testing.assert_close(raw[1, :2].softmax(-1).round(decimals=1), SEED_SOFTMAX[1, :2])  # row 2: unscaled
+    # Read as given, the seed's score matrix would not give its own softmax: softmax([0.7, 1.9]) = [0.23, 0.77].
+    _, from_seed, _ = scaled_dot_product_attention(2 * SEED_SCORES, torch.eye(4), torch.eye(4), mask[0, 0])
+    assert from_seed[1, 0].item() == pytest.approx(0.2315, abs=1e-4)
     assert weights[:, 3].eq(0).all()  # the padded key gets exactly zero weight from every query
     torch.testing.assert_close(weights.sum(-1), torch.ones(4))
+    torch.testing.assert_close(out, weights @ x)

@@ -1,0 +1,1 @@
+"""The guided lesson: the notes' steps as data, their toy numbers and the live model's."""

@@ -1,0 +1,240 @@
+"""Each lesson step's numbers on the live model, read from core.analysis (never typed in).
+
+`live_numbers(step, loaded)` → (label, value) lines for `render_plain` and the TUI's step header.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from core.analysis import claims
+from core.analysis.internals import (
+    contextual_similarity,
+    embed_position,
+    ffn_activity,
+    parameter_breakdown,
+    position_dots,
+    position_table,
+    shape_strip,
+    source_walk,
+    unscaled_weights,
+)
+from core.learn.steps import Step
+
+Lines = list[tuple[str, str]]
+
+
+def _f(values, places: int = 3) -> str:
+    return "[" + ", ".join(f"{float(v):.{places}f}" for v in values) + "]"
+
+
+@torch.inference_mode()
+def _teacher_forced(loaded, text: str):
+    """The greedy translation of `text` and one teacher-forced pass over it with every attention kept."""
+    from core.decode.search import greedy
+
+    walk = source_walk(loaded, text)
+    model, cfg = loaded.model, loaded.cfg
+    src = torch.tensor([walk.ids])
+    out = greedy(model, src)[0].tokens
+    enc = model.encode(src, need_weights=True)
+    tgt_in = torch.tensor([[cfg.bos_id] + out])
+    dec = model.decode(tgt_in, enc, need_weights=True)
+    return walk, out, loaded.tokenizer.pieces(out), dec
+
+
+def alignment(loaded, text: str) -> Lines:
+    walk, _, out_pieces, dec = _teacher_forced(loaded, text)
+    cross = dec.cross_attention[-1].weights[0].mean(0)  # (T, S): last layer, heads averaged
+    lines = []
+    for t, piece in enumerate(out_pieces[:8]):
+        s = int(cross[t].argmax())
+        lines.append((piece, f"→ {walk.pieces[s]} ({float(cross[t, s]):.2f})"))
+    return lines
+
+
+def contextual(loaded, text: str) -> Lines:
+    first, second = (s.strip() for s in text.split("|"))
+    ctx = contextual_similarity(loaded, "livre", first, second)
+    return [(level, f"cosine {sim:.3f}") for level, sim in zip(ctx.levels, ctx.similarity)]
+
+
+def the_cat_sat(loaded, text: str) -> Lines:
+    walk = source_walk(loaded, text)
+    a = walk.layers[0].attention
+    q = 1
+    raw = a.q[0, 0, q] @ a.k[0, 0].T  # (S,) head 0, query 1
+    return [
+        ("query", f"{walk.pieces[q]} (layer 1, head 1, d_k = {a.q.size(-1)})"),
+        ("q·k", _f(raw, 2)),
+        ("q·k / √d_k", _f(a.scores[0, 0, q], 2)),
+        ("weights", _f(a.weights[0, 0, q])),
+        ("keys", " ".join(walk.pieces)),
+    ]
+
+
+def attention_table(loaded, text: str) -> Lines:
+    walk = source_walk(loaded, text)
+    w = walk.layers[0].attention.weights[0].mean(0)  # (S, S) heads averaged
+    return [(p, f"→ {walk.pieces[int(w[i].argmax())]} ({float(w[i].max()):.2f})") for i, p in enumerate(walk.pieces)]
+
+
+def coreference(loaded, text: str) -> Lines:
+    c = claims.il_attends_animal(loaded, text)
+    best = c.values["best"]
+    on_animal, on_rue = c.values["heads"][best]
+    return [
+        ("best head (layer.head)", best),
+        ("weight on 'animal' / on 'rue'", f"{on_animal:.3f} / {on_rue:.3f}"),
+        ("uniform share of 'animal'", f"{c.values['uniform']:.3f}"),
+        ("verdict", c.verdict),
+    ]
+
+
+def scaling(loaded, text: str) -> Lines:
+    walk = source_walk(loaded, text)
+    lines = []
+    for i, layer in enumerate(walk.layers):
+        a = layer.attention
+        scaled, raw = a.weights[0].amax(-1), unscaled_weights(a)[0].amax(-1)  # (h, S) largest weight per row
+        lines.append(
+            (
+                f"layer {i + 1} rows ≥ 0.99",
+                f"{float((scaled >= 0.99).float().mean()):.0%} scaled, {float((raw >= 0.99).float().mean()):.0%} unscaled",
+            )
+        )
+    return lines
+
+
+def multi_head(loaded, text: str) -> Lines:
+    return [(label, " × ".join(map(str, shape))) for label, shape in shape_strip(source_walk(loaded, text))]
+
+
+def positions(loaded, text: str) -> Lines:
+    dots = position_dots(position_table(loaded.model, min(64, loaded.cfg.max_len)))
+    walk = source_walk(loaded, text)
+    return [
+        ("PE(1), first 4 of d_model", _f(walk.positions[1][:4], 4)),
+        *[(f"PE(p)·PE(p+{k}) for p = 0, 3, 10…", _f(row, 3)) for k, row in zip(dots.offsets, dots.dots)][:3],
+        (
+            "shuffled words, no positions: error",
+            f"{claims.permutation_error(loaded.model, walk.ids, positions=False):.1e}",
+        ),
+        (
+            "shuffled words, with positions: error",
+            f"{claims.permutation_error(loaded.model, walk.ids, positions=True):.2f}",
+        ),
+    ]
+
+
+def embed_and_position(loaded, text: str) -> Lines:
+    ep = embed_position(source_walk(loaded, text), 1)
+    return [
+        ("piece, position", f"{ep.piece}, {ep.position}"),
+        ("E · √d_model (first 4)", _f(ep.embedding[:4])),
+        ("PE (first 4)", _f(ep.position_vector[:4])),
+        ("sum (first 4)", _f(ep.total[:4])),
+        ("‖E·√d‖, ‖PE‖", f"{ep.embedding_norm:.2f}, {ep.position_norm:.2f}"),
+    ]
+
+
+def add_norm(loaded, text: str) -> Lines:
+    walk = source_walk(loaded, text)
+    t, p = walk.layers[0].attention_norm, 1
+    return [
+        ("piece", walk.pieces[p]),
+        ("x (first 4)", _f(t.x[p][:4])),
+        ("Sublayer(x)", _f(t.sublayer[p][:4])),
+        ("x + Sublayer(x)", _f(t.total[p][:4])),
+        ("μ, σ", f"{float(t.mean[p]):.3f}, {float(t.std[p]):.3f}"),
+        ("x̂", _f(t.x_hat[p][:4]) + f"  (min {float(t.x_hat[p].min()):.2f}, max {float(t.x_hat[p].max()):.2f})"),
+        ("γ, β", _f(t.gamma[:4]) + ", " + _f(t.beta[:4])),
+        ("out", _f(t.out[p][:4])),
+    ]
+
+
+def encoder_stack(loaded, text: str) -> Lines:
+    walk = source_walk(loaded, text)
+    lines = []
+    for i in range(len(walk.layers)):
+        a = ffn_activity(walk, i, 1)
+        lines.append(
+            (
+                f"layer {i + 1} FFN at {a.piece}",
+                f"{a.firing}/{a.d_ff} units fire, largest #{a.top[0][0]} = {a.top[0][1]:.2f}, ‖out‖ {a.output_norm:.2f}",
+            )
+        )
+    b = parameter_breakdown(loaded.model)
+    lines.append(
+        ("FFN share of the parameters", f"{b.share('feed-forward'):.1%} ({b.groups['feed-forward']:,} of {b.total:,})")
+    )
+    return lines
+
+
+def masks(loaded, text: str) -> Lines:
+    _, _, out_pieces, dec = _teacher_forced(loaded, text)
+    w = dec.self_attention[0].weights[0, 0]  # (T, T) layer 1, head 1
+    n = min(4, w.size(0))
+    return [(f"row {i} ({(['<s>'] + out_pieces)[i]})", _f(w[i, :n])) for i in range(n)] + [
+        ("weight above the diagonal", f"{float(w.triu(1).sum()):.1f}"),
+        ("rows sum to", _f(w.sum(-1)[:n], 3)),
+    ]
+
+
+def cross_attention(loaded, text: str) -> Lines:
+    walk, _, out_pieces, dec = _teacher_forced(loaded, text)
+    a = dec.cross_attention[-1]
+    return [
+        ("query (decoder input)", f"<s> → first piece {out_pieces[0] if out_pieces else '</s>'}"),
+        ("keys (encoder pieces)", " ".join(walk.pieces)),
+        ("weights, last layer head 1", _f(a.weights[0, 0, 0])),
+    ]
+
+
+def output(loaded, text: str) -> Lines:
+    _, _, _, dec = _teacher_forced(loaded, text)
+    probs = dec.logits[0, 0].softmax(-1)
+    top = probs.topk(5)
+    return [(loaded.tokenizer.pieces([int(i)])[0], f"{float(p):.3f}") for p, i in zip(top.values, top.indices)]
+
+
+def training(loaded, text: str) -> Lines:
+    from core.analysis.reference import compare_pairs
+
+    src, ref = (s.strip() for s in text.split("|"))
+    c = compare_pairs(loaded, [(src, ref)])[0]
+    lines = [(s.ref_piece, f"p = {s.ref_prob:.3f}, rank {s.ref_rank}") for s in c.steps[:8]]
+    return lines + [("log p(reference)", f"{c.ref_logprob:.2f}")]
+
+
+def beam(loaded, text: str) -> Lines:
+    g = claims.translate_all(loaded, [text], beam=1)[0]
+    b = claims.translate_all(loaded, [text], beam=4)[0]
+    return [("greedy", g), ("beam 4, α 0.6", b)]
+
+
+LIVE: dict[str, Callable[[object, str], Lines]] = {
+    "alignment": alignment,
+    "contextual": contextual,
+    "the_cat_sat": the_cat_sat,
+    "attention_table": attention_table,
+    "coreference": coreference,
+    "scaling": scaling,
+    "multi_head": multi_head,
+    "positions": positions,
+    "embed_position": embed_and_position,
+    "add_norm": add_norm,
+    "encoder_stack": encoder_stack,
+    "masks": masks,
+    "cross_attention": cross_attention,
+    "output": output,
+    "training": training,
+    "beam": beam,
+}
+
+
+def live_numbers(step: Step, loaded, sentence: str | None = None) -> Lines:
+    """The step's numbers on `loaded`, on the step's sentence or on `sentence`."""
+    return LIVE[step.key](loaded, sentence or step.sentence)

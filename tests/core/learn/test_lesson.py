@@ -1,0 +1,143 @@
+"""The lesson's steps as data, their toys, the plain rendering and the live numbers (against core)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from core.learn import toys
+from core.learn.live import LIVE, live_numbers
+from core.learn.steps import STEPS, render_plain, step
+
+NOTES_ORDER = [
+    "alignment",
+    "contextual",
+    "the_cat_sat",
+    "attention_table",
+    "coreference",
+    "scaling",
+    "multi_head",
+    "positions",
+    "embed_position",
+    "add_norm",
+    "encoder_stack",
+    "masks",
+    "cross_attention",
+    "output",
+    "training",
+    "beam",
+]
+
+
+def test_steps_follow_the_notes_and_are_complete():
+    assert [s.key for s in STEPS] == NOTES_ORDER
+    assert set(LIVE) == set(NOTES_ORDER)  # every step has live numbers
+    for s in STEPS:
+        assert s.title and s.idea and s.formula and s.view and s.sentence
+
+
+def test_step_lookup():
+    assert step(1) is STEPS[0] and step("6") is step("scaling")
+    with pytest.raises(ValueError, match="1 to 16"):
+        step(0)
+    with pytest.raises(ValueError, match="no step 'nope'"):
+        step("nope")
+
+
+def test_the_four_slips_are_told():
+    said = " ".join(f"{slip.says} {slip.right}" for s in STEPS for slip in s.slips)
+    assert "after the softmax" in step("masks").slips[0].says
+    assert "512" in step("scaling").slips[0].says
+    assert "between 0 and 1" in step("add_norm").slips[0].says
+    assert "extrapolation" in step("positions").slips[0].says and "longer" in step("positions").slips[0].says
+    assert "0.000699" in said and "7.07" in said
+
+
+def _toy(fn) -> dict[str, str]:
+    return dict(fn())
+
+
+def test_toys_are_computed_by_tt():
+    assert "[7.07, 22.63]" in _toy(toys.scaling)["money/bank [10, 32] / √2"]
+    assert _toy(toys.scaling)["softmax([6, 4] / √4)"] == "[0.73, 0.27]"
+    assert _toy(toys.add_and_norm)["LayerNorm"].startswith("[-1.34, -0.45, 0.45, 1.34]")
+    masks = _toy(toys.masks)
+    assert "1.74" in masks["Q Kᵀ (unscaled)"] and "4.46" in masks["Q Kᵀ (unscaled)"]
+    assert masks["rows sum to"] == "[1.000, 1.000, 1.000, 1.000]"
+    assert masks["masked after the softmax instead: rows sum to"] != masks["rows sum to"]
+    assert "0.000699" in _toy(toys.training)["peak lr, d_model 512, warm-up 4000"]
+    assert _toy(toys.the_cat_sat)["Output(The)"].startswith("[0.8446, 0.5777, 0.8446, 0.5777]")
+    assert _toy(toys.positional_by_hand)["PE d=4, pos 0"] == "[0.0000, 1.0000, 0.0000, 1.0000]"
+    assert "same" in _toy(toys.multi_head_shapes)["Q Kᵀ multiply-adds, 1 head"]
+    for s in STEPS:
+        if s.toy is not None:
+            assert all(label and value for label, value in s.toy())
+
+
+def test_render_plain_shows_every_part():
+    s = step("masks")
+    text = render_plain(s, [("row 0", "[1.0]")])
+    assert text.startswith("Step 12/16: Decoder masks and the masked softmax\n")
+    assert s.formula in text and s.idea[0] in text
+    assert "computed by tt:" in text and "1.74" in text
+    assert f"On the live model ({s.sentence}):\n  row 0: [1.0]" in text
+    assert "it says: the masking is a manipulation done after the softmax" in text
+    assert "On the live model" not in render_plain(s)
+
+
+def test_live_numbers_of_every_step_on_the_tiny_model(tiny_loaded):
+    for s in STEPS:
+        lines = live_numbers(s, tiny_loaded)
+        assert lines and all(isinstance(a, str) and isinstance(b, str) for a, b in lines), s.key
+        assert render_plain(s, lines).count("\n") > 5
+
+
+def test_live_numbers_come_from_core(tiny_loaded):
+    from core.analysis.internals import source_walk
+
+    sentence = "Je suis étudiant."
+    walk = source_walk(tiny_loaded, sentence)
+    an = dict(live_numbers(step("add_norm"), tiny_loaded, sentence))
+    t = walk.layers[0].attention_norm
+    assert an["μ, σ"] == f"{float(t.mean[1]):.3f}, {float(t.std[1]):.3f}"
+    shapes = dict(live_numbers(step("multi_head"), tiny_loaded, sentence))
+    cfg = tiny_loaded.cfg
+    assert shapes["Q = x W^Q, split into heads"] == f"1 × {cfg.h} × {len(walk.ids)} × {cfg.d_k}"
+    pos = dict(live_numbers(step("positions"), tiny_loaded, sentence))
+    assert float(pos["shuffled words, no positions: error"]) < 1e-5
+    assert float(pos["shuffled words, with positions: error"]) > 1e-2
+    out = live_numbers(step("output"), tiny_loaded, sentence)
+    probs = [float(p) for _, p in out]
+    assert probs == sorted(probs, reverse=True) and sum(probs) <= 1 + 1e-6
+    masks = dict(live_numbers(step("masks"), tiny_loaded, sentence))
+    assert masks["weight above the diagonal"] == "0.0"
+    beam = dict(live_numbers(step("beam"), tiny_loaded, sentence))
+    from core import Translator
+
+    assert beam["greedy"] == Translator(tiny_loaded.path, greedy=True).translate([sentence])[0].text
+    emb = dict(live_numbers(step("embed_position"), tiny_loaded, sentence))
+    norm = float(walk.embeddings[1].norm())
+    assert emb["‖E·√d‖, ‖PE‖"].startswith(f"{norm:.2f}")
+    assert math.isclose(float(walk.positions[1].norm()), float(emb["‖E·√d‖, ‖PE‖"].split(", ")[1]), abs_tol=0.01)
+    assert torch.is_tensor(walk.memory)
+
+
+@pytest.mark.parametrize("overrides", [{"n_encoder_layers": 3, "n_decoder_layers": 1}, {"norm": "pre", "h": 2}])
+def test_every_step_and_claim_on_other_shapes(tiny_loaded, overrides):
+    """Unequal encoder/decoder depths, pre-norm, another head count: every view and claim still runs."""
+    from core.analysis.claims import VERDICTS, all_claims
+    from core.checkpoint import LoadedModel
+    from core.model.config import preset
+    from core.model.transformer import Transformer
+
+    torch.manual_seed(0)
+    cfg = preset("tiny", vocab_size=tiny_loaded.cfg.vocab_size, **overrides)
+    loaded = LoadedModel(Transformer(cfg).eval(), tiny_loaded.tokenizer, tiny_loaded.path, {})
+    for s in STEPS:
+        assert live_numbers(s, loaded), s.key
+    layers = dict(live_numbers(step("encoder_stack"), loaded))
+    assert sum(k.startswith("layer ") for k in layers) == cfg.n_encoder_layers
+    claims = all_claims(loaded, [("Je suis étudiant.", "I am a student.")], timing=False)
+    assert all(c.verdict in VERDICTS for c in claims)
