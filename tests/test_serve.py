@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
+import sys
 import urllib.error
 
 import pytest
@@ -106,6 +108,12 @@ def test_alternatives_are_the_runners_up_of_the_beam(client, translator):
     assert len(expected) >= 1
     listed = client.post("/translate", {"q": ["Il fait froid."], "source": "fr", "target": "en", "alternatives": 2})
     assert listed.json() == {"translatedText": [best.text], "alternatives": [expected]}
+
+
+def test_json_sent_as_a_form_as_curl_d_does_is_read_as_json(client, translator):
+    body = json.dumps({"q": SENTENCES[0], "source": "fr", "target": "en"}).encode()
+    reply = client.request("POST", "/translate", body, {"Content-Type": "application/x-www-form-urlencoded"})
+    assert reply.json() == {"translatedText": texts(translator, SENTENCES[:1])[0]}
 
 
 def test_a_form_body_as_libretranslate_clients_send_it(client, translator):
@@ -360,3 +368,12 @@ def test_cors_answers_the_allowed_origin_only(translator):
         with Client(url) as c:
             plain = c.request("OPTIONS", "/translate", None, preflight)
             assert plain.status == 405 and "access-control-allow-origin" not in plain.headers
+
+
+def test_tt_and_the_client_import_neither_the_web_stack_nor_torch():
+    code = (
+        "import sys, tt_cli.main, tt_cli.serve.client; "
+        "print(sorted(m for m in ('starlette', 'uvicorn', 'torch') if m in sys.modules))"
+    )
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert shown.stdout.strip() == "[]"

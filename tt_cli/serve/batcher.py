@@ -162,26 +162,27 @@ class Batcher:
             error = None
         except Exception as exc:  # noqa: BLE001 - handed to each request, which answers with it
             results, error = [], exc
-        start = 0
+        settled, start = [], 0
         for job in batch:
             mine = results[start : start + len(job.sentences)]
             start += len(job.sentences)
-            if error is None:
-                try:
-                    answer, failed = job.finish(mine, call), None
-                except Exception as exc:  # noqa: BLE001 - as above: the request answers with it
-                    answer, failed = None, exc
-            else:
-                answer, failed = None, error
+            if error is not None:
+                settled.append((job, None, error))
+                continue
             try:
-                job.loop.call_soon_threadsafe(_settle, job.future, answer, failed)
-            except RuntimeError:  # the event loop is gone (the server stopped without waiting): nobody to tell
-                pass
-        with self._cond:
+                settled.append((job, job.finish(mine, call), None))
+            except Exception as exc:  # noqa: BLE001 - as above: the request answers with it
+                settled.append((job, None, exc))
+        with self._cond:  # counted before anyone is answered, so a client that reads /health next sees it
             self._pending -= len(sentences)
             self.stats.requests += len(batch)
             self.stats.sentences += len(sentences)
             self.stats.largest_batch = max(self.stats.largest_batch, len(sentences))
+        for job, answer, failed in settled:
+            try:
+                job.loop.call_soon_threadsafe(_settle, job.future, answer, failed)
+            except RuntimeError:  # the event loop is gone (the server stopped without waiting): nobody to tell
+                pass
 
 
 def _settle(future: asyncio.Future, answer: Any, error: BaseException | None) -> None:

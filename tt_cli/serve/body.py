@@ -120,9 +120,10 @@ async def read_body(request, max_bytes: int) -> Body:
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if not raw.strip():
         raise ApiError(400, "empty body: send a JSON object with q, source and target (or a form)")
-    if kind == FORM:
+    # `curl -d '{...}'` labels JSON as a form; no form of LibreTranslate's fields starts with "{".
+    if kind == FORM and not raw.lstrip().startswith(b"{"):
         return Body(_form(bytes(raw)), form=True)
-    if kind and kind not in ("application/json", "text/plain") and not kind.endswith("+json"):
+    if kind and kind not in ("application/json", "text/plain", FORM) and not kind.endswith("+json"):
         raise ApiError(415, f"Content-Type {kind} is not supported: send application/json or {FORM}")
     try:
         values = json.loads(raw)
