@@ -12,6 +12,8 @@ import sys
 import urllib.error
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 pytest.importorskip("uvicorn", reason="tt serve needs the serve extra (pip install -e '.[dev]')")
@@ -21,6 +23,7 @@ from core.api import Translator  # noqa: E402
 from tests.conftest import ROOT  # noqa: E402
 from tt_cli.main import app  # noqa: E402
 from tt_cli.serve.client import Client  # noqa: E402
+from tt_cli.serve.document import markup, plain  # noqa: E402
 from tt_cli.serve.server import Background  # noqa: E402
 from tt_cli.serve.settings import ServeSettings  # noqa: E402
 
@@ -98,6 +101,13 @@ def test_format_html_translates_the_text_and_keeps_the_markup(client, translator
     }
     as_text = client.post("/translate", {"q": q, "source": "fr", "target": "en"}).json()["translatedText"]
     assert '<p class="x">' not in as_text  # format text sends the markup through the model
+
+
+def test_blank_text_or_markup_alone_comes_back_as_it_is_without_a_decode(client):
+    calls = client.get("/health").json()["batching"]["decode_calls"]
+    blank = client.post("/translate", {"q": [" \n", "<br/>\n"], "source": "fr", "target": "en", "format": "html"})
+    assert blank.json() == {"translatedText": [" \n", "<br/>\n"]}
+    assert client.get("/health").json()["batching"]["decode_calls"] == calls
 
 
 def test_alternatives_are_the_runners_up_of_the_beam(client, translator):
@@ -377,3 +387,19 @@ def test_tt_and_the_client_import_neither_the_web_stack_nor_torch():
     )
     shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert shown.stdout.strip() == "[]"
+
+
+@given(st.text())
+def test_a_plain_text_put_back_around_its_own_sentences_is_the_text(text):
+    document = plain(text)
+    assert document.render([[s] for s in document.sentences]) == text
+    assert all(s == s.strip() and s and "\n" not in s for s in document.sentences)
+
+
+def test_html_put_back_around_its_own_sentences_keeps_every_tag():
+    text = '<p a="1">Un  <b>deux</b>&nbsp;trois &lt;4&gt;</p><!-- Ne pas traduire --><style>p {}</style> 42 '
+    document = markup(text)
+    assert document.sentences == ["Un", "deux", "trois <4>"]
+    assert document.render([[s] for s in document.sentences]) == (
+        '<p a="1">Un  <b>deux</b>&nbsp;trois &lt;4&gt;</p><!-- Ne pas traduire --><style>p {}</style> 42 '
+    )

@@ -16,6 +16,10 @@ from dataclasses import dataclass
 
 # Kept verbatim: comments, whole script/style elements (their text is code), any other tag.
 _MARKUP = re.compile(r"(<!--.*?-->|<script\b.*?</script\s*>|<style\b.*?</style\s*>|<[^>]*>)", re.S | re.I)
+# The blank edges of a line or a text run, kept around its translation; in HTML a no-break space may be an entity.
+_PLAIN_EDGES = (re.compile(r"\s*"), re.compile(r"\s*\Z"))
+_BLANK = r"(?:\s|&nbsp;|&#0*160;|&#x0*a0;)*"
+_HTML_EDGES = (re.compile(_BLANK, re.I), re.compile(_BLANK + r"\Z", re.I))
 
 
 @dataclass(frozen=True)
@@ -41,7 +45,7 @@ def plain(text: str) -> Document:
     parts: list[str | int] = []
     sentences: list[str] = []
     for line in text.splitlines(keepends=True):
-        _around(line, line.strip(), parts, sentences)
+        _around(line, line.strip(), parts, sentences, _PLAIN_EDGES)
     return Document(parts, sentences, html=False)
 
 
@@ -53,21 +57,21 @@ def markup(text: str) -> Document:
             parts.append(piece)
             continue
         words = " ".join(html.unescape(piece).split())
-        _around(piece, words if any(c.isalpha() for c in words) else "", parts, sentences)
+        _around(piece, words if any(c.isalpha() for c in words) else "", parts, sentences, _HTML_EDGES)
     return Document(parts, sentences, html=True)
 
 
-def _around(original: str, sentence: str, parts: list[str | int], sentences: list[str]) -> None:
-    """`original` as a sentence slot between its own leading and trailing whitespace; as it is if `sentence` is ""."""
+def _around(original: str, sentence: str, parts: list[str | int], sentences: list[str], edges) -> None:
+    """`original` as a sentence slot between its own blank edges; as it is if `sentence` is ""."""
     if not sentence:
         if original:
             parts.append(original)
         return
-    core = original.strip()
-    start = original.index(core)
-    if start:
-        parts.append(original[:start])
+    lead = edges[0].match(original).end()
+    trail = edges[1].search(original, lead).start()
+    if lead:
+        parts.append(original[:lead])
     parts.append(len(sentences))
     sentences.append(sentence)
-    if original[start + len(core) :]:
-        parts.append(original[start + len(core) :])
+    if original[trail:]:
+        parts.append(original[trail:])

@@ -34,8 +34,12 @@ async def translate(request) -> dict:
             start += len(doc.sentences)
             best = doc.render(mine)
             translated.append(best)
-            seen = {best}
-            others.append([t for k in range(1, n) if (t := doc.render(mine, k)) not in seen and not seen.add(t)])
+            runners_up: list[str] = []
+            for k in range(1, n):
+                text = doc.render(mine, k)
+                if text != best and text not in runners_up:  # two hypotheses may detokenize alike
+                    runners_up.append(text)
+            others.append(runners_up)
         answer = {"translatedText": translated if many else translated[0]}
         if alternatives:
             answer["alternatives"] = others if many else others[0]

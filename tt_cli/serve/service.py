@@ -64,22 +64,16 @@ class Service:
             raise ApiError(403, "invalid API key")
 
     def check_pair(self, source: str | None, target: str | None, required: bool) -> None:
-        pair = f"{self.settings.source}→{self.settings.target}"
+        ours = (self.settings.source, self.settings.target)
+        pair = "→".join(ours)
         for name, value in (("source", source), ("target", target)):
             if value is None and required:
                 raise ApiError(400, f"missing {name}: this server translates {pair}")
         if source == "auto":
-            raise ApiError(
-                400,
-                f"source auto: language detection is not available; this server translates {pair} (source {self.settings.source})",
-            )
-        if (source or self.settings.source).lower() != self.settings.source or (
-            target or self.settings.target
-        ).lower() != self.settings.target:
-            raise ApiError(
-                400,
-                f"{source or self.settings.source}→{target or self.settings.target} is not supported: this server translates {pair}",
-            )
+            raise ApiError(400, f"source auto: language detection is not available; this server translates {pair}")
+        given = ((source or ours[0]).lower(), (target or ours[1]).lower())
+        if given != ours:
+            raise ApiError(400, f"{'→'.join(given)} is not supported: this server translates {pair}")
 
     def check_size(self, texts: list[str], sentences: list[str]) -> None:
         chars = sum(len(t) for t in texts)
@@ -100,6 +94,8 @@ class Service:
     async def translate(self, request, sentences: list[str], decoding: dict, trace: bool, finish) -> Any:
         """What `finish(results)` makes of the sentences' Results, decoded in a batch with whatever else is waiting."""
         note = request.state.log = {"sentences": len(sentences)}
+        if not sentences:  # blank lines, markup only: nothing for the model
+            return finish([])
 
         def finished(results: list, call: int) -> Any:
             note["decode_call"] = call
