@@ -103,13 +103,14 @@ def test_batch_wait_lets_a_later_request_join(translator):
         with serve(translator, batch_wait_s=wait_s) as url:
             first = threading.Thread(target=lambda: Client(url).post("/v1/translate", {"q": SENTENCES[0]}))
             first.start()
-            time.sleep(0.1)
+            wait_for(lambda: batching(url)["pending_sentences"] + batching(url)["requests"] > 0)  # accepted
+            time.sleep(0.3)
             Client(url).post("/v1/translate", {"q": SENTENCES[1]})
             first.join()
             return batching(url)["decode_calls"]
 
-    assert two_requests_apart(0.0) == 2  # the first is decoded (or decoding) before the second arrives
-    assert two_requests_apart(1.0) == 1
+    assert two_requests_apart(0.0) == 2  # the first went alone, at once
+    assert two_requests_apart(2.0) == 1  # the first waited, and the second joined it
 
 
 def test_requests_with_other_decoding_options_are_not_mixed(translator):
