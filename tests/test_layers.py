@@ -25,6 +25,7 @@ LAYERS: list[set[str]] = [
     {"align"},
     {"train"},
     {"analysis"},
+    {"learn"},
     {"api"},
 ]
 RANK = {package: level for level, packages in enumerate(LAYERS) for package in packages}

@@ -19,6 +19,7 @@ from tt_cli.commands.inspect import inspect
 from tt_cli.commands.train import train
 from tt_cli.commands.translate import translate
 from tt_cli.errors import guard
+from tt_cli.serve.command import serve
 
 app = typer.Typer(
     name="tt",
@@ -54,6 +55,7 @@ for name, function in [
     ("train", train),
     ("average", average),
     ("align", align),
+    ("serve", serve),
 ]:
     app.command(name, help=function.__doc__)(guard(function))
 app.add_typer(data_app, name="data")

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from core.analysis.align import words
+from core.align.links import words
 from core.model.attention import AttentionInternals
 from core.model.layers import AddNorm, sinusoidal_table
 from core.model.transformer import Transformer

@@ -123,7 +123,7 @@ def head_patterns(loaded, pairs: Sequence[tuple[str, str]], *, max_tokens: int =
     sums: dict[tuple[str, int], _Sums] = {}
     for batch in pair_batches(ids, cfg.pad_id, cfg.bos_id, max_tokens, device):
         enc = model.encode(batch.src, need_weights=True)
-        dec = model.decode(batch.tgt_in, enc, need_weights=True, logits=False)
+        dec = model.decode(batch.tgt_in, enc, need_weights=True, skip_generator=True)
         src, tgt = batch.src.cpu(), batch.tgt_in.cpu()
         src_real, tgt_real = src != cfg.pad_id, batch.tgt_out.cpu() != cfg.pad_id  # (B, S), (B, T)
         t = tgt.size(1)

@@ -59,7 +59,7 @@ def attention_quadratic(model, lengths: Sequence[int] = (64, 128, 256, 512, 1024
         x = torch.randn(1, n, cfg.d_model)
         mask = torch.ones(1, 1, 1, n, dtype=torch.bool)
         core_t[n] = _time(lambda q=q: scaled_dot_product_attention(q, q, q), repeats)
-        layer_t[n] = _time(lambda x=x, m=mask: layer(x, m), repeats)
+        layer_t[n] = _time(lambda x=x, m=mask: layer(x, src_mask=m), repeats)
     tail = list(lengths)[-3:]
     s_core = slope(tail, [core_t[n] for n in tail])
     s_layer = slope(list(lengths)[:3], [layer_t[n] for n in list(lengths)[:3]])

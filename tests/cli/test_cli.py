@@ -26,6 +26,7 @@ def test_every_command_is_wired():
         "align",
         "data",
         "analyze",
+        "serve",
     }
 
 

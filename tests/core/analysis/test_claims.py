@@ -181,7 +181,7 @@ def test_beam_and_greedy_on_the_tiny_model(tiny_loaded):
 
     sources = [s for s, _ in PAIRS]
     greedy = C.translate_all(tiny_loaded, sources, beam=1)
-    translator = Translator(tiny_loaded.path, greedy=True)
+    translator = Translator(tiny_loaded.path, method="greedy")
     assert greedy == [r.text for r in translator.translate(sources)]
     beam = C.translate_all(tiny_loaded, sources, beam=4)
     assert beam == [r.text for r in Translator(tiny_loaded.path, beam=4).translate(sources)]

@@ -116,7 +116,7 @@ def test_live_numbers_come_from_core(tiny_loaded):
     beam = dict(live_numbers(step("beam"), tiny_loaded, sentence))
     from core import Translator
 
-    assert beam["greedy"] == Translator(tiny_loaded.path, greedy=True).translate([sentence])[0].text
+    assert beam["greedy"] == Translator(tiny_loaded.path, method="greedy").translate([sentence])[0].text
     emb = dict(live_numbers(step("embed_position"), tiny_loaded, sentence))
     norm = float(walk.embeddings[1].norm())
     assert emb["‖E·√d‖, ‖PE‖"].startswith(f"{norm:.2f}")

@@ -1,0 +1,405 @@
+"""`tt serve`'s API, against a real server on 127.0.0.1 with the shipped model: LibreTranslate's
+endpoints through libretranslatepy (a client nobody here wrote) and raw HTTP, tt's /v1 endpoints
+against what `tt translate --json` prints, and every bad request answered in JSON with the server
+still alive afterwards."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import urllib.error
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+pytest.importorskip("uvicorn", reason="tt serve needs the serve extra (pip install -e '.[dev]')")
+libretranslatepy = pytest.importorskip("libretranslatepy")
+
+from core.api import Translator  # noqa: E402
+from tests.conftest import ROOT  # noqa: E402
+from tt_cli.main import app  # noqa: E402
+from tt_cli.serve.client import Client  # noqa: E402
+from tt_cli.serve.document import markup, plain  # noqa: E402
+from tt_cli.serve.server import Background  # noqa: E402
+from tt_cli.serve.settings import ServeSettings  # noqa: E402
+
+SENTENCES = ["Je suis étudiant.", "Il fait froid ce matin.", "Le chat dort sur le canapé."]
+
+
+@pytest.fixture(scope="module")
+def translator():
+    return Translator()
+
+
+@pytest.fixture(scope="module")
+def log():
+    return io.StringIO()
+
+
+@pytest.fixture(scope="module")
+def url(translator, log):
+    with Background(translator, ServeSettings(log=log, max_chars=2000)) as url:
+        yield url
+
+
+@pytest.fixture
+def client(url):
+    with Client(url) as c:
+        yield c
+
+
+def texts(translator, sentences, **options):
+    return [r.text for r in translator.translate(sentences, **options)]
+
+
+def log_lines(log) -> list[dict]:
+    return [json.loads(line) for line in log.getvalue().splitlines()]
+
+
+# ----------------------------------------------------------------------------- LibreTranslate's API
+def test_libretranslatepy_translates_and_lists_the_language_pair(url, translator):
+    lt = libretranslatepy.LibreTranslateAPI(url)
+    assert lt.translate(SENTENCES[0], "fr", "en") == texts(translator, SENTENCES[:1])[0] == "I am a student."
+    languages = {lang["code"]: lang for lang in lt.languages()}
+    assert languages["fr"] == {"code": "fr", "name": "French", "targets": ["en"]}
+    assert languages["en"]["name"] == "English"
+
+
+def test_libretranslatepy_gets_the_error_of_an_unsupported_pair(url):
+    with pytest.raises(urllib.error.HTTPError) as info:
+        libretranslatepy.LibreTranslateAPI(url).translate("Hallo", "de", "en")
+    assert info.value.code == 400
+    assert json.loads(info.value.read()) == {"error": "de→en is not supported: this server translates fr→en"}
+
+
+def test_q_as_a_list_gives_a_list_in_order(client, translator):
+    reply = client.post("/translate", {"q": SENTENCES, "source": "fr", "target": "en"})
+    assert reply.status == 200
+    assert reply.json() == {"translatedText": texts(translator, SENTENCES)}
+    assert reply.headers["content-type"] == "application/json"
+
+
+def test_a_text_of_several_lines_keeps_its_lines_and_blank_lines(client, translator):
+    q = f"  {SENTENCES[0]}\n\n{SENTENCES[1]}\n"
+    reply = client.post("/translate", {"q": q, "source": "fr", "target": "en"})
+    first, second = texts(translator, SENTENCES[:2])
+    assert reply.json() == {"translatedText": f"  {first}\n\n{second}\n"}
+
+
+def test_format_html_translates_the_text_and_keeps_the_markup(client, translator):
+    q = '<p class="x">Le chat dort sur le canapé.</p><script>var s = "Je suis étudiant.";</script><br/> | <i>Il fait froid &amp; gris.</i>'
+    reply = client.post("/translate", {"q": q, "source": "fr", "target": "en", "format": "html"})
+    cat, cold = texts(translator, ["Le chat dort sur le canapé.", "Il fait froid & gris."])
+    assert reply.json() == {
+        "translatedText": f'<p class="x">{cat}</p><script>var s = "Je suis étudiant.";</script><br/> | <i>'
+        + cold.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        + "</i>"
+    }
+    as_text = client.post("/translate", {"q": q, "source": "fr", "target": "en"}).json()["translatedText"]
+    assert '<p class="x">' not in as_text  # format text sends the markup through the model
+
+
+def test_blank_text_or_markup_alone_comes_back_as_it_is_without_a_decode(client):
+    calls = client.get("/health").json()["batching"]["decode_calls"]
+    blank = client.post("/translate", {"q": [" \n", "<br/>\n"], "source": "fr", "target": "en", "format": "html"})
+    assert blank.json() == {"translatedText": [" \n", "<br/>\n"]}
+    assert client.get("/health").json()["batching"]["decode_calls"] == calls
+
+
+def test_alternatives_are_the_runners_up_of_the_beam(client, translator):
+    reply = client.post("/translate", {"q": "Il fait froid.", "source": "fr", "target": "en", "alternatives": 2})
+    best = translator.translate(["Il fait froid."], n_best=3)[0]
+    expected = [a.text for a in best.n_best[1:] if a.text != best.text]
+    assert reply.json() == {"translatedText": best.text, "alternatives": expected}
+    assert len(expected) >= 1
+    listed = client.post("/translate", {"q": ["Il fait froid."], "source": "fr", "target": "en", "alternatives": 2})
+    assert listed.json() == {"translatedText": [best.text], "alternatives": [expected]}
+
+
+def test_json_sent_as_a_form_as_curl_d_does_is_read_as_json(client, translator):
+    body = json.dumps({"q": SENTENCES[0], "source": "fr", "target": "en"}).encode()
+    reply = client.request("POST", "/translate", body, {"Content-Type": "application/x-www-form-urlencoded"})
+    assert reply.json() == {"translatedText": texts(translator, SENTENCES[:1])[0]}
+
+
+def test_a_form_body_as_libretranslate_clients_send_it(client, translator):
+    body = "q=Je+suis+%C3%A9tudiant.&source=fr&target=en&alternatives=1".encode()
+    reply = client.request("POST", "/translate", body, {"Content-Type": "application/x-www-form-urlencoded"})
+    assert reply.status == 200
+    assert reply.json()["translatedText"] == texts(translator, SENTENCES[:1])[0]
+    assert isinstance(reply.json()["alternatives"], list)
+
+
+# ----------------------------------------------------------------------------- tt's own API
+def cli_json(*args: str) -> list[dict]:
+    result = CliRunner().invoke(app, ["translate", "--json", *args])
+    assert result.exit_code == 0, result.output
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def assert_same(served, printed, path="record"):
+    """Equal, floats to within 1e-3 (a batch of other shape may round the 4th decimal differently)."""
+    if isinstance(printed, float):
+        assert served == pytest.approx(printed, abs=1e-3), path
+    elif isinstance(printed, dict):
+        assert served.keys() == printed.keys(), path
+        for key in printed:
+            assert_same(served[key], printed[key], f"{path}.{key}")
+    elif isinstance(printed, list):
+        assert len(served) == len(printed), path
+        for i, (a, b) in enumerate(zip(served, printed)):
+            assert_same(a, b, f"{path}[{i}]")
+    else:
+        assert served == printed, path
+
+
+@pytest.mark.parametrize(
+    "options, flags",
+    [
+        ({}, []),
+        ({"greedy": True}, ["--greedy"]),
+        ({"beam": 3, "n_best": 2, "alpha": 1.0}, ["--beam", "3", "--n-best", "2", "--alpha", "1.0"]),
+        ({"attention": "cross", "align": True}, ["--attention", "cross", "--align"]),
+    ],
+)
+def test_v1_translate_returns_the_records_tt_translate_json_prints(client, options, flags):
+    reply = client.post("/v1/translate", {"q": SENTENCES[:2], **options})
+    assert reply.status == 200
+    assert reply.json()["warnings"] == []
+    assert_same(reply.json()["translations"], cli_json(*flags, *SENTENCES[:2]))
+
+
+def test_v1_warnings_are_numbered_within_the_request(client):
+    long = "Le chat dort. " * 120  # past the model's 256 pieces: cut, with a warning
+    reply = client.post("/v1/translate", {"q": ["Bonjour.", long], "greedy": True})
+    records = reply.json()["translations"]
+    assert [r["index"] for r in records] == [0, 1] and records[1]["truncated"] is True
+    printed = CliRunner().invoke(app, ["translate", "--greedy", long])
+    warning = printed.stderr.splitlines()[0].removeprefix("tt: warning: line 1: ")
+    assert reply.json()["warnings"] == [{"index": 1, "message": warning}]
+
+
+def test_v1_model_is_the_card_and_the_defaults(client):
+    reply = client.get("/v1/model")
+    card = json.loads((ROOT / "weights" / "card.json").read_text(encoding="utf-8"))
+    assert reply.json() == {
+        "model": str(ROOT / "weights"),
+        "source": "fr",
+        "target": "en",
+        "decoding": {"method": "beam", "beam": 4, "alpha": 0.6},
+        "card": card,
+    }
+
+
+# ----------------------------------------------------------------------------- bad requests
+JSON = {"Content-Type": "application/json"}
+BAD = [
+    ("not JSON", "/translate", b"{q: 1", JSON, 400, "body is not valid JSON"),
+    ("invalid UTF-8", "/translate", b'{"q": "\xff"}', JSON, 400, "body is not valid JSON"),
+    ("a JSON list", "/translate", b"[1, 2]", JSON, 400, "body must be a JSON object, got a list"),
+    ("empty body", "/translate", b"", JSON, 400, "empty body"),
+    ("no q", "/translate", {"source": "fr", "target": "en"}, None, 400, "missing q"),
+    ("q a number", "/translate", {"q": 3, "source": "fr", "target": "en"}, None, 400, "q must be a string or a list"),
+    ("q with a number", "/v1/translate", {"q": ["a", 1]}, None, 400, "q must be a string or a list"),
+    ("q empty", "/translate", {"q": "", "source": "fr", "target": "en"}, None, 400, "q is empty"),
+    ("q an empty list", "/v1/translate", {"q": []}, None, 400, "q is empty"),
+    ("no source", "/translate", {"q": "a", "target": "en"}, None, 400, "missing source"),
+    ("source auto", "/translate", {"q": "a", "source": "auto", "target": "en"}, None, 400, "language detection"),
+    ("unknown pair", "/translate", {"q": "a", "source": "fr", "target": "de"}, None, 400, "fr→de is not supported"),
+    ("v1 unknown pair", "/v1/translate", {"q": "a", "source": "en"}, None, 400, "en→en is not supported"),
+    ("source a number", "/translate", {"q": "a", "source": 1, "target": "en"}, None, 400, "source must be a string"),
+    (
+        "format pdf",
+        "/translate",
+        {"q": "a", "source": "fr", "target": "en", "format": "pdf"},
+        None,
+        400,
+        "format must be one of text, html",
+    ),
+    (
+        "alternatives text",
+        "/translate",
+        {"q": "a", "source": "fr", "target": "en", "alternatives": "2"},
+        None,
+        400,
+        "alternatives must be an integer",
+    ),
+    (
+        "alternatives 99",
+        "/translate",
+        {"q": "a", "source": "fr", "target": "en", "alternatives": 99},
+        None,
+        400,
+        "alternatives must be between 0 and 8",
+    ),
+    ("beam 0", "/v1/translate", {"q": "a", "beam": 0}, None, 400, "beam must be between 1 and 16"),
+    ("beam true", "/v1/translate", {"q": "a", "beam": True}, None, 400, "beam must be an integer, got a boolean"),
+    ("alpha NaN", "/v1/translate", b'{"q": "a", "alpha": NaN}', JSON, 400, "alpha must be a finite number"),
+    (
+        "greedy and sample",
+        "/v1/translate",
+        {"q": "a", "greedy": True, "sample": True},
+        None,
+        400,
+        "greedy and sample exclude each other",
+    ),
+    (
+        "n_best past beam",
+        "/v1/translate",
+        {"q": "a", "beam": 2, "n_best": 3},
+        None,
+        400,
+        "n_best (3) cannot exceed beam (2)",
+    ),
+    (
+        "attention bogus",
+        "/v1/translate",
+        {"q": "a", "attention": "some"},
+        None,
+        400,
+        "attention must be one of none, cross, all",
+    ),
+    ("align a string", "/v1/translate", {"q": "a", "align": "yes"}, None, 400, "align must be true or false"),
+    (
+        "too many characters",
+        "/translate",
+        {"q": "a" * 2001, "source": "fr", "target": "en"},
+        None,
+        413,
+        "2001 characters exceed the limit of 2000",
+    ),
+    ("too many sentences", "/v1/translate", {"q": ["a"] * 129}, None, 413, "129 sentences exceed the limit of 128"),
+    ("huge body", "/translate", b'{"q": "' + b"a" * 200_000 + b'"}', JSON, 413, "exceeds the limit"),
+    (
+        "multipart",
+        "/translate",
+        b"--x\r\n",
+        {"Content-Type": "multipart/form-data; boundary=x"},
+        415,
+        "multipart/form-data is not supported",
+    ),
+    (
+        "bad form",
+        "/translate",
+        b"q=%FF&source=fr",
+        {"Content-Type": "application/x-www-form-urlencoded"},
+        400,
+        "not valid URL-encoded UTF-8",
+    ),
+    (
+        "form twice",
+        "/translate",
+        b"q=a&source=fr&source=en",
+        {"Content-Type": "application/x-www-form-urlencoded"},
+        400,
+        "source is given 2 times",
+    ),
+]
+
+
+@pytest.mark.parametrize("name, path, body, headers, status, message", BAD, ids=[b[0] for b in BAD])
+def test_a_bad_request_gets_a_4xx_with_one_json_line_and_the_server_lives_on(
+    client, log, name, path, body, headers, status, message
+):
+    reply = client.request(
+        "POST", path, body if isinstance(body, bytes) else json.dumps(body).encode(), headers or JSON
+    )
+    assert reply.status == status
+    assert reply.headers["content-type"] == "application/json"
+    error = reply.json()["error"]
+    assert message in error and "\n" not in error and "Traceback" not in error
+    assert client.get("/health").json()["status"] == "ok"
+    assert not [line for line in log_lines(log) if line["event"] == "error"]
+
+
+def test_unknown_paths_and_methods_get_json_errors(client):
+    missing = client.get("/nope")
+    assert (missing.status, missing.json()["error"].split(":")[0]) == (404, "no such endpoint")
+    wrong = client.get("/translate")
+    assert wrong.status == 405 and wrong.json() == {"error": "GET is not allowed on /translate (allowed: POST)"}
+
+
+# ----------------------------------------------------------------------------- the log
+def test_each_request_is_one_json_line_with_its_sentences_and_decode_call(url, log):
+    with Client(url) as c:
+        c.post("/translate", {"q": ["Bonjour.", "Merci."], "source": "fr", "target": "en"})
+        c.post("/translate", {"q": "", "source": "fr", "target": "en"})
+    lines = [line for line in log_lines(log) if line["event"] == "request"]
+    ok, bad = lines[-2], lines[-1]
+    assert ok["method"] == "POST" and ok["path"] == "/translate" and ok["status"] == 200
+    assert ok["sentences"] == 2 and isinstance(ok["decode_call"], int) and ok["ms"] > 0 and ok["bytes"] > 0
+    assert ok["client"].startswith("127.0.0.1:") and ok["time"].endswith("Z")
+    assert bad["status"] == 400 and bad["error"].startswith("q is empty")
+    assert log_lines(log)[0]["event"] == "listening" and log_lines(log)[0]["url"] == url
+
+
+# ----------------------------------------------------------------------------- keys and CORS
+def test_api_keys_are_required_on_the_translate_endpoints_only(translator):
+    log = io.StringIO()
+    with Background(translator, ServeSettings(api_keys=frozenset({"s3cret"}), log=log)) as url:
+        with Client(url) as c:
+            missing = c.post("/translate", {"q": "Bonjour.", "source": "fr", "target": "en"})
+            assert missing.status == 401 and "API key" in missing.json()["error"]
+            assert missing.headers["www-authenticate"] == "Bearer"
+            assert c.post("/v1/translate", {"q": "Bonjour.", "api_key": "nope"}).status == 403
+            assert c.get("/health").status == 200 and c.get("/languages").status == 200
+            assert c.get("/health").json()["api_keys"] is True
+            auth = {"Content-Type": "application/json", "X-API-Key": "s3cret"}
+            assert c.request("POST", "/v1/translate", b'{"q": "Merci."}', auth).status == 200
+        with Client(url, api_key="s3cret") as c:  # Authorization: Bearer
+            assert c.post("/v1/translate", {"q": "Merci."}).status == 200
+        lt = libretranslatepy.LibreTranslateAPI(url, api_key="s3cret")  # api_key in the form
+        assert lt.translate(SENTENCES[0], "fr", "en") == "I am a student."
+        with pytest.raises(urllib.error.HTTPError) as info:
+            libretranslatepy.LibreTranslateAPI(url, api_key="wrong").translate(SENTENCES[0], "fr", "en")
+        assert info.value.code == 403
+    assert "s3cret" not in log.getvalue() and "wrong" not in log.getvalue()
+
+
+def test_cors_answers_the_allowed_origin_only(translator):
+    preflight = {
+        "Origin": "https://app.example",
+        "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "content-type",
+    }
+    with Background(translator, ServeSettings(cors_origins=("https://app.example",), log=io.StringIO())) as url:
+        with Client(url) as c:
+            ok = c.request("OPTIONS", "/translate", None, preflight)
+            assert ok.status == 200 and ok.headers["access-control-allow-origin"] == "https://app.example"
+            post = c.request("POST", "/v1/translate", b'{"q": "Merci."}', {**JSON, "Origin": "https://app.example"})
+            assert post.status == 200 and post.headers["access-control-allow-origin"] == "https://app.example"
+            other = c.request("OPTIONS", "/translate", None, {**preflight, "Origin": "https://evil.example"})
+            assert other.status == 400 and other.json() == {"error": "Disallowed CORS origin"}
+    with Background(translator, ServeSettings(log=io.StringIO())) as url:  # no --cors: no CORS headers at all
+        with Client(url) as c:
+            plain = c.request("OPTIONS", "/translate", None, preflight)
+            assert plain.status == 405 and "access-control-allow-origin" not in plain.headers
+
+
+def test_tt_and_the_client_import_neither_the_web_stack_nor_torch():
+    code = (
+        "import sys, tt_cli.main, tt_cli.serve.client; "
+        "print(sorted(m for m in ('starlette', 'uvicorn', 'torch') if m in sys.modules))"
+    )
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert shown.stdout.strip() == "[]"
+
+
+@given(st.text())
+def test_a_plain_text_put_back_around_its_own_sentences_is_the_text(text):
+    document = plain(text)
+    assert document.render([[s] for s in document.sentences]) == text
+    assert all(s == s.strip() and s and "\n" not in s for s in document.sentences)
+
+
+def test_html_put_back_around_its_own_sentences_keeps_every_tag():
+    text = '<p a="1">Un  <b>deux</b>&nbsp;trois &lt;4&gt;</p><!-- Ne pas traduire --><style>p {}</style> 42 '
+    document = markup(text)
+    assert document.sentences == ["Un", "deux", "trois <4>"]
+    assert document.render([[s] for s in document.sentences]) == (
+        '<p a="1">Un  <b>deux</b>&nbsp;trois &lt;4&gt;</p><!-- Ne pas traduire --><style>p {}</style> 42 '
+    )

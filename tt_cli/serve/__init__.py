@@ -1,0 +1,19 @@
+"""`tt serve`: the translator over HTTP, LibreTranslate-compatible, with tt's own /v1 API beside it.
+
+    command   the Typer command: options checked, then server.run
+    settings  every limit and knob in one frozen record
+    server    a socket, uvicorn, the app; in the foreground or (tests, benchmarks) in a thread
+    app       the Starlette app: routes, middleware, errors as JSON, /health
+    libre     POST /translate, GET /languages (LibreTranslate's API)
+    v1        POST /v1/translate (the `tt translate --json` record), GET /v1/model (the model card)
+    service   what the endpoints share: the checks (key, language pair, size), the batcher, /health
+    body      reading a request body (JSON or form) and its fields; ApiError
+    document  text and HTML cut into sentences to translate and put back together
+    batcher   one worker thread decodes concurrent requests together (the model runs one call at a time)
+    keys      API keys
+    logs      JSON lines on stderr: the access log and server events
+    client    a standard-library client (tests, bench/bench_serve.py, programs)
+
+Only `command` is imported by `tt` itself, and `client` needs nothing but the standard library; the rest
+imports Starlette and uvicorn (the `serve` extra).
+"""

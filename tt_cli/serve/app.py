@@ -1,0 +1,122 @@
+"""The ASGI app: routes, middleware, and one rule for errors — every answer is JSON, a mistake is a 4xx
+with {"error": "one line"}, an unexpected failure a 500 with no traceback (that goes to the log).
+
+    GET  /health          status, model, and the batcher's counters (decode calls, sentences, queue)
+    POST /translate       LibreTranslate          GET /languages
+    POST /v1/translate    the --json record        GET /v1/model
+"""
+
+from __future__ import annotations
+
+import contextlib
+import traceback
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from tt_cli.serve import libre, v1
+from tt_cli.serve.body import ApiError
+from tt_cli.serve.logs import AccessLog, JsonLog
+from tt_cli.serve.service import Service
+from tt_cli.serve.settings import ServeSettings
+
+
+def make_app(translator, settings: ServeSettings) -> Starlette:
+    """The app over a loaded core.api.Translator. Its lifespan starts the decode worker and, on
+    shutdown (after the server has answered every request in flight), lets it finish its queue."""
+    log = JsonLog(settings.log)
+    service = Service(translator, settings, log)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        service.batcher.start()
+        log("listening", url=settings.url, model=str(translator.path), source=settings.source, target=settings.target)
+        yield
+        service.batcher.close()
+        log("stopped", **{k: v for k, v in service.batcher.snapshot().items() if k in ("decode_calls", "requests")})
+
+    routes = [
+        Route("/health", _json(lambda request: service.health()), methods=["GET"]),
+        Route("/translate", _json(libre.translate), methods=["POST"]),
+        Route("/languages", _json(libre.languages), methods=["GET"]),
+        Route("/v1/translate", _json(v1.translate), methods=["POST"]),
+        Route("/v1/model", _json(v1.model), methods=["GET"]),
+    ]
+    middleware = [Middleware(AccessLog, log=log)]
+    if settings.cors_origins:
+        middleware.append(
+            Middleware(
+                _JsonCORS,
+                allow_origins=list(settings.cors_origins),
+                allow_methods=["GET", "POST"],
+                allow_headers=["Content-Type", "Authorization", "X-API-Key"],
+                max_age=600,
+            )
+        )
+    app = Starlette(
+        routes=routes,
+        middleware=middleware,
+        lifespan=lifespan,
+        exception_handlers={HTTPException: _http_error},
+    )
+    app.state.service = service
+    return app
+
+
+def _json(handler):
+    """A route answering handler(request)'s value as JSON, and every error as {"error": ...}."""
+
+    async def endpoint(request: Request) -> JSONResponse:
+        try:
+            result = handler(request)
+            if hasattr(result, "__await__"):
+                result = await result
+            return JSONResponse(result)
+        except ApiError as exc:
+            _note(request, error=exc.message)
+            return JSONResponse({"error": exc.message}, exc.status, headers=exc.headers)
+        except Exception as exc:  # noqa: BLE001 - the client gets one line; the log gets the traceback
+            request.app.state.service.log(
+                "error",
+                path=request.url.path,
+                error=f"{exc.__class__.__name__}: {exc}",
+                traceback=traceback.format_exc(),
+            )
+            return JSONResponse({"error": "internal error (the server log has the details)"}, 500)
+
+    return endpoint
+
+
+def _note(request: Request, **fields) -> None:
+    if not hasattr(request.state, "log"):
+        request.state.log = {}
+    request.state.log.update(fields)
+
+
+async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
+    if exc.status_code == 404:
+        message = f"no such endpoint: {request.url.path} (see GET /health, /languages, /v1/model; POST /translate, /v1/translate)"
+    elif exc.status_code == 405:
+        message = (
+            f"{request.method} is not allowed on {request.url.path} (allowed: {(exc.headers or {}).get('Allow', '?')})"
+        )
+    else:
+        message = str(exc.detail)
+    _note(request, error=message)
+    return JSONResponse({"error": message}, exc.status_code, headers=exc.headers)
+
+
+class _JsonCORS(CORSMiddleware):
+    """Starlette's CORS, with a refused preflight answered in JSON like every other error."""
+
+    def preflight_response(self, request_headers):
+        response = super().preflight_response(request_headers)
+        if response.status_code < 400:
+            return response
+        headers = {k: v for k, v in response.headers.items() if k.lower() not in ("content-length", "content-type")}
+        return JSONResponse({"error": response.body.decode()}, response.status_code, headers=headers)

@@ -1,0 +1,86 @@
+"""`tt serve`: the options, checked before anything heavy is loaded; then the model, the socket, the server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from tt_cli.errors import fail
+from tt_cli.options import AlphaOpt, BeamOpt, DeviceOpt, GreedyOpt, ModelOpt, method_of, set_threads
+
+EXIT_USAGE = 2
+
+
+def serve(
+    host: Annotated[str, typer.Option(help="Address to listen on (0.0.0.0: every interface).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port (0: any free one; the log's 'listening' line names it).")] = 5000,
+    model: ModelOpt = None,
+    device: DeviceOpt = "auto",
+    threads: Annotated[int, typer.Option(help="CPU threads for torch (0 = torch's default).")] = 0,
+    beam: BeamOpt = 4,
+    alpha: AlphaOpt = 0.6,
+    greedy: GreedyOpt = False,
+    batch_size: Annotated[
+        int, typer.Option(help="Most sentences decoded together (1 = each request decoded on its own).")
+    ] = 32,
+    batch_wait: Annotated[
+        float, typer.Option(help="Milliseconds the first request of a batch waits for others to join it.")
+    ] = 5.0,
+    queue_size: Annotated[
+        int, typer.Option(help="Most sentences waiting or in decoding; a request beyond it gets 503 with Retry-After.")
+    ] = 512,
+    max_chars: Annotated[int, typer.Option(help="Most characters in one request (413 beyond).")] = 5000,
+    max_sentences: Annotated[
+        int, typer.Option(help="Most sentences (lines, or HTML text runs) in one request (413 beyond).")
+    ] = 128,
+    timeout: Annotated[float, typer.Option(help="Seconds a request may wait for its translation (504 beyond).")] = 60.0,
+    api_keys: Annotated[
+        Optional[Path],
+        typer.Option(
+            help="Require a key from FILE (one per line, # comments) on the translate endpoints: "
+            "Authorization: Bearer KEY, X-API-Key: KEY, or api_key in the body."
+        ),
+    ] = None,
+    cors: Annotated[
+        Optional[list[str]],
+        typer.Option(help="Let browser pages from ORIGIN call the server (repeatable; '*' = any origin)."),
+    ] = None,
+) -> None:
+    """Serve translations over HTTP: LibreTranslate's API (POST /translate, GET /languages) and tt's own (POST /v1/translate: the --json record; GET /v1/model), with GET /health. Concurrent requests are decoded together in batches. Needs the serve extra: pip install -e ".\\[serve]".
+
+    The log (one JSON object per line: each request, server events) goes to stderr. Ctrl-C or SIGTERM stops accepting, answers what is in flight, then exits.
+    """
+    from tt_cli.serve.settings import ServeSettings
+
+    settings = ServeSettings(
+        batch_size=batch_size,
+        batch_wait_s=batch_wait / 1000,
+        queue_size=queue_size,
+        max_chars=max_chars,
+        max_sentences=max_sentences,
+        timeout_s=timeout,
+        cors_origins=tuple(cors or ()),
+    )
+    problems = settings.problems() + ([f"--port must be 0..65535, got {port}"] if not 0 <= port <= 65535 else [])
+    if problems:
+        raise fail("; ".join(problems), EXIT_USAGE)
+    try:
+        from tt_cli.serve.server import listen, run
+    except ImportError as exc:
+        raise fail(f'tt serve needs the serve extra ({exc.name} is missing): pip install -e ".[serve]"') from None
+    from dataclasses import replace
+
+    from core.api import Translator
+    from tt_cli.serve.keys import read_keys
+    from tt_cli.serve.service import model_languages
+
+    if api_keys is not None:
+        settings = replace(settings, api_keys=read_keys(api_keys))
+    set_threads(threads, few=False)
+    translator = Translator(
+        model, device=device, beam=beam, alpha=alpha, method=method_of(greedy), batch_size=batch_size
+    )
+    source, target = model_languages(translator.path)
+    run(translator, replace(settings, source=source, target=target), listen(host, port))
