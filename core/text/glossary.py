@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from core.errors import DocumentError
+from core.text.documents import read_utf8
 
 
 def parse_glossary(text: str, name: str = "<glossary>") -> list[tuple[str, str]]:
@@ -39,14 +40,4 @@ def parse_glossary(text: str, name: str = "<glossary>") -> list[tuple[str, str]]
 
 def read_glossary(path: str | Path) -> list[tuple[str, str]]:
     """The glossary in the UTF-8 file `path` (see parse_glossary)."""
-    path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise DocumentError(f"{path}: cannot read the glossary ({exc.strerror})") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        lineno = raw[: exc.start].count(b"\n") + 1
-        raise DocumentError(f"{path}:{lineno}: invalid UTF-8 (byte 0x{raw[exc.start]:02x})") from None
-    return parse_glossary(text.removeprefix("\ufeff"), str(path))
+    return parse_glossary(read_utf8(path, "glossary").removeprefix("\ufeff"), str(path))

@@ -18,6 +18,7 @@ from typing import Protocol
 
 from core.text.case import NATURAL, apply_case, case_shape, natural_case
 from core.text.confidence import Confidence, confidence
+from core.text.documents import Document
 from core.text.protect import DEFAULT_SCHEME, FALLBACK_SCHEMES, Protected, Scheme, Span, find_spans, protect, restore
 from core.text.split import join_sentences, sentence_spans
 
@@ -28,6 +29,9 @@ class Decoded(Protocol):
     text: str
     pieces: list[str]
     token_logprobs: list[float]
+
+
+_STOPS = tuple(".!?…:;»\"')")
 
 
 @dataclass(frozen=True)
@@ -115,6 +119,14 @@ def _prepare(line_no: int, sentence: str, options: TextOptions, unknown, scheme:
     return _Prepared(line_no, sentence, text, shape, protected, keep)
 
 
+def _follow_final_stop(source: str, output: str) -> str:
+    """The output without the period the model adds to a source that has none (a heading, a list
+    item, a subtitle line cut mid-sentence): it learned from sentences that all end with one."""
+    if output.endswith(".") and not output.endswith("..") and not source.rstrip().endswith(_STOPS):
+        return output[:-1]
+    return output
+
+
 def _translate(prepared: list[_Prepared], translate_batch) -> list[SentenceResult]:
     """Every prepared sentence through the model in one call, then case and spans put back."""
     decoded = list(translate_batch([p.model_input for p in prepared])) if prepared else []
@@ -122,7 +134,7 @@ def _translate(prepared: list[_Prepared], translate_batch) -> list[SentenceResul
         raise ValueError(f"translate_batch returned {len(decoded)} translations for {len(prepared)} sentences")
     sentences = []
     for p, d in zip(prepared, decoded):
-        cased = apply_case(d.text, p.shape, p.placeholders)
+        cased = apply_case(_follow_final_stop(p.model_input, d.text), p.shape, p.placeholders)
         restored = restore(cased, p.protected)
         conf = confidence(d.pieces, d.token_logprobs, getattr(d, "cross", None))
         sentences.append(
@@ -201,3 +213,14 @@ def translator_batch(translator, *, attention: bool = False, layer: int = -1) ->
         ]
 
     return run
+
+
+def translate_document(
+    document: Document,
+    translate_batch: Callable[[list[str]], Sequence[Decoded]],
+    options: TextOptions | None = None,
+    unknown: Callable[[str], bool] | None = None,
+) -> tuple[str, list[TextResult]]:
+    """The document with its segments translated (see core.text.documents), and each segment's result."""
+    results = translate_text(document.segments, translate_batch, options, unknown)
+    return document.render([r.text for r in results]), results

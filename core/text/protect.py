@@ -3,7 +3,8 @@
     "Voir https://exemple.fr 🙂"  ──protect──▶  "Voir Kyoto Osaka"   (spans: the URL, the emoji)
     model: "See Kyoto Osaka"      ──restore──▶  "See https://exemple.fr 🙂"
 
-What is protected (earlier kinds win where they overlap): glossary terms, inline code and markup,
+What is protected (earlier kinds win where they overlap): glossary terms, inline code, Markdown links
+(core.text.documents translates their text on its own), markup,
 URLs, e-mail addresses, dates in digits, times (14 h 35, 14h35, 14:35), numbers of two or more
 digits (a single digit is left to the model, which writes "three" for 3 as a translator would), and
 any word holding a character outside the model's vocabulary (emoji, other scripts).
@@ -54,7 +55,7 @@ FALLBACK_SCHEMES = (SCHEMES["names-kyoto"], SCHEMES["typed"])  # further tries f
 class Span:
     """One protected piece of the source."""
 
-    kind: str  # term, code, markup, url, email, date, time, number, unknown
+    kind: str  # term, code, link, markup, url, email, date, time, number, unknown
     start: int  # where it is in the text given to protect()
     end: int
     original: str  # the source text
@@ -88,6 +89,7 @@ class Restored:
 _SP = r"[ \u00a0\u202f]"  # French writes 1 000 and 14 h 35 with plain or no-break spaces
 _PATTERNS: list[tuple[str, re.Pattern]] = [
     ("code", re.compile(r"`[^`\n]+`")),
+    ("link", re.compile(r"!?\[[^\[\]\n]*\]\([^()\s]*(?:\([^()\s]*\)[^()\s]*)*(?:\s+\"[^\"]*\")?\)")),  # Markdown
     ("markup", re.compile(r"</?[A-Za-z][\w:-]*(?:\s+[^<>]*)?/?>|\{\{[^{}]*\}\}|\{\w*\}|%[sd]")),
     ("url", re.compile(r"(?:https?://|ftp://|www\.)[^\s<>«»\"]+[^\s<>«»\".,;:!?)\]'’]")),
     ("email", re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}")),

@@ -113,3 +113,34 @@ def test_confidence_with_and_without_attention(run):
 def test_a_translate_batch_that_loses_sentences_is_an_error():
     with pytest.raises(ValueError, match="1 translations for 2 sentences"):
         translate_text(["Un. Deux."], lambda batch: batch[:1])
+
+
+def test_an_srt_file_round_trips_with_the_model(translator, run, tmp_path):
+    from core.text.documents import read_document
+    from core.text.pipeline import translate_document
+
+    path = tmp_path / "film.srt"
+    path.write_bytes(
+        "1\r\n00:00:01,000 --> 00:00:02,500\r\nJe suis\r\nétudiant.\r\n\r\n"
+        "2\r\n00:00:03,000 --> 00:00:04,000\r\n- Tu viens ?\r\n- Oui.\r\n".encode()
+    )
+    unknown = unknown_characters(translator.loaded.tokenizer)
+    out, results = translate_document(read_document(path), translator_batch(translator), None, unknown)
+    assert len(results) == 3
+    assert out == (
+        "1\r\n00:00:01,000 --> 00:00:02,500\r\nI am a\r\nstudent.\r\n\r\n"
+        "2\r\n00:00:03,000 --> 00:00:04,000\r\n- Are you coming?\r\n- Yes.\r\n"
+    )
+
+
+def test_a_markdown_file_translates_prose_and_keeps_code_and_links(translator):
+    from core.text.documents import parse_document
+    from core.text.pipeline import translate_document
+
+    text = "# Le chat dort\n\nLe chat dort. Voir [la page](https://exemple.fr) et `ls`.\n\n```\nLe chat dort.\n```\n"
+    unknown = unknown_characters(translator.loaded.tokenizer)
+    out, _ = translate_document(parse_document(text, "md"), translator_batch(translator), None, unknown)
+    head, fence = out.split("```\n", 1)
+    assert fence == "Le chat dort.\n```\n"  # the code block, untouched
+    assert head.startswith("# The cat is sleeping\n\nThe cat is sleeping.")
+    assert "](https://exemple.fr)" in head and "`ls`" in head and "[la page]" not in head
