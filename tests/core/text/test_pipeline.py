@@ -144,3 +144,13 @@ def test_a_markdown_file_translates_prose_and_keeps_code_and_links(translator):
     assert fence == "Le chat dort.\n```\n"  # the code block, untouched
     assert head.startswith("# The cat is sleeping\n\nThe cat is sleeping.")
     assert "](https://exemple.fr)" in head and "`ls`" in head and "[la page]" not in head
+
+
+def test_a_lost_placeholder_gets_another_try_with_the_fallback_placeholders(run):
+    from core.text.protect import SCHEMES
+
+    line = "Lis la page https://fr.wikipedia.org/wiki/Paris ce soir."
+    [once] = run([line], TextOptions(scheme=SCHEMES["names-kyoto"], fallbacks=()))
+    [twice] = run([line], TextOptions(scheme=SCHEMES["names-kyoto"], fallbacks=(SCHEMES["names"],)))
+    assert [s.original for s in once.sentences[0].lost] == ["https://fr.wikipedia.org/wiki/Paris"]
+    assert twice.sentences[0].lost == [] and "https://fr.wikipedia.org/wiki/Paris" in twice.text
