@@ -20,8 +20,8 @@ from core.text.pipeline import TextOptions, translate_text, translator_batch  # 
 from core.text.protect import unknown_characters  # noqa: E402
 
 RUNS = {
-    "off (the model alone)": TextOptions(split=False, protect=False, case=False),
-    "split": TextOptions(protect=False, case=False),
+    "off (the model alone)": TextOptions(split=False, protect=False, case=False, follow_stop=False),
+    "split": TextOptions(protect=False, case=False, follow_stop=False),
     "split + protect + case (default)": TextOptions(),
 }
 

@@ -12,7 +12,7 @@ line's own spacing.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -39,6 +39,7 @@ class TextOptions:
     split: bool = True  # split lines into sentences (off: each line is one sentence)
     protect: bool = True  # numbers, URLs, e-mail, emoji, code, markup, unknown characters
     case: bool = True  # ALL-CAPS and Title Case through their natural case
+    follow_stop: bool = True  # drop the period the model adds to a source without a final stop (a heading)
     terms: tuple[tuple[str, str], ...] = ()  # glossary (French, English); forced even with protect off
     scheme: Scheme = DEFAULT_SCHEME
     # A sentence whose output lost a placeholder is translated again with each of these placeholder
@@ -127,14 +128,15 @@ def _follow_final_stop(source: str, output: str) -> str:
     return output
 
 
-def _translate(prepared: list[_Prepared], translate_batch) -> list[SentenceResult]:
+def _translate(prepared: list[_Prepared], translate_batch, options: TextOptions) -> list[SentenceResult]:
     """Every prepared sentence through the model in one call, then case and spans put back."""
     decoded = list(translate_batch([p.model_input for p in prepared])) if prepared else []
     if len(decoded) != len(prepared):
         raise ValueError(f"translate_batch returned {len(decoded)} translations for {len(prepared)} sentences")
     sentences = []
     for p, d in zip(prepared, decoded):
-        cased = apply_case(_follow_final_stop(p.model_input, d.text), p.shape, p.placeholders)
+        output = _follow_final_stop(p.model_input, d.text) if options.follow_stop else d.text
+        cased = apply_case(output, p.shape, p.placeholders)
         restored = restore(cased, p.protected)
         conf = confidence(d.pieces, d.token_logprobs, getattr(d, "cross", None))
         sentences.append(
@@ -175,13 +177,13 @@ def translate_text(
             spans = [(line.index(stripped), line.index(stripped) + len(stripped))] if stripped else []
         per_line.append(spans)
         prepared += [_prepare(i, line[a:b], options, unknown, options.scheme) for a, b in spans]
-    sentences = _translate(prepared, translate_batch)
+    sentences = _translate(prepared, translate_batch, options)
     for scheme in options.fallbacks:
         retry = [i for i, s in enumerate(sentences) if s.lost]
         if not retry:
             break
         again = [_prepare(prepared[i].line, prepared[i].source, options, unknown, scheme) for i in retry]
-        for i, second in zip(retry, _translate(again, translate_batch)):
+        for i, second in zip(retry, _translate(again, translate_batch, options)):
             if len(second.lost) < len(sentences[i].lost):
                 sentences[i] = second
     results, k = [], 0
@@ -191,6 +193,33 @@ def translate_text(
         text = join_sentences(line, spans, [s.text for s in mine]) if spans else ""
         results.append(TextResult(i, line, text.strip(), mine))
     return results
+
+
+def translate_stream(
+    lines: Iterable[str],
+    translate_batch: Callable[[list[str]], Sequence[Decoded]],
+    options: TextOptions | None = None,
+    unknown: Callable[[str], bool] | None = None,
+    chunk: int = 64,
+) -> Iterator[TextResult]:
+    """translate_text over a stream (a file, stdin), `chunk` lines at a time so memory stays flat;
+    indices run on across chunks."""
+    batch: list[str] = []
+    done = 0
+
+    def flush() -> Iterator[TextResult]:
+        for r in translate_text(batch, translate_batch, options, unknown):
+            r.index += done
+            yield r
+
+    for line in lines:
+        batch.append(line)
+        if len(batch) == chunk:
+            yield from flush()
+            done += len(batch)
+            batch = []
+    if batch:
+        yield from flush()
 
 
 @dataclass

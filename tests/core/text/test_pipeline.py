@@ -154,3 +154,19 @@ def test_a_lost_placeholder_gets_another_try_with_the_fallback_placeholders(run)
     [twice] = run([line], TextOptions(scheme=SCHEMES["names-kyoto"], fallbacks=(SCHEMES["names"],)))
     assert [s.original for s in once.sentences[0].lost] == ["https://fr.wikipedia.org/wiki/Paris"]
     assert twice.sentences[0].lost == [] and "https://fr.wikipedia.org/wiki/Paris" in twice.text
+
+
+def test_translate_stream_gives_the_same_results_in_chunks(translator):
+    from core.text.pipeline import translate_stream
+
+    lines = ["Bonjour.", "Merci. Au revoir.", "", "Elle est née en 1987."]
+    batch = translator_batch(translator)
+    whole = translate_text(lines, batch)
+    streamed = list(translate_stream(iter(lines), batch, chunk=3))
+    assert [(r.index, r.text) for r in streamed] == [(r.index, r.text) for r in whole]
+
+
+def test_the_period_the_model_adds_to_a_heading_is_dropped_unless_asked_not_to(run):
+    [on] = run(["Le chat dort"])
+    [off] = run(["Le chat dort"], TextOptions(follow_stop=False))
+    assert (on.text, off.text) == ("The cat is sleeping", "The cat is sleeping.")
