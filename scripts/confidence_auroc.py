@@ -40,19 +40,23 @@ def main() -> None:
     parser.add_argument("--news-lines", type=int, default=500)
     parser.add_argument("--threshold", type=float, nargs="+", default=[30.0, 50.0])
     parser.add_argument("--layer", type=int, default=-1, help="decoder layer whose cross-attention gives coverage")
+    parser.add_argument("--tatoeba-lines", type=int, default=None, help="the split's first N pairs (default all)")
     parser.add_argument("--model", default=None)
     args = parser.parse_args()
 
+    import torch
     from sacrebleu.metrics import CHRF
 
     from core import Translator
+
+    torch.set_num_threads(1)  # as the tests do: reproducible, and kind to a shared machine
 
     translator = Translator(args.model)
     unknown = unknown_characters(translator.loaded.tokenizer)
     chrf = CHRF()
     print("| set | chrF below | bad lines | confidence | coverage | confidence × coverage |")
     print("|---|---:|---:|---:|---:|---:|")
-    for name, (sources, refs) in dev_sets(args.news_lines).items():
+    for name, (sources, refs) in dev_sets(args.news_lines, args.tatoeba_lines).items():
         results = translate_text(sources, translator_batch(translator, attention=True, layer=args.layer), None, unknown)
         kept = [(r, ref) for r, ref in zip(results, refs) if r.sentences]
         sent_chrf = [chrf.sentence_score(r.text, [ref]).score for r, ref in kept]

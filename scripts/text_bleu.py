@@ -29,17 +29,22 @@ RUNS = {
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--news-lines", type=int, default=500)
+    parser.add_argument("--tatoeba-lines", type=int, default=None, help="the split's first N pairs (default all)")
     parser.add_argument("--model", default=None)
     args = parser.parse_args()
 
+    import torch
+
     from core import Translator
+
+    torch.set_num_threads(1)  # as the tests do: reproducible, and kind to a shared machine
 
     translator = Translator(args.model)
     unknown = unknown_characters(translator.loaded.tokenizer)
     print("| set | run | BLEU | chrF | lines split | spans protected | spans lost | seconds |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")
     signature = ""
-    for name, (sources, refs) in dev_sets(args.news_lines).items():
+    for name, (sources, refs) in dev_sets(args.news_lines, args.tatoeba_lines).items():
         for run, options in RUNS.items():
             started = time.perf_counter()
             results = translate_text(sources, translator_batch(translator), options, unknown)
