@@ -23,3 +23,7 @@ class TokenizerError(TTError):
 
 class DownloadError(DataError):
     """A corpus that could not be fetched, verified or written; the message names the URL or file."""
+
+
+class DocumentError(DataError):
+    """A document (subtitles, Markdown, a glossary) that cannot be read; the message starts with file:line."""

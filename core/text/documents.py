@@ -1,0 +1,233 @@
+"""Documents: subtitles (srt), Markdown and plain text → segments to translate → the document again.
+
+    text ──parse_document──▶ Document(segments, regions) ──translate the segments──▶ render ──▶ text
+
+A Document keeps the file's text whole and the (start, end) region of each segment in it; render
+puts each translation in its region and copies every other character as it was, so numbering,
+timestamps, blank lines, code blocks, list markers and line endings come back byte for byte.
+Parsing is the parsers' (srt, markdown-it-py); the regions are where they say the text is.
+
+- srt: each cue's text is one segment (its lines joined; a cue whose lines all start with a dash is
+  a dialogue, one segment per line, the dashes kept out); the translation is broken back into as many lines as the cue
+  had, at the spaces nearest to even lengths.
+- Markdown: paragraphs and headings are segments; code blocks, HTML blocks and tables stay as they
+  are; inside a segment inline code, URLs and links are protected (core.text.protect), and each
+  link's text is a segment of its own put back between the link's brackets.
+- plain text: each paragraph (lines up to a blank line) is one segment, written as one line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from core.errors import DocumentError
+
+FORMATS = ("text", "srt", "md")
+_EXTENSIONS = {".srt": "srt", ".md": "md", ".markdown": "md", ".txt": "text"}
+
+
+@dataclass
+class Document:
+    text: str  # the file's text, as read
+    format: str
+    segments: list[str] = field(default_factory=list)  # what to translate, one line each
+    regions: list[tuple[int, int]] = field(default_factory=list)  # where segment i's translation goes
+    lines: list[int] = field(default_factory=list)  # how many lines segment i's translation is broken into
+    newline: str = "\n"
+    # (segment holding the link, the link's source text, the segment translating its text)
+    links: list[tuple[int, str, int]] = field(default_factory=list)
+
+    def render(self, translations: list[str]) -> str:
+        """The document with segment i's region replaced by translations[i] (broken into lines as the
+        source was); link texts go back inside their links."""
+        if len(translations) != len(self.segments):
+            raise ValueError(f"{len(translations)} translations for {len(self.segments)} segments")
+        translations = list(translations)
+        for holder, link, inner in self.links:
+            translated = _retext_link(link, translations[inner])
+            if link in translations[holder]:
+                translations[holder] = translations[holder].replace(link, translated, 1)
+        out, last = [], 0
+        for (a, b), text, n in zip(self.regions, translations, self.lines):
+            if a < 0:  # a link's text: it went into its paragraph above
+                continue
+            out.append(self.text[last:a])
+            out.append(self.newline.join(break_lines(text, n)))
+            last = b
+        out.append(self.text[last:])
+        return "".join(out)
+
+
+def break_lines(text: str, n: int) -> list[str]:
+    """`text` in at most `n` lines of near-even length, broken at spaces."""
+    words = text.split(" ")
+    if n <= 1 or len(words) < 2:
+        return [text]
+    lines, rest = [], words
+    for k in range(n, 1, -1):
+        remaining = " ".join(rest)
+        target = len(remaining) / k
+        best, best_gap, run = 1, None, 0
+        for i in range(1, len(rest)):
+            run += len(rest[i - 1]) + (1 if i > 1 else 0)
+            gap = abs(run - target)
+            if best_gap is None or gap < best_gap:
+                best, best_gap = i, gap
+        lines.append(" ".join(rest[:best]))
+        rest = rest[best:]
+        if len(rest) < 2:
+            break
+    lines.append(" ".join(rest))
+    return [line for line in lines if line] or [text]
+
+
+def _retext_link(link: str, text: str) -> str:
+    """`[old](target)` → `[text](target)`."""
+    close = _link_text_end(link)
+    return link[: link.index("[") + 1] + text + link[close:]
+
+
+def _link_text_end(link: str) -> int:
+    depth = 0
+    for i, ch in enumerate(link):
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+            if depth == 0:
+                return i
+    return len(link)
+
+
+# -------------------------------------------------------------------------------------------- srt
+def _parse_srt(text: str, name: str) -> Document:
+    import srt
+
+    try:
+        list(srt.parse(text))
+    except srt.SRTParseError as exc:
+        skipped = len(exc.unmatched_content) - len(exc.unmatched_content.lstrip())
+        lineno = text[: exc.expected_start + skipped].count("\n") + 1
+        bad = exc.unmatched_content.strip().splitlines()[0][:60] if exc.unmatched_content.strip() else ""
+        raise DocumentError(f"{name}:{lineno}: not a subtitle block (number, timestamps, text): {bad!r}") from None
+    except ValueError as exc:
+        raise DocumentError(f"{name}: {exc}") from None
+    doc = Document(text, "srt", newline="\r\n" if "\r\n" in text else "\n")
+    for match in srt.SRT_REGEX.finditer(text):
+        a, b = match.span(5)  # the cue's text
+        body = text[a:b]
+        lines = body.splitlines()
+        if len(lines) > 1 and all(line.lstrip().startswith(("-", "–", "—")) for line in lines):
+            pos = a
+            for line in body.splitlines(keepends=True):
+                content = line.rstrip("\r\n")
+                speech = content.lstrip().lstrip("-–—").lstrip()  # the dash stays the file's, not the model's
+                if speech:
+                    _add(doc, speech, pos + len(content) - len(speech), pos + len(content), 1)
+                pos += len(line)
+        elif body.strip():
+            _add(doc, " ".join(line.strip() for line in lines if line.strip()), a, b, len(lines))
+    return doc
+
+
+def _add(doc: Document, segment: str, a: int, b: int, n_lines: int) -> int:
+    doc.segments.append(segment)
+    doc.regions.append((a, b))
+    doc.lines.append(n_lines)
+    return len(doc.segments) - 1
+
+
+# --------------------------------------------------------------------------------------- Markdown
+_LINK = re.compile(r"(?<!!)\[[^\[\]\n]*\]\([^()\s]*(?:\([^()\s]*\)[^()\s]*)*(?:\s+\"[^\"]*\")?\)")
+
+
+def _line_starts(text: str) -> list[int]:
+    starts = [0]
+    for m in re.finditer(r"\n", text):
+        starts.append(m.end())
+    starts.append(len(text) + 1)
+    return starts
+
+
+def _parse_markdown(text: str, name: str) -> Document:
+    from markdown_it import MarkdownIt
+
+    doc = Document(text, "md", newline="\r\n" if "\r\n" in text else "\n")
+    starts = _line_starts(text)
+    tokens = MarkdownIt("commonmark").enable("table").parse(text)
+    in_table = 0
+    for i, token in enumerate(tokens):
+        if token.type == "table_open":
+            in_table += 1
+        elif token.type == "table_close":
+            in_table -= 1
+        if token.type != "inline" or in_table or not token.map or not token.content.strip():
+            continue
+        if i == 0 or tokens[i - 1].type not in ("paragraph_open", "heading_open"):
+            continue
+        content_lines = token.content.split("\n")
+        first, last = token.map[0], token.map[0] + len(content_lines) - 1
+        line_a = text[starts[first] : starts[first + 1] - 1]
+        line_b = text[starts[last] : starts[last + 1] - 1]
+        off_a, off_b = line_a.find(content_lines[0]), line_b.rfind(content_lines[-1])
+        if off_a < 0 or off_b < 0:  # not where the parser says (an escape it rewrote): leave it
+            continue
+        a, b = starts[first] + off_a, starts[last] + off_b + len(content_lines[-1])
+        segment = " ".join(line.strip() for line in content_lines)
+        holder = _add(doc, segment, a, b, 1)
+        for link in _LINK.finditer(segment):
+            inner = link.group()[1 : _link_text_end(link.group())]
+            if inner.strip():
+                doc.links.append((holder, link.group(), _add(doc, inner, -1, -1, 1)))
+    return doc
+
+
+# ------------------------------------------------------------------------------------- plain text
+def _parse_text(text: str, name: str) -> Document:
+    doc = Document(text, "text", newline="\r\n" if "\r\n" in text else "\n")
+    for block in re.finditer(r"(?:^[^\S\n]*\S.*(?:\n|$))+", text, re.MULTILINE):
+        body = block.group()
+        a = block.start() + len(body) - len(body.lstrip())
+        b = block.start() + len(body.rstrip())
+        _add(doc, " ".join(line.strip() for line in text[a:b].splitlines() if line.strip()), a, b, 1)
+    return doc
+
+
+_PARSERS = {"srt": _parse_srt, "md": _parse_markdown, "text": _parse_text}
+
+
+def document_format(path: str | Path | None, override: str | None = None) -> str:
+    """The format named by `override`, else by the file's extension (plain text when unknown)."""
+    if override is not None:
+        if override not in FORMATS:
+            raise DocumentError(f"unknown document format {override!r}; one of {', '.join(FORMATS)}")
+        return override
+    return _EXTENSIONS.get(Path(path).suffix.lower(), "text") if path is not None else "text"
+
+
+def parse_document(text: str, fmt: str, name: str = "<document>") -> Document:
+    """The segments of `text` read as `fmt`; a bad file raises DocumentError naming name:line."""
+    if fmt not in _PARSERS:
+        raise DocumentError(f"unknown document format {fmt!r}; one of {', '.join(FORMATS)}")
+    return _PARSERS[fmt](text, name)
+
+
+def read_utf8(path: str | Path, what: str = "file") -> str:
+    """The text of the UTF-8 file `path`; a missing file or a bad byte raises DocumentError (path:line)."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise DocumentError(f"{path}: cannot read the {what} ({exc.strerror})") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        lineno = raw[: exc.start].count(b"\n") + 1
+        raise DocumentError(f"{path}:{lineno}: invalid UTF-8 (byte 0x{raw[exc.start]:02x})") from None
+
+
+def read_document(path: str | Path, fmt: str | None = None) -> Document:
+    """The document in the UTF-8 file `path`, its format from `fmt` or the extension."""
+    return parse_document(read_utf8(path, "document"), document_format(path, fmt), str(path))

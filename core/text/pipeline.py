@@ -1,0 +1,255 @@
+"""Real text in, real text out: the one function every view calls around the model.
+
+    line ──sentence_spans──▶ sentences ──find_spans/protect──▶ placeholders ──natural_case──▶ model input
+         ◀──join_sentences── outputs ◀──restore── ◀──apply_case── ◀── translate_batch (one batch for all)
+
+`translate_text(lines, translate_batch, options)` takes any callable that translates a list of
+sentences (see `Decoded`), so the CLI, the REPL, the Python API and a server all share it; with
+`translator_batch(translator)` it runs on `core.Translator`. One TextResult per input line, in order:
+the pipe contract (one output line per input line) holds because sentences are joined back with the
+line's own spacing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from core.text.case import NATURAL, apply_case, case_shape, natural_case
+from core.text.confidence import Confidence, confidence
+from core.text.documents import Document
+from core.text.protect import DEFAULT_SCHEME, FALLBACK_SCHEMES, Protected, Scheme, Span, find_spans, protect, restore
+from core.text.split import join_sentences, sentence_spans
+
+
+class Decoded(Protocol):
+    """What translate_batch returns for each sentence (core.api.Result has these fields)."""
+
+    text: str
+    pieces: list[str]
+    token_logprobs: list[float]
+
+
+_STOPS = tuple(".!?…:;»\"')")
+
+
+@dataclass(frozen=True)
+class TextOptions:
+    split: bool = True  # split lines into sentences (off: each line is one sentence)
+    protect: bool = True  # numbers, URLs, e-mail, emoji, code, markup, unknown characters
+    case: bool = True  # ALL-CAPS and Title Case through their natural case
+    follow_stop: bool = True  # drop the period the model adds to a source without a final stop (a heading)
+    terms: tuple[tuple[str, str], ...] = ()  # glossary (French, English); forced even with protect off
+    scheme: Scheme = DEFAULT_SCHEME
+    # A sentence whose output lost a placeholder is translated again with each of these placeholder
+    # sets in turn, while it still loses one; the output that lost fewest is kept.
+    fallbacks: tuple[Scheme, ...] = FALLBACK_SCHEMES
+
+
+@dataclass
+class SentenceResult:
+    source: str  # the sentence as it stands in the line
+    text: str  # its translation, spans restored, case applied
+    model_input: str  # what the model translated (placeholders, natural case)
+    model_output: str  # what the model wrote
+    spans: list[Span] = field(default_factory=list)
+    lost: list[Span] = field(default_factory=list)  # spans (terms included) missing from the output
+    confidence: Confidence | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        obj = {
+            "source": self.source,
+            "translation": self.text,
+            "protected": [{"kind": s.kind, "source": s.original, "output": s.output} for s in self.spans],
+            "lost": [{"kind": s.kind, "source": s.original} for s in self.lost],
+        }
+        if self.confidence is not None:
+            obj.update(self.confidence.to_dict())
+        return obj
+
+
+@dataclass
+class TextResult:
+    index: int
+    source: str  # the line as given
+    text: str  # its translation: one line
+    sentences: list[SentenceResult] = field(default_factory=list)
+
+    @property
+    def confidence(self) -> float | None:
+        """The line's confidence: its least confident sentence's (None for an empty line)."""
+        values = [s.confidence.sentence for s in self.sentences if s.confidence is not None]
+        return min(values) if values else None
+
+    @property
+    def warnings(self) -> list[str]:
+        return [w for s in self.sentences for w in s.warnings]
+
+    def to_dict(self) -> dict:
+        return {
+            "index": self.index,
+            "source": self.source,
+            "translation": self.text,
+            "confidence": None if self.confidence is None else round(self.confidence, 4),
+            "sentences": [s.to_dict() for s in self.sentences],
+        }
+
+
+@dataclass
+class _Prepared:
+    line: int
+    source: str
+    model_input: str
+    shape: str
+    protected: Protected
+    placeholders: frozenset[str]
+
+
+def _prepare(line_no: int, sentence: str, options: TextOptions, unknown, scheme: Scheme) -> _Prepared:
+    kinds = None if options.protect else ("term",)
+    found = find_spans(sentence, terms=options.terms, unknown=unknown if options.protect else None, kinds=kinds)
+    protected = protect(sentence, found, scheme)
+    keep = frozenset(s.placeholder for s in protected.spans)
+    text, shape = protected.text, NATURAL
+    if options.case:
+        shape = case_shape(text, keep)
+        if shape != NATURAL:
+            text = natural_case(text, keep)
+    return _Prepared(line_no, sentence, text, shape, protected, keep)
+
+
+def _follow_final_stop(source: str, output: str) -> str:
+    """The output without the period the model adds to a source that has none (a heading, a list
+    item, a subtitle line cut mid-sentence): it learned from sentences that all end with one."""
+    if output.endswith(".") and not output.endswith("..") and not source.rstrip().endswith(_STOPS):
+        return output[:-1]
+    return output
+
+
+def _translate(prepared: list[_Prepared], translate_batch, options: TextOptions) -> list[SentenceResult]:
+    """Every prepared sentence through the model in one call, then case and spans put back."""
+    decoded = list(translate_batch([p.model_input for p in prepared])) if prepared else []
+    if len(decoded) != len(prepared):
+        raise ValueError(f"translate_batch returned {len(decoded)} translations for {len(prepared)} sentences")
+    sentences = []
+    for p, d in zip(prepared, decoded):
+        output = _follow_final_stop(p.model_input, d.text) if options.follow_stop else d.text
+        cased = apply_case(output, p.shape, p.placeholders)
+        restored = restore(cased, p.protected)
+        conf = confidence(d.pieces, d.token_logprobs, getattr(d, "cross", None))
+        sentences.append(
+            SentenceResult(
+                p.source,
+                restored.text,
+                p.model_input,
+                d.text,
+                p.protected.spans,
+                restored.lost,
+                conf,
+                restored.warnings,
+            )
+        )
+    return sentences
+
+
+def translate_text(
+    lines: Sequence[str],
+    translate_batch: Callable[[list[str]], Sequence[Decoded]],
+    options: TextOptions | None = None,
+    unknown: Callable[[str], bool] | None = None,
+) -> list[TextResult]:
+    """One TextResult per line. translate_batch gets every sentence of every line in one list.
+
+    unknown: the model's out-of-vocabulary test (protect.unknown_characters(tokenizer)); None protects
+    no unknown characters. A Decoded with a `cross` attribute (output steps × source pieces) also gets
+    a coverage in its Confidence.
+    """
+    options = options or TextOptions()
+    per_line: list[list[tuple[int, int]]] = []
+    prepared: list[_Prepared] = []
+    for i, line in enumerate(lines):
+        if options.split:
+            spans = sentence_spans(line)
+        else:
+            stripped = line.strip()
+            spans = [(line.index(stripped), line.index(stripped) + len(stripped))] if stripped else []
+        per_line.append(spans)
+        prepared += [_prepare(i, line[a:b], options, unknown, options.scheme) for a, b in spans]
+    sentences = _translate(prepared, translate_batch, options)
+    for scheme in options.fallbacks:
+        retry = [i for i, s in enumerate(sentences) if s.lost]
+        if not retry:
+            break
+        again = [_prepare(prepared[i].line, prepared[i].source, options, unknown, scheme) for i in retry]
+        for i, second in zip(retry, _translate(again, translate_batch, options)):
+            if len(second.lost) < len(sentences[i].lost):
+                sentences[i] = second
+    results, k = [], 0
+    for i, (line, spans) in enumerate(zip(lines, per_line)):
+        mine = sentences[k : k + len(spans)]
+        k += len(spans)
+        text = join_sentences(line, spans, [s.text for s in mine]) if spans else ""
+        results.append(TextResult(i, line, text.strip(), mine))
+    return results
+
+
+def translate_stream(
+    lines: Iterable[str],
+    translate_batch: Callable[[list[str]], Sequence[Decoded]],
+    options: TextOptions | None = None,
+    unknown: Callable[[str], bool] | None = None,
+    chunk: int = 64,
+) -> Iterator[TextResult]:
+    """translate_text over a stream (a file, stdin), `chunk` lines at a time so memory stays flat;
+    indices run on across chunks."""
+    batch: list[str] = []
+    done = 0
+
+    def flush() -> Iterator[TextResult]:
+        for r in translate_text(batch, translate_batch, options, unknown):
+            r.index += done
+            yield r
+
+    for line in lines:
+        batch.append(line)
+        if len(batch) == chunk:
+            yield from flush()
+            done += len(batch)
+            batch = []
+    if batch:
+        yield from flush()
+
+
+@dataclass
+class _Decoded:
+    text: str
+    pieces: list[str]
+    token_logprobs: list[float]
+    cross: list[list[float]] | None = None
+
+
+def translator_batch(translator, *, attention: bool = False, layer: int = -1) -> Callable[[list[str]], list]:
+    """translate_batch over a `core.Translator`: attention=True also returns cross-attention (mean of
+    the heads of `layer`) for the coverage signal, at the cost of one teacher-forced pass."""
+
+    def run(sentences: list[str]) -> list[_Decoded]:
+        results = translator.translate(sentences, trace=attention)
+        return [
+            _Decoded(r.text, r.pieces, r.token_logprobs, r.attention("cross", layer) if attention and r.steps else None)
+            for r in results
+        ]
+
+    return run
+
+
+def translate_document(
+    document: Document,
+    translate_batch: Callable[[list[str]], Sequence[Decoded]],
+    options: TextOptions | None = None,
+    unknown: Callable[[str], bool] | None = None,
+) -> tuple[str, list[TextResult]]:
+    """The document with its segments translated (see core.text.documents), and each segment's result."""
+    results = translate_text(document.segments, translate_batch, options, unknown)
+    return document.render([r.text for r in results]), results

@@ -1,0 +1,35 @@
+"""Casing: shapes found, lowered, and put back on a translation."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.text.case import NATURAL, TITLE, UPPER, apply_case, case_shape, natural_case
+
+
+@pytest.mark.parametrize(
+    ("text", "shape"),
+    [
+        ("J'AIME LE CHOCOLAT.", UPPER),
+        ("Le Chat Dort Sur Le Canapé", TITLE),
+        ("Le chat dort sur le canapé.", NATURAL),
+        ("Tom et Marie vont à Paris.", NATURAL),
+        ("La NASA a lancé une fusée.", NATURAL),
+        ("OK", NATURAL),  # one word: too little to call a shape
+    ],
+)
+def test_case_shape(text, shape):
+    assert case_shape(text) == shape
+
+
+def test_natural_case_lowers_and_capitalises_the_first_word_but_keeps_placeholders():
+    assert natural_case("« J'AIME BOSTON ET LE CHOCOLAT »", frozenset({"BOSTON"})) == "« J'aime BOSTON et le chocolat »"
+
+
+def test_apply_case_upper_keeps_placeholders():
+    assert apply_case("I love Boston.", UPPER, frozenset({"Boston"})) == "I LOVE Boston."
+
+
+def test_apply_case_title_leaves_small_words_lower():
+    assert apply_case("The cat is sleeping on the couch", TITLE) == "The Cat Is Sleeping on the Couch"
+    assert apply_case("the cat", NATURAL) == "the cat"

@@ -1,0 +1,172 @@
+"""translate_text end to end with the shipped model (core.Translator), beam 4."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.text.pipeline import TextOptions, translate_text, translator_batch
+from core.text.protect import unknown_characters
+from tests.core.text.copy_cases import COPY_CASES
+
+
+@pytest.fixture(scope="module")
+def translator():
+    from core import Translator
+
+    return Translator()
+
+
+@pytest.fixture(scope="module")
+def run(translator):
+    unknown = unknown_characters(translator.loaded.tokenizer)
+
+    def run(lines, options=None, attention=False):
+        return translate_text(lines, translator_batch(translator, attention=attention), options, unknown)
+
+    return run
+
+
+def test_a_multi_sentence_line_is_split_translated_and_joined(run):
+    line = "Je suis étudiant.  Il fait froid ce matin. Le chat dort sur le canapé."
+    [result] = run([line])
+    assert [s.source for s in result.sentences] == [
+        "Je suis étudiant.",
+        "Il fait froid ce matin.",
+        "Le chat dort sur le canapé.",
+    ]
+    assert result.text == "I am a student.  It's cold this morning. The cat is sleeping on the couch."
+
+
+def test_split_off_gives_the_model_the_whole_line(run):
+    line = "Je suis étudiant. Il fait froid."
+    [result] = run([line], TextOptions(split=False))
+    assert [s.model_input for s in result.sentences] == [line]
+
+
+def test_one_result_per_line_blank_lines_included(run):
+    results = run(["Bonjour.", "", "   ", "Merci. Au revoir."])
+    assert [r.index for r in results] == [0, 1, 2, 3]
+    assert [r.text for r in results][1:3] == ["", ""]
+    assert results[1].sentences == [] and results[1].confidence is None
+
+
+def test_protection_on_and_off(run):
+    [on] = run(["Elle est née en 1987."])
+    [off] = run(["Elle est née en 1987."], TextOptions(protect=False))
+    assert on.text == "She was born in 1987."
+    assert "1987" not in on.sentences[0].model_input and "1987" in off.sentences[0].model_input
+
+
+def test_every_number_url_and_emoji_of_the_copy_list_survives(run):
+    results = run([src for src, _ in COPY_CASES])
+    missing = [
+        (r.source, r.text, want)
+        for r, (_, wants) in zip(results, COPY_CASES)
+        for want in wants
+        if want not in r.text and not want.startswith("<")  # markup around a word: see docs/text.md
+    ]
+    assert missing == []
+
+
+def test_lost_spans_are_reported_not_dropped(run):
+    # The shipped model drops the closing tag around a word; the result says so.
+    [result] = run(["Clique sur <b>Envoyer</b> maintenant."])
+    assert any(s.original == "</b>" for s in result.sentences[0].lost)
+    assert any("</b>" in w for w in result.warnings)
+
+
+def test_all_caps_goes_through_natural_case(run):
+    [upper] = run(["J'AIME LE CHOCOLAT."])
+    assert upper.sentences[0].model_input == "J'aime le chocolat."
+    assert upper.text == upper.text.upper() and "CHOCOLATE" in upper.text
+    [kept] = run(["J'AIME LE CHOCOLAT."], TextOptions(case=False))
+    assert kept.sentences[0].model_input == "J'AIME LE CHOCOLAT."
+
+
+def test_title_case_headline_reads_as_a_headline(run):
+    [result] = run(["Le Chat Dort Sur Le Canapé"])
+    assert result.text == "The Cat Is Sleeping on the Couch"
+
+
+def test_glossary_terms_are_forced(run):
+    terms = (("Parlement européen", "European Parliament"),)
+    [plain] = run(["Le Parlement européen vote demain."], TextOptions(terms=()))
+    [forced] = run(["Le Parlement européen vote demain."], TextOptions(terms=terms))
+    assert "European Parliament" not in plain.text
+    assert "European Parliament" in forced.text and forced.sentences[0].lost == []
+    [off] = run(["Le Parlement européen vote demain."], TextOptions(terms=terms, protect=False))
+    assert "European Parliament" in off.text  # terms are forced even with protection off
+
+
+def test_confidence_with_and_without_attention(run):
+    [plain] = run(["Le chat dort."])
+    [traced] = run(["Le chat dort."], attention=True)
+    assert plain.sentences[0].confidence.coverage is None
+    conf = traced.sentences[0].confidence
+    assert 0.5 < conf.sentence <= 1 and 0.3 < conf.coverage <= 1
+    assert [w for w, _ in conf.words] == ["The", "cat", "is", "sleeping."]
+    obj = traced.to_dict()
+    assert obj["confidence"] == pytest.approx(conf.sentence, abs=1e-4)
+    assert set(obj["sentences"][0]) >= {"source", "translation", "protected", "lost", "confidence", "coverage"}
+
+
+def test_a_translate_batch_that_loses_sentences_is_an_error():
+    with pytest.raises(ValueError, match="1 translations for 2 sentences"):
+        translate_text(["Un. Deux."], lambda batch: batch[:1])
+
+
+def test_an_srt_file_round_trips_with_the_model(translator, run, tmp_path):
+    from core.text.documents import read_document
+    from core.text.pipeline import translate_document
+
+    path = tmp_path / "film.srt"
+    path.write_bytes(
+        "1\r\n00:00:01,000 --> 00:00:02,500\r\nJe suis\r\nétudiant.\r\n\r\n"
+        "2\r\n00:00:03,000 --> 00:00:04,000\r\n- Tu viens ?\r\n- Oui.\r\n".encode()
+    )
+    unknown = unknown_characters(translator.loaded.tokenizer)
+    out, results = translate_document(read_document(path), translator_batch(translator), None, unknown)
+    assert len(results) == 3
+    assert out == (
+        "1\r\n00:00:01,000 --> 00:00:02,500\r\nI am a\r\nstudent.\r\n\r\n"
+        "2\r\n00:00:03,000 --> 00:00:04,000\r\n- Are you coming?\r\n- Yes.\r\n"
+    )
+
+
+def test_a_markdown_file_translates_prose_and_keeps_code_and_links(translator):
+    from core.text.documents import parse_document
+    from core.text.pipeline import translate_document
+
+    text = "# Le chat dort\n\nLe chat dort. Voir [la page](https://exemple.fr) et `ls`.\n\n```\nLe chat dort.\n```\n"
+    unknown = unknown_characters(translator.loaded.tokenizer)
+    out, _ = translate_document(parse_document(text, "md"), translator_batch(translator), None, unknown)
+    head, fence = out.split("```\n", 1)
+    assert fence == "Le chat dort.\n```\n"  # the code block, untouched
+    assert head.startswith("# The cat is sleeping\n\nThe cat is sleeping.")
+    assert "](https://exemple.fr)" in head and "`ls`" in head and "[la page]" not in head
+
+
+def test_a_lost_placeholder_gets_another_try_with_the_fallback_placeholders(run):
+    from core.text.protect import SCHEMES
+
+    line = "Lis la page https://fr.wikipedia.org/wiki/Paris ce soir."
+    [once] = run([line], TextOptions(scheme=SCHEMES["names-kyoto"], fallbacks=()))
+    [twice] = run([line], TextOptions(scheme=SCHEMES["names-kyoto"], fallbacks=(SCHEMES["names"],)))
+    assert [s.original for s in once.sentences[0].lost] == ["https://fr.wikipedia.org/wiki/Paris"]
+    assert twice.sentences[0].lost == [] and "https://fr.wikipedia.org/wiki/Paris" in twice.text
+
+
+def test_translate_stream_gives_the_same_results_in_chunks(translator):
+    from core.text.pipeline import translate_stream
+
+    lines = ["Bonjour.", "Merci. Au revoir.", "", "Elle est née en 1987."]
+    batch = translator_batch(translator)
+    whole = translate_text(lines, batch)
+    streamed = list(translate_stream(iter(lines), batch, chunk=3))
+    assert [(r.index, r.text) for r in streamed] == [(r.index, r.text) for r in whole]
+
+
+def test_the_period_the_model_adds_to_a_heading_is_dropped_unless_asked_not_to(run):
+    [on] = run(["Le chat dort"])
+    [off] = run(["Le chat dort"], TextOptions(follow_stop=False))
+    assert (on.text, off.text) == ("The cat is sleeping", "The cat is sleeping.")
