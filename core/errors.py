@@ -23,3 +23,7 @@ class TokenizerError(TTError):
 
 class DownloadError(DataError):
     """A corpus that could not be fetched, verified or written; the message names the URL or file."""
+
+
+class OutputError(TTError):
+    """An output path that cannot be written (a directory, a missing parent, a read-only file); named in the message."""

@@ -24,7 +24,7 @@ from core.data.readers import (
 )
 from core.data.tokenizer import Tokenizer
 from core.errors import DataError
-from core.files import atomic_write_bytes
+from core.files import atomic_write_bytes, make_dir
 
 if TYPE_CHECKING:
     from core.train.config import TrainConfig
@@ -89,7 +89,7 @@ def prepare_data(cfg: TrainConfig, run_dir: Path, is_main: bool = True, reuse_to
     else:
         tokenizer = Tokenizer.train((s for p in pairs for s in (p.src, p.tgt)), cfg.vocab_size)
     if is_main and (not spm_path.exists() or spm_path.read_bytes() != tokenizer.proto):
-        run_dir.mkdir(parents=True, exist_ok=True)
+        make_dir(run_dir)
         atomic_write_bytes(spm_path, tokenizer.proto)
 
     def encode(ps: list[Pair], filtered: bool) -> list[Example]:

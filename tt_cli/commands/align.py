@@ -145,7 +145,18 @@ def align(
             help="Rank every layer/head/rule by AER on --gold, print the ranking, store the best with the model.",
         ),
     ] = False,
-    save: Annotated[bool, typer.Option(help="With --find-heads: write the best rule to MODEL/alignment.json.")] = True,
+    save: Annotated[
+        bool,
+        typer.Option(
+            help="With --find-heads: write the best rule to MODEL/alignment.json (never the shipped model's)."
+        ),
+    ] = True,
+    save_to: Annotated[
+        Optional[Path],
+        typer.Option(
+            help="With --find-heads: write the best rule to DIR/alignment.json instead (the shipped model too)."
+        ),
+    ] = None,
     json_out: Annotated[
         bool, typer.Option("--json", help="One JSON object per pair: each link with its words and score.")
     ] = False,
@@ -167,6 +178,8 @@ def align(
         raise fail(
             "nothing to align: give --src FILE --tgt FILE, or pipe 'source<TAB>target' lines on stdin", EXIT_USAGE
         )
+    if save_to is not None and not find_heads:
+        raise fail("--save-to stores what --find-heads finds: give --find-heads --gold FILE", EXIT_USAGE)
     if find_heads and gold is None:
         raise fail("--find-heads needs --gold", EXIT_USAGE)
     if find_heads and (reverse_model or method != Method.auto or json_out):
@@ -175,11 +188,14 @@ def align(
         raise fail("--method diagonal uses no model; --reverse-model does not apply", EXIT_USAGE)
 
     from core.analysis import aer
+    from core.analysis.align import RULE_FILE, load_rule, pair_attention, rank_rules, save_rule
     from core.analysis.align import align as align_links
-    from core.analysis.align import load_rule, pair_attention, rank_rules, save_rule
-    from core.checkpoint import load_model
+    from core.checkpoint import is_installed_model, load_model
     from core.device import resolve_device
+    from core.files import check_output
 
+    if save_to is not None:
+        check_output(save_to / RULE_FILE)  # before the ranking, not after it
     pairs, names = read_pairs(src, tgt)
     lengths = [(len(s.split()), len(t.split())) for s, t in pairs]
     gold_pairs = aer.read_gold(gold, lengths, target_first=gold_order == GoldOrder.tgt_src) if gold else None
@@ -208,9 +224,11 @@ def align(
                 print(
                     f"{rank:3d}  {rule.describe():52s}  AER {100 * score.aer:5.1f}  precision {100 * score.precision:5.1f}  recall {100 * score.recall:5.1f}"
                 )
-            if save:
+            if save_to is None and save and is_installed_model(loaded.path):
+                print(f"tt: not stored: {loaded.path} is an installed model; --save-to DIR stores it", file=sys.stderr)
+            elif save_to is not None or save:
                 path = save_rule(
-                    loaded.path,
+                    save_to or loaded.path,
                     ranking,
                     {
                         "gold": f"{gold.parent.name}/{gold.name}",

@@ -51,7 +51,8 @@ def evaluate(
     batch_size: BatchOpt = 32,
     threads: ThreadsOpt = 0,
     output: Annotated[
-        Optional[Path], typer.Option("--output", "-o", help="Also write the translations to FILE (atomically).")
+        Optional[Path],
+        typer.Option("--output", "-o", help="Also write the translations to FILE (atomically; - = stdout)."),
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of the table.")] = False,
     errors: ErrorsOpt = ErrorsChoice.strict,
@@ -110,8 +111,10 @@ def evaluate(
     from core.decode.translate import translate_lines
     from core.device import resolve_device
     from core.evaluate import corpus_scores
-    from core.files import atomic_write_bytes
+    from core.files import atomic_write_bytes, check_output
 
+    if output is not None:
+        check_output(output)  # before the translating, not after it
     set_threads(threads, few=False)
     err = Console(stderr=True, highlight=False)
     loaded = load_model(model, device=resolve_device(device), packed=True)

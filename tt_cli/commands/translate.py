@@ -117,7 +117,8 @@ def translate(
     ] = None,
     input_file: Annotated[Optional[Path], typer.Option("--input", "-i", help="Read lines from FILE (UTF-8).")] = None,
     output: Annotated[
-        Optional[Path], typer.Option("--output", "-o", help="Write to FILE (atomically: all of it or nothing).")
+        Optional[Path],
+        typer.Option("--output", "-o", help="Write to FILE (atomically: all of it or nothing; - = stdout)."),
     ] = None,
     model: ModelOpt = None,
     device: DeviceOpt = "auto",
@@ -276,8 +277,10 @@ def translate(
     from core.checkpoint import load_model
     from core.decode.translate import read_lines, translate_lines
     from core.device import resolve_device
-    from core.files import atomic_path
+    from core.files import check_output, open_output
 
+    for path in (p for p in (output, trace_file) if p is not None):
+        check_output(path)  # a bad output path fails before the model loads
     set_threads(threads, few=not from_stdin and input_file is None)
     loaded = load_model(model, device=resolve_device(device), packed=quantize is None)
     if quantize is not None:
@@ -306,11 +309,7 @@ def translate(
             lines = read_lines(sys.stdin.buffer, "<stdin>", errors.value)
         else:
             lines = iter(args)
-        if output is not None:
-            tmp = stack.enter_context(atomic_path(output))
-            out = stack.enter_context(open(tmp, "w", encoding="utf-8", newline="\n"))
-        else:
-            out = sys.stdout
+        out = sys.stdout if output is None else stack.enter_context(open_output(output))
         view = None
         if show_attention:  # rich costs import time; only the heatmap needs it
             from rich.console import Console
