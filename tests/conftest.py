@@ -67,3 +67,26 @@ def tiny_loaded(tiny_model_dir):
     from core.checkpoint import load_model
 
     return load_model(tiny_model_dir)
+
+
+@pytest.fixture(scope="session")
+def tiny_translation(tiny_model_dir):
+    """What `tt translate --model TINY [OPTIONS] SENTENCE` prints, run in this process.
+
+    The tiny model's English rests on the floats of its few seconds of training, so on a CPU with
+    other kernels (AVX-512, AVX2, none) a borderline sentence comes out otherwise ("The cat is sred.").
+    Tests that drive tt in a subprocess compare with this, never with a fixed string."""
+    from typer.testing import CliRunner
+
+    from tt_cli.main import app
+
+    done: dict[tuple, str] = {}
+
+    def translate(sentence: str, *options: str) -> str:
+        if (sentence, options) not in done:
+            result = CliRunner().invoke(app, ["translate", "--model", str(tiny_model_dir), *options, sentence])
+            assert result.exit_code == 0 and result.stdout.strip(), result.stderr
+            done[sentence, options] = result.stdout.rstrip("\n")
+        return done[sentence, options]
+
+    return translate

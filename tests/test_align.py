@@ -34,6 +34,9 @@ from core.decode.source import prepare_source
 from core.errors import CheckpointError, ConfigError, DataError
 from tests.conftest import SHARED_DATA
 
+# Rests on the floats of a model trained or decoded here: .ci/run runs it again under a second CPU ISA.
+pytestmark = pytest.mark.isa
+
 
 # --------------------------------------------------------------------------------------- AER
 def gold(sure, possible_only=()):
