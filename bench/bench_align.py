@@ -1,4 +1,4 @@
-"""Speed of `tt align` (core.analysis.align) on 1,000 sentence pairs, against teacher-forced scoring.
+"""Speed of `tt align` (core.align.links) on 1,000 sentence pairs, against teacher-forced scoring.
 
 Alignment is one teacher-forced pass per batch with the attention weights returned, then pooling
 pieces into words and picking links. The reference is the same teacher-forced pass without weights
@@ -51,7 +51,7 @@ def main() -> None:
 
     import torch
 
-    from core.analysis.align import align, load_rule, pair_attention
+    from core.align.links import align, load_rule, pair_attention
     from core.checkpoint import load_model
     from core.decode.search import greedy, pad_batch
 

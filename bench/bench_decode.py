@@ -46,8 +46,8 @@ def recompute_greedy(model: Transformer, src: torch.Tensor, out_len: int) -> tor
     ys = torch.full((src.size(0), 1), cfg.bos_id, dtype=torch.long)  # (B, 1)
     for _ in range(out_len):
         x = model.tgt_pos(model.tgt_embed(ys))  # (B, t, d_model)
-        for layer in model.decoder_layers:  # self_mask None: the fused kernel applies causality
-            x, _, _ = layer(x, enc.memory, enc.src_mask, None)
+        for layer in model.decoder_layers:  # causal: the fused kernel applies the look-ahead mask
+            x, _, _ = layer(x, memory=enc.memory, src_mask=enc.src_mask, causal=True)
         logits = model.generator(model.decoder_norm(x[:, -1])).float()  # (B, vocab)
         logits[:, [cfg.pad_id, cfg.bos_id, cfg.eos_id]] = float("-inf")  # the same bans as ours
         ys = torch.cat([ys, logits.argmax(-1, keepdim=True)], dim=1)  # (B, t+1)

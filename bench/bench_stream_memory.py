@@ -52,7 +52,7 @@ def main() -> None:
     print("|---:|---:|---:|")
     print(f"| 0 | {rss_mib():.1f} | |", flush=True)
     start, rows = time.perf_counter(), []
-    for t in translate_lines(loaded, stream, TranslateOptions(greedy=True, batch_size=32)):
+    for t in translate_lines(loaded, stream, TranslateOptions(method="greedy", batch_size=32)):
         done = t.index + 1
         if done % every == 0:
             rows.append(rss_mib())

@@ -61,9 +61,9 @@ def main() -> None:
         model_dir, model_name = pick_model(args.model, Path(tmp))
         loaded = load_model(model_dir)
     rows = [
-        ("greedy, batch 32 (reference)", TranslateOptions(greedy=True, batch_size=32), lines),
+        ("greedy, batch 32 (reference)", TranslateOptions(method="greedy", batch_size=32), lines),
         ("beam 4, α 0.6, batch 32", TranslateOptions(beam=4, alpha=0.6, batch_size=32), lines),
-        ("greedy, batch 1", TranslateOptions(greedy=True, batch_size=1), lines),
+        ("greedy, batch 1", TranslateOptions(method="greedy", batch_size=1), lines),
     ]
     for _, options, subset in rows:  # warm-up, untimed: the first timed row must not pay for the others
         for _ in translate_lines(loaded, subset[: args.warmup_lines], options):
@@ -74,7 +74,7 @@ def main() -> None:
     for _ in range(args.rounds):
         for name, options, subset in rows:
             start = time.perf_counter()
-            pieces = sum(len(t.tokens) for t in translate_lines(loaded, subset, options))
+            pieces = sum(len(t.token_ids) for t in translate_lines(loaded, subset, options))
             seconds = time.perf_counter() - start
             if name not in best or seconds < best[name][1]:
                 best[name] = (len(subset), seconds, pieces)

@@ -243,12 +243,10 @@ class Profile:
         from textual.screen import Screen
         from textual.widget import Widget
 
-        from tt_cli.tui.analysis import AnalysisViews
         from tt_cli.tui.app import InspectApp
 
-        for method in ("watch_view", "watch_decoding", "watch_beam_steps", "watch_explained"):
+        for method in ("watch_view", "watch_decoding", "watch_beam_steps", "watch_explained", "watch_compared"):
             self.wrap(InspectApp, method, lambda app, m=method: f"app.{m}")
-        self.wrap(AnalysisViews, "watch_compared", lambda app: "app.watch_compared")
         self.wrap(Screen, "_refresh_layout", lambda s: "screen layout (reflow)")
         self.wrap(Compositor, "render_update", lambda c: "compositor render_update")
         self.wrap(Widget, "render_lines", lambda w: f"render {type(w).__name__}")

@@ -20,8 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.analysis.aer import GoldPair, score_links  # noqa: E402
-from core.analysis.align import AlignRule, align, load_rule, pair_attention  # noqa: E402
+from core.align.aer import GoldPair, score_links  # noqa: E402
+from core.align.links import AlignRule, align, load_rule, pair_attention  # noqa: E402
 from core.checkpoint import load_model  # noqa: E402
 from core.data.readers import read_corpus  # noqa: E402
 from scripts.silver_links import read_links  # noqa: E402

@@ -8,7 +8,7 @@ base model's training record in the card (card["base"]) and adds its own (card["
 Alignment section is measured here: `tt align --find-heads` on the Hansards trial set stores the rule
 with the new model, then the stored rule, the earlier rule and the diagonal are scored with `tt align --gold`.
 
-Every figure in the card comes from `tt eval --json` on the shipped files, so tests/test_weights.py can check
+Every figure in the card comes from `tt eval --json` on the shipped files, so tests/core/test_weights.py can check
 that `tt eval` reproduces it.
 """
 
@@ -110,7 +110,7 @@ def align_score(model: Path, *options: str) -> dict:
 def measure_alignment(model: Path, previous: dict, reverse: Path | None = None) -> dict:
     """The card's Alignment section: find and store the rule, then score it beside the baselines
     (and, given an English→French model with its own stored rule, the two directions intersected)."""
-    from core.analysis.align import load_rule
+    from core.align.links import load_rule
 
     D = HANSARDS
     tt(
@@ -350,7 +350,7 @@ and saved it in fp16:
 
 {sigs}
 
-`tests/test_weights.py` re-runs `tt eval` on both test sets and checks these figures.
+`tests/core/test_weights.py` re-runs `tt eval` on both test sets and checks these figures.
 
 {render_alignment(card)}## Samples
 

@@ -10,7 +10,7 @@ The pairs are read exactly as `tt train` reads them (core.data.readers.read_corp
 sources in order), so line k of the output holds the links of the trainer's pair k. Words are the
 whitespace tokens of each side, as `tt align` and the links file define them; eflomal sees them
 lowercased (better statistics, same positions). Both directions are aligned and symmetrized with
-grow-diag-final (core.analysis.aer.symmetrize). eflomal samples (Gibbs), so two runs may differ in
+grow-diag-final (core.align.aer.symmetrize). eflomal samples (Gibbs), so two runs may differ in
 a few links; the output file is written atomically.
 """
 
@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.analysis.aer import pharaoh, symmetrize  # noqa: E402
+from core.align.aer import pharaoh, symmetrize  # noqa: E402
 from core.data.readers import read_corpus  # noqa: E402
 from core.files import atomic_write_bytes  # noqa: E402
 

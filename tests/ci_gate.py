@@ -39,7 +39,7 @@ def pytest_report_header(config):
 def pytest_collection_modifyitems(config, items):
     if SHARED_DATA.is_dir():
         return
-    needs_data = [item for item in items if "data" in item.keywords]
+    needs_data = [item for item in items if item.get_closest_marker("data")]  # a marker, not the tests/core/data folder
     if needs_data and IN_CI:
         raise pytest.UsageError(
             f"CI=true but {SHARED_DATA} is absent; {len(needs_data)} test(s) need it. "

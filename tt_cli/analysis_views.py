@@ -84,7 +84,7 @@ def show_ablation(console, ablation, parks: dict) -> None:
             strength = min(abs(e.delta) / scale, 1.0)
             colour = "red" if e.delta < 0 else "green"
             style = f"on {colour}" if strength > 0.5 else (f"{colour}" if strength > 0.1 else "")
-            mark = "*" if parks.get((family, layer, e.head.head)) else " "
+            mark = "*" if parks.get(e.head) else " "
             cells.append(Text(f"{e.delta:+.3f}{mark}", style=style))
         table.add_row(f"{family} L{layer}", *cells)
     console.print(table)

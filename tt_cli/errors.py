@@ -18,6 +18,7 @@ from core.errors import TTError
 F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_USER_ERROR = 1
+EXIT_USAGE = 2  # a command line that cannot run as typed (click uses 2 for its own usage errors)
 EXIT_INTERRUPTED = 130
 
 

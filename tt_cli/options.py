@@ -29,6 +29,24 @@ ThreadsOpt = Annotated[
 ]
 
 
+def load_model_for(model: Path | None, device: str = "auto", *, packed: bool = True):
+    """The model a command runs on: --model (else $TT_MODEL, else the shipped model) on --device.
+    packed: oneDNN-packed Linear layers for CPU inference (False when the weights will be quantized)."""
+    from core.checkpoint import load_model
+    from core.device import resolve_device
+
+    return load_model(model, device=resolve_device(device), packed=packed)
+
+
+def method_of(greedy: bool, sample: bool = False) -> str:
+    """The decoding method --greedy and --sample ask for (beam search when neither)."""
+    from core.errors import ConfigError
+
+    if greedy and sample:
+        raise ConfigError("--greedy and --sample exclude each other")
+    return "sample" if sample else "greedy" if greedy else "beam"
+
+
 def set_threads(threads: int, few: bool) -> None:
     """Apply --threads. Thread start-up and synchronisation cost more than they save on the
     small matrices of a few sentences, and much more when other work shares the cores."""

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from rich.table import Table
 from rich.text import Text
 
-from core.analysis.trace import piece_label
+from core.decode.trace import piece_label
 
 # Light to dark: a weight of 0 is the terminal's own background, 1 the strongest colour.
 _SHADES = ["grey11", "grey23", "dark_blue", "blue3", "dodger_blue2", "deep_sky_blue1", "cyan1", "bright_white"]
@@ -33,7 +33,7 @@ def heatmap(
     """A table with source pieces across and output pieces down; each cell's colour is the
     attention weight that output piece gave that source piece (rows sum to 1).
 
-    `matrix` is (T_out, S), e.g. core.analysis.trace.attention_matrix(source, steps, "cross", layer, head).tolist().
+    `matrix` is (T_out, S), e.g. core.decode.trace.attention_matrix(source, steps, "cross", layer, head).tolist().
     """
     table = Table(title=title or None, show_header=True, header_style="bold", box=None, pad_edge=False, padding=(0, 1))
     table.add_column("", justify="right", style="bold", no_wrap=True)

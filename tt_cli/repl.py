@@ -22,7 +22,6 @@ if TYPE_CHECKING:  # imported for real only when the prompt starts: core.decode 
 
 PROMPT = "fr> "
 HISTORY_LENGTH = 1000
-EXIT_NO_TERMINAL = 2  # a usage mistake: the pipe form is the right tool without a terminal
 NO_TERMINAL = (
     "tt translate -I is interactive and needs a terminal; in a script pipe lines instead: "
     "cat fr.txt | tt translate > en.txt"
@@ -97,11 +96,11 @@ class Settings:
         """The settings after a decoding command, and the line that says what changed."""
         o = self.options
         if command.name == "beam":
-            new = replace(o, beam=int(command.value), greedy=False, sample=False)
+            new = replace(o, beam=int(command.value), method="beam")
         elif command.name == "greedy":
-            new = replace(o, greedy=True, sample=False)
+            new = replace(o, method="greedy")
         elif command.name == "sample":
-            new = replace(o, sample=True, greedy=False, temperature=float(command.value))
+            new = replace(o, method="sample", temperature=float(command.value))
         elif command.name == "json":
             return replace(self, json=bool(command.value)), f"json {'on' if command.value else 'off'}"
         else:
@@ -110,9 +109,9 @@ class Settings:
 
 
 def describe(options: TranslateOptions) -> str:
-    if options.sample:
+    if options.search == "sample":
         return f"sampling, temperature {options.temperature:g}"
-    if options.greedy or options.beam == 1:
+    if options.search == "greedy":
         return "greedy search"
     return f"beam search, beam {options.beam}, α {options.alpha:g}"
 
@@ -213,12 +212,12 @@ class Repl:
 
     def translate(self, line: str) -> None:
         from core.decode.translate import translate_lines
-        from tt_cli.commands.translate import _json_line, to_json
+        from tt_cli.output import json_line, translation_json
 
         t = next(translate_lines(self.loaded, [line], self.settings.options))
         for w in t.warnings:
             say(f"tt: warning: {w}")
-        text = _json_line(to_json(t, "none", False)) if self.settings.json else t.text
+        text = json_line(translation_json(t)) if self.settings.json else t.text
         print(text, flush=True)
         self.last = t
 
@@ -228,19 +227,19 @@ class Repl:
             return
         from rich.console import Console
 
-        from core.analysis.trace import trace_steps
-        from tt_cli.commands.translate import _show
+        from core.decode.trace import trace_steps
+        from tt_cli.output import show_attention
 
         t = self.last
         if (
             t.steps is None and t.source_tokens
         ):  # traced on demand: a teacher-forced pass costs about one decoding step per piece
-            eos = [self.loaded.cfg.eos_id] if len(t.token_logprobs) > len(t.tokens) else []
-            t.source_trace, t.steps = trace_steps(self.loaded, t.source_tokens, t.tokens + eos, text=t.source)
+            eos = [self.loaded.cfg.eos_id] if t.eos_produced else []
+            t.source_trace, t.steps = trace_steps(self.loaded, t.source_tokens, t.token_ids + eos, text=t.source)
         if not t.steps:
             say("the last translation is empty: no attention to show")
             return
-        _show(Console(highlight=False), t, -1, None)
+        show_attention(Console(highlight=False), t, -1, None)
 
     def inspect(self) -> None:
         if self.last is None:
@@ -262,17 +261,15 @@ def interactive(
     other_input: bool = False,
 ) -> None:
     """`tt translate -I`: check the terminal, load the model once, run the prompt."""
-    from tt_cli.errors import fail
+    from tt_cli.errors import EXIT_USAGE, fail
 
     if other_input:
-        raise fail("-I reads sentences from the prompt; drop the sentences, --input and --output", EXIT_NO_TERMINAL)
+        raise fail("-I reads sentences from the prompt; drop the sentences, --input and --output", EXIT_USAGE)
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        raise fail(NO_TERMINAL, EXIT_NO_TERMINAL)
+        raise fail(NO_TERMINAL, EXIT_USAGE)
 
-    from core.checkpoint import load_model
-    from core.device import resolve_device
-    from tt_cli.options import set_threads
+    from tt_cli.options import load_model_for, set_threads
 
     set_threads(threads, few=True)  # one sentence at a time: one thread is fastest
-    loaded = load_model(model, device=resolve_device(device), packed=True)
+    loaded = load_model_for(model, device)
     Repl(loaded, Settings(options.validate(), json_out), history_path()).run()

@@ -1,1 +1,1 @@
-"""What the model did at each step (traces), and the analyses that read it: explain, beam steps, ..."""
+"""The analyses that read what the model did: explain, beam steps, ablation, attribution, lens, sinks, ..."""

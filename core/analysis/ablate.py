@@ -32,22 +32,11 @@ import torch
 from core.analysis.reference import encode_pairs, pair_batches
 from core.checkpoint import LoadedModel
 from core.errors import ConfigError
-from core.model.attention import HeadMask
+from core.model.attention import FAMILIES, Head, HeadMask, n_layers_of
 from core.model.masks import padding_mask
 
 METRICS = ("logprob", "bleu")
 PRUNE_ORDERS = ("once", "greedy")
-FAMILIES = ("encoder_self", "decoder_self", "cross")
-
-
-@dataclass(frozen=True)
-class Head:
-    family: str  # encoder_self, decoder_self or cross
-    layer: int
-    head: int
-
-    def __str__(self) -> str:
-        return f"{self.family} L{self.layer}H{self.head}"
 
 
 @dataclass
@@ -75,8 +64,7 @@ class PruneStep:
 
 def all_heads(cfg) -> list[Head]:
     """Every head: encoder self, decoder self, cross × layer × head."""
-    layers = {"encoder_self": cfg.n_encoder_layers, "decoder_self": cfg.n_decoder_layers, "cross": cfg.n_decoder_layers}
-    return [Head(f, i, j) for f in FAMILIES for i in range(layers[f]) for j in range(cfg.h)]
+    return [Head(f, i, j) for f in FAMILIES for i in range(n_layers_of(cfg, f)) for j in range(cfg.h)]
 
 
 def head_mask(cfg, off: Iterable[Head]) -> HeadMask:
@@ -109,7 +97,7 @@ def _encoder_from(model, x, src_mask, start: int, mask: HeadMask, inputs: list |
     for i in range(start, len(model.encoder_layers)):
         if inputs is not None:
             inputs.append(x)
-        x, _ = model.encoder_layers[i](x, src_mask, False, mask.layer("encoder_self", i))
+        x, _ = model.encoder_layers[i](x, src_mask=src_mask, head_mask=mask.layer("encoder_self", i))
     if inputs is not None:
         inputs.append(x)
     return x
@@ -121,7 +109,12 @@ def _decoder_from(model, x, memory, src_mask, start: int, mask: HeadMask, inputs
         if inputs is not None:
             inputs.append(x)
         x, _, _ = model.decoder_layers[i](
-            x, memory, src_mask, None, None, None, False, mask.layer("decoder_self", i), mask.layer("cross", i)
+            x,
+            memory=memory,
+            src_mask=src_mask,
+            causal=True,
+            self_head_mask=mask.layer("decoder_self", i),
+            cross_head_mask=mask.layer("cross", i),
         )
     if inputs is not None:
         inputs.append(x)

@@ -109,6 +109,19 @@ def _nodes(f: torch.Tensor, m: int) -> tuple[torch.Tensor, torch.Tensor]:
     return ((edges[:, 1:] + edges[:, :-1]) / 2).float(), edges.diff(dim=1).float()
 
 
+@torch.no_grad()
+def _probe(model, src, tgt_in, out, x_src, x_tgt, p: int) -> torch.Tensor:
+    """f_t on the probe grid α = 0, 1/p, ..., 1 (T, P+1): its ends give f(x) − f(x').
+
+    The grid is the same for every step, so one row per α gives f_t of all T steps at once
+    (teacher forcing: position t sees only y_<t)."""
+    scale = torch.linspace(0, 1, p + 1, device=src.device)[:, None, None]  # (P+1, 1, 1)
+    enc = model.encode(src.expand(p + 1, -1), src_embeds=scale * x_src)
+    logits = model.decode(tgt_in.expand(p + 1, -1), enc, tgt_embeds=scale * x_tgt).logits  # (P+1, T, vocab)
+    f_probe = logits.float().log_softmax(-1).gather(-1, out.expand(p + 1, -1).unsqueeze(-1)).squeeze(-1)
+    return f_probe.T.cpu()  # (T, P+1)
+
+
 def attribute(
     loaded: LoadedModel,
     src_ids: list[int],
@@ -168,15 +181,7 @@ def attribute(
     if method == "ixg":
         alphas, weights = torch.ones(t_len, 1), torch.ones(t_len, 1)
     else:
-        p = max(probe, 1)
-        with torch.no_grad():  # f_t on the probe grid α = 0, 1/p, ..., 1: its ends give f(x) − f(x')
-            # The grid is the same for every step, so one row per α gives f_t of all T steps at once
-            # (teacher forcing: position t sees only y_<t).
-            scale = torch.linspace(0, 1, p + 1, device=device)[:, None, None]  # (P+1, 1, 1)
-            enc = model.encode(src.expand(p + 1, -1), src_embeds=scale * x_src)
-            logits = model.decode(tgt_in.expand(p + 1, -1), enc, tgt_embeds=scale * x_tgt).logits  # (P+1, T, vocab)
-            f_probe = logits.float().log_softmax(-1).gather(-1, out.expand(p + 1, -1).unsqueeze(-1)).squeeze(-1)
-            f_probe = f_probe.T.cpu()  # (T, P+1)
+        f_probe = _probe(model, src, tgt_in, out, x_src, x_tgt, max(probe, 1))
         delta = f_probe[:, -1] - f_probe[:, 0]
         if probe > 0:
             alphas, weights = _nodes(f_probe, ig_steps)  # (T, m) each
@@ -208,5 +213,5 @@ def attribute(
 
 def agreement_with_attention(attribution: Attribution, cross: torch.Tensor) -> list[bool]:
     """Per output step: does the source piece with the largest |attribution| get the most
-    cross-attention too? cross (T, S), e.g. `core.analysis.trace.attention_matrix(source, steps, "cross", -1, None)`."""
+    cross-attention too? cross (T, S), e.g. `core.decode.trace.attention_matrix(source, steps, "cross", -1, None)`."""
     return (attribution.source.abs().argmax(-1) == cross.argmax(-1)).tolist()

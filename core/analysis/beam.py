@@ -11,7 +11,7 @@ from typing import Literal
 
 import torch
 
-from core.decode.search import FINISHED, KEPT, StepCandidates, beam_search
+from core.decode.search import EXTRA_LEN, FINISHED, KEPT, StepCandidates, beam_search
 from core.model.transformer import Transformer
 
 Fate = Literal["kept", "pruned", "finished"]
@@ -58,7 +58,7 @@ def beam_steps(
     src: torch.Tensor,
     beam_size: int = 4,
     alpha: float = 0.6,
-    extra_len: int = 50,
+    extra_len: int = EXTRA_LEN,
     *,
     max_output: int | None = None,
 ) -> list[BeamStep]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from core.errors import TTError
-from core.model.attention import FAMILIES, AttentionInternals, Family
+from core.model.attention import FAMILIES, AttentionInternals, Family, n_layers_of
 from core.model.transformer import Transformer
 
 __all__ = ["FAMILIES", "Explanation", "Family", "explain"]
@@ -64,9 +64,9 @@ def explain(
     teacher-forced pass in eval mode, as decoding runs; every number comes out of that pass.
     """
     cfg = model.cfg
-    n_layers = cfg.n_encoder_layers if family == "encoder_self" else cfg.n_decoder_layers
     if family not in FAMILIES:
         raise TTError(f"unknown attention family {family!r}; choose one of {', '.join(FAMILIES)}")
+    n_layers = n_layers_of(cfg, family)
     if not 0 <= layer < n_layers:
         raise TTError(f"layer {layer} does not exist; this model has {n_layers}")
     if not 0 <= head < cfg.h:

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import torch
 
 from core.analysis.reference import encode_pairs, pair_batches
-from core.analysis.trace import Candidate
 from core.checkpoint import LoadedModel
+from core.decode.trace import Candidate
 
 
 @dataclass

@@ -121,12 +121,6 @@ def pair_batches(
         start = end
 
 
-def step_logprobs(logits: torch.Tensor, tgt_out: torch.Tensor, pad_id: int) -> torch.Tensor:
-    """log p(reference piece) at every step (B, T), 0 at padding."""
-    lp = logits.float().log_softmax(-1).gather(-1, tgt_out.unsqueeze(-1)).squeeze(-1)  # (B, T)
-    return lp.masked_fill(tgt_out == pad_id, 0.0)
-
-
 def banned_ids(loaded: LoadedModel) -> list[int]:
     """Pieces decoding never emits (core.decode.search bans them too): PAD and BOS."""
     return [loaded.cfg.pad_id, loaded.cfg.bos_id]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from core.analysis.trace import SourceTrace, StepTrace
+from core.decode.trace import SourceTrace, StepTrace
 from core.errors import CheckpointError
 
 
@@ -64,7 +64,7 @@ def scrub(
     from core.checkpoint import load_model
     from core.decode.translate import TranslateOptions, translate_lines
 
-    options = TranslateOptions(greedy=True, with_attention=True, n_candidates=top_k)
+    options = TranslateOptions(method="greedy", with_attention=True, n_candidates=top_k)
     for step, path in checkpoints if checkpoints is not None else run_checkpoints(run_dir):
         loaded = load_model(path, device=device)
         t = next(translate_lines(loaded, [text], options))

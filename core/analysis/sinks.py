@@ -28,12 +28,12 @@ import torch
 
 from core.analysis.reference import encode_pairs, pair_batches
 from core.checkpoint import LoadedModel
+from core.model.attention import FAMILIES, Head
 from core.model.masks import subsequent_mask
 
 PARK_SHARE = 0.5
 PARK_RATIO = 3.0
 CATEGORIES = ("eos", "punct", "first")
-FAMILIES = ("encoder_self", "decoder_self", "cross")
 
 
 @dataclass
@@ -44,6 +44,11 @@ class HeadSink:
     share: dict[str, float]  # category -> mean share of the head's attention mass
     uniform: dict[str, float]  # category -> the share under uniform attention over the visible keys
     parks_on: list[str] = field(default_factory=list)  # categories the head parks on (see the module doc)
+
+    @property
+    def at(self) -> Head:
+        """Which head this is (the fields stay flat: they are the keys of `tt analyze heads --json`)."""
+        return Head(self.family, self.layer, self.head)
 
 
 def is_punctuation(piece: str) -> bool:
@@ -99,7 +104,7 @@ def head_sinks(loaded: LoadedModel, pairs: Sequence[tuple[str, str]], *, max_tok
     n = 0
     for batch in pair_batches(encode_pairs(loaded, pairs), cfg.pad_id, cfg.bos_id, max_tokens, device):
         enc = model.encode(batch.src, need_weights=True)
-        dec = model.decode(batch.tgt_in, enc, need_weights=True, logits=False)
+        dec = model.decode(batch.tgt_in, enc, need_weights=True, skip_generator=True)
         src_real = batch.src != cfg.pad_id  # (B, S)
         tgt_real = batch.tgt_out != cfg.pad_id  # (B, T): BOS..last-but-one real, as tgt_in
         t = batch.tgt_in.size(1)

@@ -33,8 +33,8 @@ from pathlib import Path
 import torch
 
 from core.analysis.attribute import Attribution
-from core.analysis.trace import Candidate, SourceTrace, StepTrace
 from core.checkpoint import check_format, read_weights
+from core.decode.trace import Candidate, SourceTrace, StepTrace
 from core.errors import CheckpointError, DataError
 from core.files import atomic_path
 

@@ -27,6 +27,8 @@ from core.errors import ConfigError
 from core.model.attention import HeadMask
 from core.model.transformer import DecoderState, Encoded, Transformer
 
+EXTRA_LEN = 50  # output may run this many pieces past the source length (§6.1)
+
 
 @dataclass
 class Hypothesis:
@@ -161,7 +163,7 @@ def greedy(
     src: torch.Tensor,
     *,
     max_output: int | None = None,
-    extra_len: int = 50,
+    extra_len: int = EXTRA_LEN,
     min_len: int = 0,
     head_mask: HeadMask | None = None,
 ) -> list[Hypothesis]:
@@ -224,7 +226,7 @@ def sample(
     top_k: int = 0,
     top_p: float = 1.0,
     seed: int | None = None,
-    extra_len: int = 50,
+    extra_len: int = EXTRA_LEN,
     max_output: int | None = None,
     min_len: int = 0,
 ) -> list[Hypothesis]:
@@ -272,7 +274,7 @@ def beam_search(
     *,
     beam_size: int = 4,
     alpha: float = 0.6,
-    extra_len: int = 50,
+    extra_len: int = EXTRA_LEN,
     max_output: int | None = None,
     n_best: int | None = 1,
     min_len: int = 0,
@@ -292,107 +294,176 @@ def beam_search(
     if beam_size < 1 or (n_best is not None and not 1 <= n_best <= beam_size):
         raise ValueError(f"need beam_size >= 1 and 1 <= n_best <= beam_size, got {beam_size} and {n_best}")
     cfg = model.cfg
-    b, device, beam = src.size(0), src.device, beam_size
-    vocab = cfg.vocab_size
+    b, device = src.size(0), src.device
     limits = output_limits(model, src, max_output, extra_len).tolist()
     banned = _banned(model, device)
     enc = model.encode(src)
     state = model.start_state(enc, capacity=max(limits))
     finished: list[list[tuple[float, list[int], list[float]]]] = [[] for _ in range(b)]
-    alive = list(range(b))  # original sentence of each live sentence
-    k = 1  # live beams per sentence: one (BOS) before the first step, `beam` afterwards
-    scores = torch.zeros(b, 1, device=device)  # (b, k) raw log-probabilities of the live beams
-    seqs = torch.empty(b, 0, dtype=torch.long, device=device)  # (b·k, t) output so far
-    seq_lps = torch.empty(b, 0, device=device)  # (b·k, t) log p of each of those pieces
+    beams = _Beams(
+        alive=list(range(b)),
+        k=1,  # one beam (BOS) per sentence before the first step, `beam_size` afterwards
+        scores=torch.zeros(b, 1, device=device),
+        seqs=torch.empty(b, 0, dtype=torch.long, device=device),
+        seq_lps=torch.empty(b, 0, device=device),
+    )
     step_input = torch.full((b, 1), cfg.bos_id, dtype=torch.long, device=device)
     for step in range(max(limits)):
-        n = len(alive)
         lp = next_logprobs(model, step_input, enc, state, banned=banned, ban_eos=step < min_len)  # (n·k, V)
-        cand = (scores.view(n * k, 1) + lp).view(n, k * vocab)  # (n, k·V)
-        width = min(2 * beam, k * vocab)
-        top_scores, top_index = cand.topk(width, dim=-1)  # (n, width), best first
-        parent, token = top_index // vocab, top_index % vocab  # (n, width)
-        is_eos = token == cfg.eos_id
-        rank = torch.arange(width, device=device).expand(n, width)
-        finite = top_scores > float("-inf")
-        finishing = is_eos & (rank < beam) & finite  # (n, width)
-        # The next beams: the best non-EOS candidates (EOS ones sort last and, if taken, are dead).
-        k_next = min(beam, width)
-        order = (rank + is_eos.long() * width).topk(k_next, dim=-1, largest=False).indices  # (n, k_next)
-        next_scores = top_scores.gather(1, order)
-        next_scores = next_scores.masked_fill(is_eos.gather(1, order), float("-inf"))
-        next_parent, next_token = parent.gather(1, order), token.gather(1, order)
-        rows = (torch.arange(n, device=device)[:, None] * k + parent).view(-1)  # (n·width,) rows of lp
-        cand_lps = lp[rows, token.view(-1)].view(n, width)
-
-        if on_step is not None and alive[0] == 0:
-            kept = torch.zeros(width, dtype=torch.bool)
-            kept[order[0].cpu()] = True
-            kept &= (~is_eos[0] & finite[0]).cpu()
-            fates = torch.full((width,), PRUNED)
-            fates[kept] = KEPT
-            fates[finishing[0].cpu()] = FINISHED
-            on_step(
-                step,
-                StepCandidates(
-                    parents=[seqs[int(p)].tolist() for p in parent[0]],
-                    parent_index=parent[0].tolist(),
-                    tokens=token[0].tolist(),
-                    logprobs=cand_lps[0].tolist(),
-                    scores=top_scores[0].tolist(),
-                    fates=fates.tolist(),
-                ),
-            )
-
-        # Finished hypotheses: a few per step, so a Python loop over them is cheap.
-        for s, j in finishing.nonzero().tolist():
-            row = s * k + int(parent[s, j])
-            pieces, logprobs = seqs[row].tolist() + [cfg.eos_id], seq_lps[row].tolist() + [float(cand_lps[s, j])]
-            finished[alive[s]].append((float(top_scores[s, j]), pieces, logprobs))
-
-        # Reorder the beams: rows of the new beams in the old (n·k) batch.
-        rows = (torch.arange(n, device=device)[:, None] * k + next_parent).view(-1)  # (n·k_next,)
-        if k_next != k:
-            enc = _drop_rows(enc, state, rows)  # every sentence's memory and caches, once per beam
-        else:
-            # Beams of one sentence share its memory: only the self-attention caches move.
-            for cache in state.self_attn:
-                cache.select(rows)
-        seqs = torch.cat([seqs.index_select(0, rows), next_token.view(-1, 1)], dim=1)  # (n·k_next, t+1)
-        seq_lps = torch.cat([seq_lps.index_select(0, rows), cand_lps.gather(1, order).view(-1, 1)], dim=1)
-        scores, k = next_scores, k_next
-
-        # Sentences that are done leave the batch.
-        # (Early stopping as in fairseq: once `beam` hypotheses have finished, the rest are dropped.)
-        keep = []
-        no_live_beam = (scores[:, 0] == float("-inf")).tolist()  # (n,): beams sort best first
-        for s, sent in enumerate(alive):
-            if no_live_beam[s]:
-                continue
-            if step + 1 >= limits[sent]:
-                # At the limit the live beams finish as they are, even when this same step also
-                # brought the finished count to `beam`: one of them may outrank those finished.
-                for j in range(k):
-                    if float(scores[s, j]) > float("-inf"):
-                        row = s * k + j
-                        finished[sent].append((float(scores[s, j]), seqs[row].tolist(), seq_lps[row].tolist()))
-                continue
-            if len(finished[sent]) >= beam:
-                continue
-            keep.append(s)
+        c = _extend(beams, lp, beam_size, cfg.eos_id)
+        if on_step is not None and beams.alive[0] == 0:
+            on_step(step, _sentence_zero(c, beams.seqs, beam_size))
+        _finish(c, beams, finished, cfg.eos_id)
+        enc = _reorder(c, beams, enc, state)
+        keep = _still_searching(beams, step, limits, finished, beam_size)
         if not keep:
             break
-        if len(keep) < n:
-            sent_index = torch.tensor(keep, device=device)
-            row_index = (sent_index[:, None] * k + torch.arange(k, device=device)).view(-1)  # (n'·k,)
-            enc = _drop_rows(enc, state, row_index)
-            scores = scores.index_select(0, sent_index)
-            seqs, seq_lps = seqs.index_select(0, row_index), seq_lps.index_select(0, row_index)
-            next_token = next_token.index_select(0, sent_index)
-            alive = [alive[s] for s in keep]
-        step_input = next_token.reshape(-1, 1)  # (n·k, 1)
+        if len(keep) < len(beams.alive):
+            enc = _drop_sentences(beams, keep, enc, state)
+            c.next_token = c.next_token.index_select(0, torch.tensor(keep, device=device))
+        step_input = c.next_token.reshape(-1, 1)  # (n·k, 1)
 
     return [rank_finished(f, alpha, cfg.eos_id)[:n_best] for f in finished]
+
+
+@dataclass
+class _Beams:
+    """The live beams of the sentences still searching: n sentences × k beams, rows sentence-major."""
+
+    alive: list[int]  # the original sentence of each live sentence
+    k: int  # live beams per sentence
+    scores: torch.Tensor  # (n, k) raw log-probabilities of the live beams
+    seqs: torch.Tensor  # (n·k, t) output so far
+    seq_lps: torch.Tensor  # (n·k, t) log p of each of those pieces
+
+
+@dataclass
+class _Extensions:
+    """One step's 2·beam best extensions per sentence, and which of them go on."""
+
+    top_scores: torch.Tensor  # (n, width) raw cumulative log-probabilities, best first
+    parent: torch.Tensor  # (n, width) the beam each extends
+    token: torch.Tensor  # (n, width) the piece it adds
+    cand_lps: torch.Tensor  # (n, width) log p of that piece
+    is_eos: torch.Tensor  # (n, width)
+    finite: torch.Tensor  # (n, width) not banned
+    finishing: torch.Tensor  # (n, width) an EOS among the top `beam`: a finished hypothesis
+    order: torch.Tensor  # (n, k_next) the candidates that become the next beams
+    next_scores: torch.Tensor  # (n, k_next), -inf for a beam that is dead
+    next_parent: torch.Tensor  # (n, k_next)
+    next_token: torch.Tensor  # (n, k_next)
+
+
+def _extend(beams: _Beams, lp: torch.Tensor, beam: int, eos_id: int) -> _Extensions:
+    """The 2·beam best extensions of each sentence's beams (at most one EOS per beam, so at least
+    `beam` of them go on): the top `beam` EOS ones finish, the best `beam` others are the next beams."""
+    n, k, (_, vocab), device = len(beams.alive), beams.k, lp.shape, lp.device
+    cand = (beams.scores.view(n * k, 1) + lp).view(n, k * vocab)  # (n, k·V)
+    width = min(2 * beam, k * vocab)
+    top_scores, top_index = cand.topk(width, dim=-1)  # (n, width), best first
+    parent, token = top_index // vocab, top_index % vocab  # (n, width)
+    is_eos = token == eos_id
+    rank = torch.arange(width, device=device).expand(n, width)
+    finite = top_scores > float("-inf")
+    # The next beams: the best non-EOS candidates (EOS ones sort last and, if taken, are dead).
+    k_next = min(beam, width)
+    order = (rank + is_eos.long() * width).topk(k_next, dim=-1, largest=False).indices  # (n, k_next)
+    next_scores = top_scores.gather(1, order).masked_fill(is_eos.gather(1, order), float("-inf"))
+    rows = (torch.arange(n, device=device)[:, None] * k + parent).view(-1)  # (n·width,) rows of lp
+    return _Extensions(
+        top_scores=top_scores,
+        parent=parent,
+        token=token,
+        cand_lps=lp[rows, token.view(-1)].view(n, width),
+        is_eos=is_eos,
+        finite=finite,
+        finishing=is_eos & (rank < beam) & finite,
+        order=order,
+        next_scores=next_scores,
+        next_parent=parent.gather(1, order),
+        next_token=token.gather(1, order),
+    )
+
+
+def _sentence_zero(c: _Extensions, seqs: torch.Tensor, beam: int) -> StepCandidates:
+    """What became of sentence 0's candidates at this step (beam_steps shows it)."""
+    width = c.token.size(1)
+    kept = torch.zeros(width, dtype=torch.bool)
+    kept[c.order[0].cpu()] = True
+    kept &= (~c.is_eos[0] & c.finite[0]).cpu()
+    fates = torch.full((width,), PRUNED)
+    fates[kept] = KEPT
+    fates[c.finishing[0].cpu()] = FINISHED
+    return StepCandidates(
+        parents=[seqs[int(p)].tolist() for p in c.parent[0]],
+        parent_index=c.parent[0].tolist(),
+        tokens=c.token[0].tolist(),
+        logprobs=c.cand_lps[0].tolist(),
+        scores=c.top_scores[0].tolist(),
+        fates=fates.tolist(),
+    )
+
+
+def _finish(c: _Extensions, beams: _Beams, finished: list, eos_id: int) -> None:
+    """File this step's finished hypotheses under their sentences: a few per step, so a Python loop is cheap."""
+    for s, j in c.finishing.nonzero().tolist():
+        row = s * beams.k + int(c.parent[s, j])
+        pieces = beams.seqs[row].tolist() + [eos_id]
+        logprobs = beams.seq_lps[row].tolist() + [float(c.cand_lps[s, j])]
+        finished[beams.alive[s]].append((float(c.top_scores[s, j]), pieces, logprobs))
+
+
+def _reorder(c: _Extensions, beams: _Beams, enc: Encoded, state: DecoderState) -> Encoded:
+    """Make the chosen extensions the live beams: their rows of the old (n·k) batch, extended."""
+    n, device = len(beams.alive), c.order.device
+    k_next = c.order.size(1)
+    rows = (torch.arange(n, device=device)[:, None] * beams.k + c.next_parent).view(-1)  # (n·k_next,)
+    if k_next != beams.k:
+        enc = _drop_rows(enc, state, rows)  # every sentence's memory and caches, once per beam
+    else:
+        # Beams of one sentence share its memory: only the self-attention caches move.
+        for cache in state.self_attn:
+            cache.select(rows)
+    beams.seqs = torch.cat([beams.seqs.index_select(0, rows), c.next_token.view(-1, 1)], dim=1)  # (n·k_next, t+1)
+    picked_lps = c.cand_lps.gather(1, c.order).view(-1, 1)
+    beams.seq_lps = torch.cat([beams.seq_lps.index_select(0, rows), picked_lps], dim=1)
+    beams.scores, beams.k = c.next_scores, k_next
+    return enc
+
+
+def _still_searching(beams: _Beams, step: int, limits: list[int], finished: list, beam: int) -> list[int]:
+    """The live sentences that go on. Early stopping as in fairseq: once `beam` hypotheses have
+    finished, the rest are dropped. At its length limit a sentence's live beams finish as they are,
+    even when this same step also brought the finished count to `beam`: one may outrank those."""
+    keep = []
+    no_live_beam = (beams.scores[:, 0] == float("-inf")).tolist()  # (n,): beams sort best first
+    for s, sent in enumerate(beams.alive):
+        if no_live_beam[s]:
+            continue
+        if step + 1 >= limits[sent]:
+            for j in range(beams.k):
+                if float(beams.scores[s, j]) > float("-inf"):
+                    row = s * beams.k + j
+                    finished[sent].append(
+                        (float(beams.scores[s, j]), beams.seqs[row].tolist(), beams.seq_lps[row].tolist())
+                    )
+            continue
+        if len(finished[sent]) >= beam:
+            continue
+        keep.append(s)
+    return keep
+
+
+def _drop_sentences(beams: _Beams, keep: list[int], enc: Encoded, state: DecoderState) -> Encoded:
+    """Only sentences `keep` stay in the batch (their memory, caches and beams)."""
+    device, k = beams.scores.device, beams.k
+    sent_index = torch.tensor(keep, device=device)
+    row_index = (sent_index[:, None] * k + torch.arange(k, device=device)).view(-1)  # (n'·k,)
+    enc = _drop_rows(enc, state, row_index)
+    beams.scores = beams.scores.index_select(0, sent_index)
+    beams.seqs, beams.seq_lps = beams.seqs.index_select(0, row_index), beams.seq_lps.index_select(0, row_index)
+    beams.alive = [beams.alive[s] for s in keep]
+    return enc
 
 
 def rank_finished(finished: list[tuple[float, list[int], list[float]]], alpha: float, eos_id: int) -> list[Hypothesis]:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import torch
 
-from core.analysis.trace import Candidate, SourceTrace, StepTrace, source_trace, step_trace, top_candidates
 from core.checkpoint import LoadedModel
-from core.decode.search import output_limits
+from core.decode.search import EXTRA_LEN, output_limits
 from core.decode.source import prepare_source
+from core.decode.trace import Candidate, SourceTrace, StepTrace, source_trace, step_trace, top_candidates
 from core.errors import TTError
 from core.model.attention import HeadMask
 from core.model.transformer import DecoderState, Encoded
@@ -34,7 +34,7 @@ class Stepper:
         text: str,
         *,
         top_k: int = 10,
-        extra_len: int = 50,
+        extra_len: int = EXTRA_LEN,
         head_mask: HeadMask | None = None,
         _encoded: tuple[SourceTrace, Encoded, list[str]] | None = None,
     ) -> None:
@@ -172,7 +172,6 @@ class Stepper:
     def _trim_cache(self, length: int) -> None:
         state: DecoderState = self.state
         for cache in state.self_attn:
-            if cache is not None:
-                cache.k = cache.k[:, :, :length]  # (1, h, length, d_k)
-                cache.v = cache.v[:, :, :length]
+            cache.k = cache.k[:, :, :length]  # (1, h, length, d_k)
+            cache.v = cache.v[:, :, :length]
         state.length = length

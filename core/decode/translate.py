@@ -14,13 +14,16 @@ import queue
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import BinaryIO, Literal
 
-from core.analysis.trace import SourceTrace, StepTrace, trace_steps
 from core.checkpoint import LoadedModel
-from core.decode.search import check_sampling
+from core.decode.search import EXTRA_LEN, check_sampling
 from core.decode.source import prepare_source
-from core.errors import ConfigError, DataError
+from core.decode.trace import SourceTrace, StepTrace, attention_matrix, trace_steps
+from core.errors import ConfigError, DataError, TTError
+
+Method = Literal["beam", "greedy", "sample"]
+METHODS: tuple[Method, ...] = ("beam", "greedy", "sample")
 
 # Characters that would split one output line into several for a reader using str.splitlines().
 _LINE_BREAKS = dict.fromkeys(map(ord, "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"), " ")
@@ -33,28 +36,27 @@ class TranslateOptions:
     beam: int = 4
     alpha: float = 0.6  # GNMT length penalty ((5 + |Y|) / 6)^α on beam scores
     n_best: int = 1  # hypotheses kept per sentence (beam search only)
-    greedy: bool = False
-    sample: bool = False
+    method: Method = "beam"  # beam search, greedy search, or sampling (temperature, top_k, top_p, seed)
     temperature: float = 1.0
     top_k: int = 0  # 0 = no top-k cut
     top_p: float = 1.0  # 1 = no nucleus cut
     seed: int | None = None
     batch_size: int = 32  # sentences per forward pass (each expands into `beam` rows)
-    extra_len: int = 50  # output may run this many pieces past the source length (§6.1)
+    extra_len: int = EXTRA_LEN
     with_attention: bool = False  # also return the StepTraces: every attention matrix (a teacher-forced pass)
     n_candidates: int = 5  # top-k candidates kept in each StepTrace
 
     def validate(self) -> TranslateOptions:
         problems = []
-        if self.greedy and self.sample:
-            problems.append("--greedy and --sample exclude each other")
+        if self.method not in METHODS:
+            problems.append(f"method must be one of {', '.join(METHODS)}, got {self.method!r}")
         if self.beam < 1:
             problems.append(f"--beam must be at least 1, got {self.beam}")
         if self.n_best < 1:
             problems.append(f"--n-best must be at least 1, got {self.n_best}")
-        if self.n_best > 1 and (self.greedy or self.sample):
+        if self.n_best > 1 and self.method != "beam":
             problems.append("--n-best needs beam search (not --greedy or --sample)")
-        if self.n_best > max(self.beam, 1) and not (self.greedy or self.sample):
+        if self.n_best > max(self.beam, 1) and self.method == "beam":
             problems.append(f"--n-best ({self.n_best}) cannot exceed --beam ({self.beam})")
         try:
             check_sampling(self.temperature, self.top_k, self.top_p)
@@ -69,18 +71,17 @@ class TranslateOptions:
         return self
 
     @property
-    def method(self) -> str:
-        if self.sample:
-            return "sample"
-        return "greedy" if self.greedy or self.beam == 1 else "beam"
+    def search(self) -> Method:
+        """The search that runs: beam search with one beam is greedy search."""
+        return "greedy" if self.method == "beam" and self.beam == 1 else self.method
 
 
-@dataclass
+@dataclass(frozen=True)
 class Alternative:
-    """One of the n-best hypotheses of a sentence."""
+    """One hypothesis of a sentence's n-best list."""
 
     text: str
-    tokens: list[int]
+    token_ids: list[int]
     pieces: list[str]
     token_logprobs: list[float]
     score: float
@@ -88,19 +89,39 @@ class Alternative:
 
 @dataclass
 class Translation:
+    """One translated sentence: the one record behind `translate_lines`, the Python API (core.Translator),
+    `tt translate` (plain, --json, n-best), the REPL, a trace file and the TUI."""
+
     index: int  # position of the line in the input (0-based)
     source: str  # the line as given
     text: str  # the translation; "" for an empty or whitespace-only line
-    tokens: list[int] = field(default_factory=list)  # output piece ids, without BOS/EOS
-    pieces: list[str] = field(default_factory=list)
+    token_ids: list[int] = field(default_factory=list)  # output piece ids, without BOS/EOS
+    pieces: list[str] = field(default_factory=list)  # SentencePiece pieces of `text` ("▁" marks a word start)
     token_logprobs: list[float] = field(default_factory=list)  # one per piece, EOS's last when produced
-    score: float = 0.0  # the decoder's sequence score (length-normalised for beam search)
+    score: float = 0.0  # beam search: length-normalised; greedy and sampling: the log-probability
     source_tokens: list[int] = field(default_factory=list)  # encoder input, EOS last
     truncated: bool = False  # the source was cut to the model's max_len
     warnings: list[str] = field(default_factory=list)
-    alternatives: list[Alternative] = field(default_factory=list)  # n-best list, best first (beam only)
-    source_trace: SourceTrace | None = None  # when options.with_attention
-    steps: list[StepTrace] | None = None
+    n_best: list[Alternative] = field(default_factory=list)  # best first, when options.n_best > 1
+    source_trace: SourceTrace | None = None  # when options.with_attention: source pieces, encoder self-attention
+    steps: list[StepTrace] | None = None  # ... and per output piece, attention and candidates
+
+    @property
+    def logprob(self) -> float:
+        return sum(self.token_logprobs)
+
+    @property
+    def eos_produced(self) -> bool:
+        """Decoding stopped by itself (EOS scored) rather than at the length limit."""
+        return len(self.token_logprobs) > len(self.token_ids)
+
+    def attention(self, family: str = "cross", layer: int = -1, head: int | None = None) -> list[list[float]]:
+        """One attention matrix as nested lists (rows = queries): cross (output × source pieces),
+        decoder_self (output × output) or encoder_self (source × source); head None = the mean of the heads.
+        Needs the trace (translate(..., trace=True), or options.with_attention)."""
+        if self.source_trace is None or self.steps is None:
+            raise TTError("no trace: translate with trace=True to get attention")
+        return attention_matrix(self.source_trace, self.steps, family, layer, head).tolist()
 
     def to_dict(self) -> dict:
         """The keys of `tt translate --json` before --attention/--align (the Python API's to_dict too)."""
@@ -108,14 +129,14 @@ class Translation:
             "index": self.index,
             "source": self.source,
             "translation": self.text,
-            "tokens": self.pieces,
-            "token_ids": self.tokens,
+            "tokens": self.pieces,  # pieces, under the key users of --json read
+            "token_ids": self.token_ids,
             "token_logprobs": [round(x, 4) for x in self.token_logprobs],
             "score": round(self.score, 4),  # beam search: length-normalised; greedy/sampling: = logprob
             "logprob": round(sum(self.token_logprobs), 4),
             "truncated": self.truncated,
         }
-        if self.alternatives:
+        if self.n_best:
             obj["n_best"] = [
                 {
                     "translation": a.text,
@@ -123,7 +144,7 @@ class Translation:
                     "token_logprobs": [round(x, 4) for x in a.token_logprobs],
                     "score": round(a.score, 4),
                 }
-                for a in self.alternatives
+                for a in self.n_best
             ]
         return obj
 
@@ -163,7 +184,7 @@ def _decode_batch(loaded: LoadedModel, sources: list[list[int]], options: Transl
     model, cfg = loaded.model, loaded.cfg
     device = next(model.parameters()).device
     src = decoding.pad_batch(sources, cfg.pad_id, device)  # (B, S)
-    method = options.method
+    method = options.search
     if method == "greedy":
         return [[h] for h in decoding.greedy(model, src, extra_len=options.extra_len)]
     if method == "sample":
@@ -283,14 +304,14 @@ def _fill(loaded: LoadedModel, t: Translation, hyps: list, options: TranslateOpt
         for h in hyps
     ]
     best = alts[0]
-    t.text, t.tokens, t.pieces, t.token_logprobs, t.score = (
+    t.text, t.token_ids, t.pieces, t.token_logprobs, t.score = (
         best.text,
-        best.tokens,
+        best.token_ids,
         best.pieces,
         best.token_logprobs,
         best.score,
     )
-    t.alternatives = alts if options.n_best > 1 else []
+    t.n_best = alts if options.n_best > 1 else []
     if options.with_attention:
-        out = best.tokens + ([loaded.cfg.eos_id] if len(best.token_logprobs) > len(best.tokens) else [])
+        out = t.token_ids + ([loaded.cfg.eos_id] if t.eos_produced else [])
         t.source_trace, t.steps = trace_steps(loaded, t.source_tokens, out, top_k=options.n_candidates, text=t.source)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -22,7 +22,28 @@ if TYPE_CHECKING:
     from core.model.config import ModelConfig
 
 Family = Literal["encoder_self", "decoder_self", "cross"]
-FAMILIES: tuple[Family, ...] = ("cross", "decoder_self", "encoder_self")
+FAMILIES: tuple[Family, ...] = (
+    "encoder_self",
+    "decoder_self",
+    "cross",
+)  # model order: the encoder's, then the decoder's
+
+
+class Head(NamedTuple):
+    """One attention head of the model: its family, layer and index within the layer (0-based).
+    A tuple, so it sorts, hashes and unpacks as (family, layer, head)."""
+
+    family: Family
+    layer: int
+    head: int
+
+    def __str__(self) -> str:
+        return f"{self.family} L{self.layer}H{self.head}"
+
+
+def n_layers_of(cfg: ModelConfig, family: Family) -> int:  # or anything with its two layer counts
+    """How many layers have attention of `family`: the encoder's for encoder_self, else the decoder's."""
+    return cfg.n_encoder_layers if family == "encoder_self" else cfg.n_decoder_layers
 
 
 def scaled_dot_product_attention(

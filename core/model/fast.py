@@ -6,7 +6,7 @@
   (bench/README.md). It also differentiates with respect to its input, for attribution.
 - `fast_model`: int8 dynamic quantization of the Linear layers, or bf16. Both are approximations of
   the fp32 model: `tt translate --quantize` offers them where BLEU on the held-out set stays within
-  0.3 of fp32 (tests/test_quantize.py; bench/bench_ct2.py measures speed).
+  0.3 of fp32 (tests/core/model/test_quantize.py; bench/bench_ct2.py measures speed).
 
 `fast_model` returns a converted copy; `packed_model` a copy or, asked to, the model itself changed.
 """

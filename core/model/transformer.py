@@ -37,20 +37,18 @@ class Encoded:
 class DecoderState:
     """The key/value cache of every decoder layer; `length` target positions decoded so far."""
 
-    self_attn: list[KVCache | None]
+    self_attn: list[KVCache]
     cross_attn: list[KVCache]
     length: int = 0
-    capacity: int = 0  # positions to preallocate in each self-attention cache (0: grow as needed)
 
     def select(self, index: torch.Tensor) -> None:
         for cache in (*self.self_attn, *self.cross_attn):
-            if cache is not None:
-                cache.select(index)
+            cache.select(index)
 
 
 @dataclass
 class Decoded:
-    logits: torch.Tensor | None  # (B, T, vocab): unnormalised scores for the next token; None with logits=False
+    logits: torch.Tensor | None  # (B, T, vocab): unnormalised scores for the next token; None with skip_generator
     self_attention: list[AttentionInternals] | None = None  # per layer; weights (B, h, T, T_so_far)
     cross_attention: list[AttentionInternals] | None = None  # per layer; weights (B, h, T, S)
     # The residual stream after each decoder layer (B, T, d_model), before the final norm and the
@@ -71,6 +69,7 @@ class EncoderLayer(nn.Module):
     def forward(
         self,
         x: torch.Tensor,
+        *,
         src_mask: torch.Tensor,
         need_weights: bool = False,
         head_mask: torch.Tensor | None = None,
@@ -97,21 +96,25 @@ class DecoderLayer(nn.Module):
     def forward(
         self,
         x: torch.Tensor,
+        *,
         memory: torch.Tensor,
         src_mask: torch.Tensor,
-        self_mask: torch.Tensor | None,
+        self_mask: torch.Tensor | None = None,
+        causal: bool = False,
         self_cache: KVCache | None = None,
         cross_cache: KVCache | None = None,
         need_weights: bool = False,
         self_head_mask: torch.Tensor | None = None,
         cross_head_mask: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, AttentionInternals | None, AttentionInternals | None]:
+        """`self_mask` and `causal` are the decoder's one decision about the look-ahead mask
+        (Transformer.decode): a mask to apply, or causal=True to let attention apply it itself."""
         y = self.self_attn_norm.sublayer_input(x)
         attended, self_w = self.self_attn(
             y,
             mask=self_mask,
             cache=self_cache,
-            is_causal=self_mask is None and self_cache is None,
+            is_causal=causal,
             need_weights=need_weights,
             head_mask=self_head_mask,
         )
@@ -177,7 +180,8 @@ class Transformer(nn.Module):
         x = self.src_pos(self.src_embed(src) if src_embeds is None else src_embeds)  # (B, S, d_model)
         weights = [] if need_weights else None
         for i, layer in enumerate(self.encoder_layers):
-            x, w = layer(x, src_mask, need_weights, None if head_mask is None else head_mask.layer("encoder_self", i))
+            layer_mask = None if head_mask is None else head_mask.layer("encoder_self", i)
+            x, w = layer(x, src_mask=src_mask, need_weights=need_weights, head_mask=layer_mask)
             if weights is not None:
                 weights.append(w)
         return Encoded(self.encoder_norm(x), src_mask, weights)
@@ -186,12 +190,19 @@ class Transformer(nn.Module):
     def start_state(self, enc: Encoded, capacity: int = 0) -> DecoderState:
         """An empty cache, with the cross-attention keys/values of the memory projected once.
 
-        `capacity`: target positions to preallocate (the decoding's step limit), so no step copies the cache.
+        `capacity`: target positions to preallocate in each self-attention cache (the decoding's step
+        limit), so no step copies the cache; 0 lets them grow as needed.
         """
+        b, cfg = enc.memory.size(0), self.cfg
+        self_attn = []
+        for _ in self.decoder_layers:
+            empty = enc.memory.new_empty(b, cfg.h, 0, cfg.d_k)  # (B, h, 0, d_k)
+            cache = KVCache(empty, empty.clone())
+            cache.reserve(capacity)
+            self_attn.append(cache)
         return DecoderState(
-            self_attn=[None] * len(self.decoder_layers),
+            self_attn=self_attn,
             cross_attn=[layer.cross_attn.project_kv(enc.memory) for layer in self.decoder_layers],
-            capacity=capacity,
         )
 
     def decode(
@@ -205,7 +216,7 @@ class Transformer(nn.Module):
         head_mask: HeadMask | None = None,
         tgt_embeds: torch.Tensor | None = None,
         full_context: bool = False,
-        logits: bool = True,
+        skip_generator: bool = False,
     ) -> Decoded:
         """tgt (B, T) target ids (BOS first) -> next-token logits (B, T, vocab).
 
@@ -216,38 +227,29 @@ class Transformer(nn.Module):
         `full_context` lifts the look-ahead mask (only padding stays hidden): every position sees the
         whole given target. It is not how the model translates, but how Garg et al. (2019, §4.3) train
         and read an alignment head: the row of target piece t then knows the words after it too.
-        `logits=False` skips the generator (a vocabulary-sized product per position) for callers that
-        read only the attention weights or the layers.
+        `skip_generator=True` leaves out the generator (a vocabulary-sized product per position) for
+        callers that read only the attention weights or the layers: `logits` is then None.
         """
         offset = state.length if state is not None else 0
         t = tgt.size(1)
         if offset + t > self.cfg.max_len:
             raise ValueError(f"target reaches {offset + t} pieces; this model takes at most {self.cfg.max_len}")
         x = self.tgt_pos(self.tgt_embed(tgt) if tgt_embeds is None else tgt_embeds, offset)  # (B, T, d_model)
-        # One new query needs no look-ahead mask: everything in the cache is its past.
-        # Full-sequence training lets the fused kernel apply causality itself (is_causal).
-        self_mask = None
-        if full_context:
-            if state is not None:
-                raise ValueError("full_context is for a whole given target, not for incremental decoding")
-            self_mask = padding_mask(tgt, self.cfg.pad_id)  # (B, 1, 1, T)
-        elif state is not None and t > 1:
-            self_mask = subsequent_mask(t, offset=offset, device=tgt.device)  # (1, 1, T, offset+T)
+        self_mask, causal = self._look_ahead(tgt, offset, cached=state is not None, full_context=full_context)
         self_ws, cross_ws = ([], []) if need_weights else (None, None)
         layers = [] if return_layers else None
         for i, layer in enumerate(self.decoder_layers):
-            self_cache = cross_cache = None
-            if state is not None:
-                if state.self_attn[i] is None:
-                    empty = tgt.new_empty(tgt.size(0), self.cfg.h, 0, self.cfg.d_k, dtype=x.dtype)
-                    state.self_attn[i] = KVCache(empty, empty.clone())
-                    state.self_attn[i].reserve(state.capacity)
-                self_cache, cross_cache = state.self_attn[i], state.cross_attn[i]
-            self_hm = cross_hm = None
-            if head_mask is not None:
-                self_hm, cross_hm = head_mask.layer("decoder_self", i), head_mask.layer("cross", i)
             x, self_w, cross_w = layer(
-                x, enc.memory, enc.src_mask, self_mask, self_cache, cross_cache, need_weights, self_hm, cross_hm
+                x,
+                memory=enc.memory,
+                src_mask=enc.src_mask,
+                self_mask=self_mask,
+                causal=causal,
+                self_cache=None if state is None else state.self_attn[i],
+                cross_cache=None if state is None else state.cross_attn[i],
+                need_weights=need_weights,
+                self_head_mask=None if head_mask is None else head_mask.layer("decoder_self", i),
+                cross_head_mask=None if head_mask is None else head_mask.layer("cross", i),
             )
             if need_weights:
                 self_ws.append(self_w)
@@ -256,7 +258,24 @@ class Transformer(nn.Module):
                 layers.append(x)
         if state is not None:
             state.length += t
-        return Decoded(self.generator(self.decoder_norm(x)) if logits else None, self_ws, cross_ws, layers)
+        return Decoded(None if skip_generator else self.generator(self.decoder_norm(x)), self_ws, cross_ws, layers)
+
+    def _look_ahead(
+        self, tgt: torch.Tensor, offset: int, *, cached: bool, full_context: bool
+    ) -> tuple[torch.Tensor | None, bool]:
+        """The decoder self-attention's look-ahead rule, decided once per call: (mask, causal).
+
+        A whole target (teacher forcing) lets the fused kernel apply causality itself (causal=True);
+        one new query against the cache needs no mask (everything cached is its past), several new
+        ones a mask offset past the cache; full_context hides only padding."""
+        if full_context:
+            if cached:
+                raise ValueError("full_context is for a whole given target, not for incremental decoding")
+            return padding_mask(tgt, self.cfg.pad_id), False  # (B, 1, 1, T)
+        if not cached:
+            return None, True
+        t = tgt.size(1)
+        return (subsequent_mask(t, offset=offset, device=tgt.device) if t > 1 else None), False  # (1, 1, T, offset+T)
 
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
         """Teacher-forced logits (B, T, vocab) for training."""

@@ -55,7 +55,7 @@ class GuidedAlignment:
 
     @classmethod
     def build(cls, cfg, tokenizer, n_layers: int, h: int) -> GuidedAlignment:
-        from core.analysis.align import word_pieces
+        from core.align.links import word_pieces
 
         if not -n_layers <= cfg.align_layer < n_layers:
             raise ConfigError(f"--align-layer {cfg.align_layer}: the model has {n_layers} decoder layers")
@@ -119,7 +119,7 @@ class GuidedAlignment:
         enc = model.encode(src)
         if self.full_context:
             logits = model.decode(tgt_in, enc).logits
-            dec = model.decode(tgt_in, enc, need_weights=True, full_context=True, logits=False)  # attention only
+            dec = model.decode(tgt_in, enc, need_weights=True, full_context=True, skip_generator=True)  # attention only
         else:
             dec = model.decode(tgt_in, enc, need_weights=True)
             logits = dec.logits

@@ -9,11 +9,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from tt_cli.commands.translate import _json_line
-from tt_cli.errors import fail
-from tt_cli.options import BatchOpt, DeviceOpt, ModelOpt, ThreadsOpt, set_threads
-
-EXIT_USAGE = 2
+from tt_cli.errors import EXIT_USAGE, fail
+from tt_cli.options import BatchOpt, DeviceOpt, ModelOpt, ThreadsOpt, load_model_for, set_threads
+from tt_cli.output import json_line
 
 
 class Method(str, Enum):
@@ -24,7 +22,7 @@ class Method(str, Enum):
     diagonal = "diagonal"
 
 
-class Symmetrization(str, Enum):  # core.analysis.aer.SYMMETRIZATIONS
+class Symmetrization(str, Enum):  # core.align.aer.SYMMETRIZATIONS
     grow_diag_final = "grow-diag-final"
     grow_diag_final_and = "grow-diag-final-and"
     grow_diag = "grow-diag"
@@ -66,7 +64,7 @@ def read_pairs(src: Path | None, tgt: Path | None) -> tuple[list[tuple[str, str]
 
 def _rule(stored, method: Method, layer: int | None, head: int | None, threshold: float | None, both_ways: bool | None):
     """The rule a command line asks for: auto = the stored one, with any of --layer/--head/--threshold/--both-ways on top."""
-    from core.analysis.align import AlignRule
+    from core.align.links import AlignRule
 
     if method == Method.auto:
         return AlignRule(
@@ -187,11 +185,8 @@ def align(
     if method == Method.diagonal and reverse_model is not None:
         raise fail("--method diagonal uses no model; --reverse-model does not apply", EXIT_USAGE)
 
-    from core.analysis import aer
-    from core.analysis.align import RULE_FILE, load_rule, pair_attention, rank_rules, save_rule
-    from core.analysis.align import align as align_links
-    from core.checkpoint import is_installed_model, load_model
-    from core.device import resolve_device
+    from core.align import aer
+    from core.align.links import RULE_FILE, load_rule
     from core.files import check_output
 
     if save_to is not None:
@@ -200,71 +195,85 @@ def align(
     lengths = [(len(s.split()), len(t.split())) for s, t in pairs]
     gold_pairs = aer.read_gold(gold, lengths, target_first=gold_order == GoldOrder.tgt_src) if gold else None
     set_threads(threads, few=False)
-
     if method == Method.diagonal:
         results = [[(i, j, 1.0) for i, j in sorted(aer.diagonal_links(n_s, n_t))] for n_s, n_t in lengths]
         words = [(s.split(), t.split()) for s, t in pairs]
     else:
-        loaded = load_model(model, device=resolve_device(device), packed=True)
-        cfg = loaded.cfg
-        rule = (
-            None
-            if find_heads
-            else _rule(load_rule(loaded.path), method, layer, head, threshold, both_ways).check(
-                cfg.n_decoder_layers, cfg.h
-            )
-        )
-        # The head finder also measures the unmasked pass: a guided head may have been trained on it.
-        attentions = pair_attention(
-            loaded, pairs, batch_size=batch_size, names=names, full_context=rule is None or rule.full_context
-        )
+        loaded = load_model_for(model, device)
         if find_heads:
-            ranking = rank_rules(attentions, gold_pairs)
-            for rank, (rule, score) in enumerate(ranking, start=1):
-                print(
-                    f"{rank:3d}  {rule.describe():52s}  AER {100 * score.aer:5.1f}  precision {100 * score.precision:5.1f}  recall {100 * score.recall:5.1f}"
-                )
-            if save_to is None and save and is_installed_model(loaded.path):
-                print(f"tt: not stored: {loaded.path} is an installed model; --save-to DIR stores it", file=sys.stderr)
-            elif save_to is not None or save:
-                path = save_rule(
-                    save_to or loaded.path,
-                    ranking,
-                    {
-                        "gold": f"{gold.parent.name}/{gold.name}",
-                        "pairs": len(pairs),
-                        "aer": round(ranking[0][1].aer, 4),
-                    },
-                )
-                print(f"tt: stored the best rule ({ranking[0][0].describe()}) in {path}", file=sys.stderr)
-            return
-        reverse = reverse_rule = None
-        if reverse_model is not None:
-            back = load_model(reverse_model, device=resolve_device(device), packed=True)
-            reverse_rule = load_rule(back.path).check(back.cfg.n_decoder_layers, back.cfg.h)
-            reverse = pair_attention(
-                back,
-                [(t, s) for s, t in pairs],
-                batch_size=batch_size,
-                names=names[::-1],
-                full_context=reverse_rule.full_context,
+            return _find_heads(
+                loaded, pairs, names, gold_pairs, gold, save=save, save_to=save_to, batch_size=batch_size
             )
-        results = align_links(attentions, rule, reverse, reverse_rule or rule, symmetrize.value)
-        words = [(a.source_words, a.target_words) for a in attentions]
-
-    for k, links in enumerate(results):
-        if json_out:
-            sw, tw = words[k]
-            obj = {
-                "index": k,
-                "links": [
-                    {"source": i, "target": j, "score": round(float(s), 4), "source_word": sw[i], "target_word": tw[j]}
-                    for i, j, s in links
-                ],
-            }
-            print(_json_line(obj))
-        else:
-            print(aer.pharaoh((i, j) for i, j, _ in links))
+        cfg = loaded.cfg
+        rule = _rule(load_rule(loaded.path), method, layer, head, threshold, both_ways)
+        rule = rule.check(cfg.n_decoder_layers, cfg.h)
+        reverse = None if reverse_model is None else load_model_for(reverse_model, device)
+        results, words = _links(loaded, rule, reverse, pairs, names, symmetrize.value, batch_size)
+    (_write_json if json_out else _write_pharaoh)(results, words)
     if gold_pairs is not None:
         score = aer.score_links([{(i, j) for i, j, _ in links} for links in results], gold_pairs)
         print(f"tt: {score.summary()}", file=sys.stderr)
+
+
+def _links(loaded, rule, reverse, pairs, names, symmetrize: str, batch_size: int):
+    """Each pair's links (i, j, score) under `rule`, symmetrized with the `reverse` model's when given;
+    and each pair's words."""
+    from core.align.links import align as align_links
+    from core.align.links import load_rule, pair_attention
+
+    attentions = pair_attention(loaded, pairs, batch_size=batch_size, names=names, full_context=rule.full_context)
+    back = back_rule = None
+    if reverse is not None:
+        back_rule = load_rule(reverse.path).check(reverse.cfg.n_decoder_layers, reverse.cfg.h)
+        back = pair_attention(
+            reverse,
+            [(t, s) for s, t in pairs],
+            batch_size=batch_size,
+            names=names[::-1],
+            full_context=back_rule.full_context,
+        )
+    results = align_links(attentions, rule, back, back_rule or rule, symmetrize)
+    return results, [(a.source_words, a.target_words) for a in attentions]
+
+
+def _find_heads(
+    loaded, pairs, names, gold_pairs, gold: Path, *, save: bool, save_to: Path | None, batch_size: int
+) -> None:
+    """Rank every rule by AER against the gold links; with `save`, store the best beside the model (an
+    installed model only when `save_to` names it), or in `save_to`."""
+    from core.align.links import pair_attention, rank_rules, save_rule
+    from core.checkpoint import is_installed_model
+
+    # The head finder also measures the unmasked pass: a guided head may have been trained on it.
+    attentions = pair_attention(loaded, pairs, batch_size=batch_size, names=names, full_context=True)
+    ranking = rank_rules(attentions, gold_pairs)
+    for rank, (rule, score) in enumerate(ranking, start=1):
+        print(
+            f"{rank:3d}  {rule.describe():52s}  AER {100 * score.aer:5.1f}  precision {100 * score.precision:5.1f}  recall {100 * score.recall:5.1f}"
+        )
+    if save_to is None and save and is_installed_model(loaded.path):
+        print(f"tt: not stored: {loaded.path} is an installed model; --save-to DIR stores it", file=sys.stderr)
+    elif save_to is not None or save:
+        about = {"gold": f"{gold.parent.name}/{gold.name}", "pairs": len(pairs), "aer": round(ranking[0][1].aer, 4)}
+        path = save_rule(save_to or loaded.path, ranking, about)
+        print(f"tt: stored the best rule ({ranking[0][0].describe()}) in {path}", file=sys.stderr)
+
+
+def _write_pharaoh(results, words) -> None:
+    from core.align.aer import pharaoh
+
+    for links in results:
+        print(pharaoh((i, j) for i, j, _ in links))
+
+
+def _write_json(results, words) -> None:
+    for k, links in enumerate(results):
+        sw, tw = words[k]
+        obj = {
+            "index": k,
+            "links": [
+                {"source": i, "target": j, "score": round(float(s), 4), "source_word": sw[i], "target_word": tw[j]}
+                for i, j, s in links
+            ],
+        }
+        print(json_line(obj))

@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from tt_cli.errors import fail, guard
+from tt_cli.errors import EXIT_USAGE, fail, guard
 from tt_cli.options import AttributionChoice, DeviceOpt, ModelOpt
 
 app = typer.Typer(
@@ -24,7 +24,6 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-EXIT_USAGE = 2
 
 ThreadsOpt = Annotated[int, typer.Option(help="CPU threads for torch (0 = torch's default).", min=0)]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout instead of tables.")]
@@ -36,12 +35,11 @@ LimitOpt = Annotated[int, typer.Option(help="Use the first N pairs of the files 
 def _setup(model: Path | None, device: str, threads: int):
     import torch
 
-    from core.checkpoint import load_model
-    from core.device import resolve_device
+    from tt_cli.options import load_model_for
 
     if threads:
         torch.set_num_threads(threads)
-    return load_model(model, device=resolve_device(device), packed=True)
+    return load_model_for(model, device)
 
 
 def _pairs(src: Path | None, ref: Path | None, texts: list[str] | None, limit: int = 0) -> list[tuple[str, str]]:
@@ -215,12 +213,12 @@ def heads(
         else None
     )
     if json_out:
-        sink_of = {(s.family, s.layer, s.head): s for s in found}
+        sink_of = {s.at: s for s in found}
         rows = []
         for e in ablation.effects:
-            s = sink_of[(e.head.family, e.head.layer, e.head.head)]
+            s = sink_of[e.head]
             rows.append(
-                {**asdict(e.head), "value": e.value, "delta": e.delta, "sink_share": s.share, "parks_on": s.parks_on}
+                {**e.head._asdict(), "value": e.value, "delta": e.delta, "sink_share": s.share, "parks_on": s.parks_on}
             )
         obj = {"metric": ablation.metric, "sentences": ablation.sentences, "intact": ablation.intact, "heads": rows}
         if curve is not None:
@@ -233,7 +231,7 @@ def heads(
     from tt_cli import analysis_views as views
 
     console = _console()
-    views.show_ablation(console, ablation, {(s.family, s.layer, s.head): s.parks_on for s in found})
+    views.show_ablation(console, ablation, {s.at: s.parks_on for s in found})
     if curve is not None:
         views.show_curve(console, curve, ablation.metric, prune_order.value)
 
@@ -349,8 +347,8 @@ def lens(
     from core.decode.translate import TranslateOptions, translate_lines
 
     loaded = _setup(model, device, threads)
-    t = next(translate_lines(loaded, [text], TranslateOptions(greedy=True)))
-    out_ids = t.tokens + [loaded.cfg.eos_id]
+    t = next(translate_lines(loaded, [text], TranslateOptions(method="greedy")))
+    out_ids = t.token_ids + [loaded.cfg.eos_id]
     steps = logit_lens(loaded, t.source_tokens, out_ids, top_k=top_k)
     if json_out:
         _print_json(
@@ -415,7 +413,7 @@ def attribute(
     error |Σ attributions − Δ| / max(|Δ|, 1), Δ = f(x) − f(baseline)."""
     from core.analysis.attribute import agreement_with_attention
     from core.analysis.attribute import attribute as attribute_steps
-    from core.analysis.trace import attention_matrix
+    from core.decode.trace import attention_matrix
     from core.decode.translate import TranslateOptions, read_lines, translate_lines
     from core.files import open_input
 
@@ -427,7 +425,7 @@ def attribute(
         texts = lines[:limit] if limit else lines
     loaded = _setup(model, device, threads)
     results, agree, total = [], 0, 0
-    for t in translate_lines(loaded, texts, TranslateOptions(greedy=True, with_attention=True)):
+    for t in translate_lines(loaded, texts, TranslateOptions(method="greedy", with_attention=True)):
         if not t.steps:
             continue
         a = attribute_steps(loaded, t.source_tokens, [s.token for s in t.steps], method=method.value, ig_steps=ig_steps)

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from tt_cli.errors import fail
+from tt_cli.errors import EXIT_USAGE, fail
 from tt_cli.options import (
     AlphaOpt,
     BatchOpt,
@@ -21,10 +22,13 @@ from tt_cli.options import (
     GreedyOpt,
     ModelOpt,
     ThreadsOpt,
+    load_model_for,
+    method_of,
     set_threads,
 )
 
-EXIT_USAGE = 2
+if TYPE_CHECKING:
+    from core.evaluate import Scores
 
 
 def _read_all(path: Path, errors: str) -> list[str]:
@@ -74,50 +78,67 @@ def evaluate(
     Exit codes: 0 ok · 1 bad input, model or option · 2 usage · 130 interrupted.
     """
     from core.decode.translate import TranslateOptions
+
+    options = TranslateOptions(beam=beam, alpha=alpha, method=method_of(greedy), batch_size=batch_size).validate()
+    if output is not None:
+        from core.files import check_output
+
+        check_output(output)  # before the translating, not after it
+    sources, references = _inputs(src, ref, testset, langpair, errors.value)
+    set_threads(threads, few=False)
+    report = run(load_model_for(model, device), sources, references, options)
+    if output is not None:
+        from core.files import atomic_write_bytes
+
+        atomic_write_bytes(output, "".join(h + "\n" for h in report.hypotheses).encode("utf-8"))
+    (_write_json if json_out else _write_table)(report, options, testset and (testset, langpair))
+
+
+def _inputs(src: Path | None, ref: list[Path] | None, testset: str | None, langpair: str, errors: str):
+    """Sources and reference sets, read and checked before the (slow) model load: a mismatch fails at once."""
     from core.errors import DataError
 
-    options = TranslateOptions(beam=beam, alpha=alpha, greedy=greedy, batch_size=batch_size).validate()
     if testset is not None:
         if src is not None or ref:
             raise fail("give --testset or --src/--ref, not both", EXIT_USAGE)
         from core.data.testsets import load_testset
 
         loaded_set = load_testset(testset, langpair)
-        sources, references, src = loaded_set.sources, loaded_set.references, loaded_set.source_file
-    elif src is None or not ref:
+        return loaded_set.sources, loaded_set.references
+    if src is None or not ref:
         raise fail("give --src FILE and --ref FILE, or --testset NAME (e.g. --testset wmt14)", EXIT_USAGE)
-    else:
-        # Read and check everything before the (slow) model load: a mismatch should fail at once.
-        sources = _read_all(src, errors.value)
-        if not sources:
-            raise DataError(f"{src}: empty, nothing to evaluate")
-        references = [_read_all(r, errors.value) for r in ref]
-        for path, lines in zip(ref, references):
-            if len(lines) != len(sources):
-                raise DataError(
-                    f"{path} has {len(lines)} lines but {src} has {len(sources)}; they must be line-aligned"
-                )
+    sources = _read_all(src, errors)
+    if not sources:
+        raise DataError(f"{src}: empty, nothing to evaluate")
+    references = [_read_all(r, errors) for r in ref]
+    for path, lines in zip(ref, references):
+        if len(lines) != len(sources):
+            raise DataError(f"{path} has {len(lines)} lines but {src} has {len(sources)}; they must be line-aligned")
+    return sources, references
 
+
+@dataclass(frozen=True)
+class Report:
+    hypotheses: list[str]
+    scores: Scores
+    seconds: float
+    model: Path
+
+    @property
+    def rate(self) -> float:
+        """Sentences per second."""
+        return len(self.hypotheses) / self.seconds if self.seconds > 0 else float("inf")
+
+
+def run(loaded, sources: list[str], references: list[list[str]], options) -> Report:
+    """Translate `sources` (a progress bar on stderr when it is a terminal) and score them."""
     from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-    )
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from core.checkpoint import load_model
     from core.decode.translate import translate_lines
-    from core.device import resolve_device
     from core.evaluate import corpus_scores
-    from core.files import atomic_write_bytes, check_output
 
-    if output is not None:
-        check_output(output)  # before the translating, not after it
-    set_threads(threads, few=False)
     err = Console(stderr=True, highlight=False)
-    loaded = load_model(model, device=resolve_device(device), packed=True)
     hypotheses: list[str] = []
     warnings = 0
     start = time.perf_counter()
@@ -139,34 +160,38 @@ def evaluate(
     seconds = time.perf_counter() - start
     if warnings:
         print(f"tt: warning: {warnings} input line(s) were cleaned or truncated (see tt translate)", file=sys.stderr)
-    if output is not None:
-        atomic_write_bytes(output, "".join(h + "\n" for h in hypotheses).encode("utf-8"))
-    scores = corpus_scores(hypotheses, references)
-    rate = len(sources) / seconds if seconds > 0 else float("inf")
-    if json_out:
-        result = {
-            "bleu": scores.bleu,
-            "chrf": scores.chrf,
-            "bleu_signature": scores.bleu_signature,
-            "chrf_signature": scores.chrf_signature,
-            "sentences": len(sources),
-            "seconds": round(seconds, 3),
-            "sentences_per_second": round(rate, 2),
-            "model": str(loaded.path),
-            **({"testset": testset, "langpair": langpair} if testset else {}),
-            "decoding": {
-                "method": options.method,
-                "beam": options.beam if options.method == "beam" else None,
-                "alpha": options.alpha if options.method == "beam" else None,
-            },
-        }
-        sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
-        return
-    decoding = "greedy" if options.method == "greedy" else f"beam {options.beam}, α {options.alpha}"
+    return Report(hypotheses, corpus_scores(hypotheses, references), seconds, loaded.path)
+
+
+def _write_json(report: Report, options, testset: tuple[str, str] | None) -> None:
+    scores = report.scores
+    result = {
+        "bleu": scores.bleu,
+        "chrf": scores.chrf,
+        "bleu_signature": scores.bleu_signature,
+        "chrf_signature": scores.chrf_signature,
+        "sentences": len(report.hypotheses),
+        "seconds": round(report.seconds, 3),
+        "sentences_per_second": round(report.rate, 2),
+        "model": str(report.model),
+        **({"testset": testset[0], "langpair": testset[1]} if testset else {}),
+        "decoding": {
+            "method": options.search,
+            "beam": options.beam if options.search == "beam" else None,
+            "alpha": options.alpha if options.search == "beam" else None,
+        },
+    }
+    sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
+
+
+def _write_table(report: Report, options, testset: tuple[str, str] | None) -> None:
+    scores = report.scores
+    decoding = "greedy" if options.search == "greedy" else f"beam {options.beam}, α {options.alpha}"
     if testset:
-        decoding += f", {testset} {langpair}"
+        decoding += f", {testset[0]} {testset[1]}"
     sys.stdout.write(
         f"BLEU  {scores.bleu:6.2f}  {scores.bleu_signature}\n"
         f"chrF  {scores.chrf:6.2f}  {scores.chrf_signature}\n"
-        f"{len(sources)} sentences in {seconds:.1f} s ({rate:.1f} sentences/s, {decoding}, {loaded.path})\n"
+        f"{len(report.hypotheses)} sentences in {report.seconds:.1f} s ({report.rate:.1f} sentences/s, {decoding}, "
+        f"{report.model})\n"
     )

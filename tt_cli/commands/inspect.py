@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from tt_cli.errors import fail
-from tt_cli.options import ModelOpt
+from tt_cli.options import ModelOpt, load_model_for
 
 
 def inspect(
@@ -75,7 +75,6 @@ def inspect(
     if svg_dir is not None and not svg_dir.is_dir():
         raise fail(f"{svg_dir}: not a directory (--svg-dir)")
 
-    from core.checkpoint import load_model
     from tt_cli.tui.app import make_app
 
     if run is not None:
@@ -89,5 +88,5 @@ def inspect(
     if trace is not None:
         make_app(None, top_k=top_k, svg_dir=svg_dir, trace=replay, trace_name=trace.name).run()
         return
-    loaded = load_model(model, packed=True)
+    loaded = load_model_for(model, "cpu")
     make_app(loaded, text, top_k=top_k, beam_size=beam, alpha=alpha, svg_dir=svg_dir, reference=ref).run()

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from contextlib import ExitStack
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from tt_cli.errors import fail
+from tt_cli.errors import EXIT_USAGE, fail
 from tt_cli.options import (
     AlphaOpt,
     AttributionChoice,
@@ -23,10 +23,12 @@ from tt_cli.options import (
     GreedyOpt,
     ModelOpt,
     ThreadsOpt,
+    load_model_for,
+    method_of,
     set_threads,
 )
+from tt_cli.output import JsonWriter, Writer, show_attention, write_n_best, write_plain
 
-EXIT_USAGE = 2
 MAX_WARNINGS = 20  # after this many, only a count at the end (a huge file must not flood stderr)
 
 
@@ -39,75 +41,6 @@ class AttentionChoice(str, Enum):
 class QuantizeChoice(str, Enum):
     int8 = "int8"
     bf16 = "bf16"
-
-
-def _json_line(obj: dict) -> str:
-    # U+2028/U+2029/U+0085 are legal unescaped in JSON but split lines for many readers: escape them.
-    text = json.dumps(obj, ensure_ascii=False)
-    return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029").replace("\x85", "\\u0085")
-
-
-def _safe(text: str) -> str:
-    """Text that can be written as UTF-8 (a shell argument may carry lone surrogates)."""
-    return text.encode("utf-8", "replace").decode("utf-8")
-
-
-def _round(matrix, digits: int = 4) -> list:
-    return [[round(float(x), digits) for x in row] for row in matrix]
-
-
-def to_json(t, attention: str, align, model=None) -> dict:
-    """The --json object of one Translation (see `tt translate --help`); align: False, True or an AlignRule.
-
-    A full-context rule re-reads the translation with `model` (core.analysis.align.full_context_cross)."""
-    from core.analysis.trace import attention_matrix
-
-    obj = t.to_dict()
-    obj["source"] = _safe(t.source)
-    steps = t.steps or []
-    source = t.source_trace
-    src_pieces = source.pieces if source else []
-    out_pieces = [s.piece for s in steps]
-    if attention != "none":
-        att: dict = {"source_pieces": src_pieces, "output_pieces": out_pieces}
-        n_layers = len(steps[0].cross) if steps else 0
-        n_heads = steps[0].cross[0].size(0) if steps else 0
-
-        def per_head(family: str, layer: int) -> list:
-            return [attention_matrix(source, steps, family, layer, hd) for hd in range(n_heads)]
-
-        # Per layer, per head: rows = output pieces (EOS step included), columns = source pieces.
-        att["cross"] = [[_round(m) for m in per_head("cross", i)] for i in range(n_layers)]
-        if attention == "all" and source:
-            att["encoder_self"] = [  # (h, S, S) per layer
-                [_round(attention_matrix(source, steps, "encoder_self", i, hd)) for hd in range(w.size(0))]
-                for i, w in enumerate(source.encoder_self)
-            ]
-            # Row t of the decoder self-attention covers positions 0..t (BOS first); later ones are masked.
-            att["decoder_self"] = [
-                [[row[: t + 1] for t, row in enumerate(_round(m))] for m in per_head("decoder_self", i)]
-                for i in range(n_layers)
-            ]
-        obj["attention"] = att
-    if align:
-        from core.analysis.align import DEFAULT_RULE, align_steps, full_context_cross, word_text, words
-
-        rule = DEFAULT_RULE if align is True else align
-        full = (
-            full_context_cross(model, source.tokens, [s.token for s in steps]) if rule.full_context and steps else None
-        )
-        pairs = align_steps(src_pieces, steps, rule, full)
-        src_words, out_words = words(src_pieces), words(out_pieces)
-        obj["alignment"] = [
-            {
-                "source": s,
-                "target": j,
-                "source_word": word_text(src_pieces, src_words[s]),
-                "target_word": word_text(out_pieces, out_words[j]),
-            }
-            for s, j in pairs
-        ]
-    return obj
 
 
 def translate(
@@ -209,29 +142,25 @@ def translate(
 
     Exit codes: 0 ok · 1 bad input, model or option · 2 usage · 130 interrupted.
     """
-    if interactive and quantize is not None:
-        raise fail("--quantize is not available with -I yet", EXIT_USAGE)
+    # How to decode; the prompt takes these as its starting mode, the rest apply to a run over lines.
+    decoding = dict(
+        beam=beam,
+        alpha=alpha,
+        method=method_of(greedy, sample),
+        temperature=temperature,
+        top_k=top_k,
+        top_p=top_p,
+        seed=seed,
+    )
     if interactive:
+        if quantize is not None:
+            raise fail("--quantize is not available with -I yet", EXIT_USAGE)
         from core.decode.translate import TranslateOptions
         from tt_cli.repl import interactive as repl
 
-        options = TranslateOptions(
-            beam=beam,
-            alpha=alpha,
-            greedy=greedy,
-            sample=sample,
-            temperature=temperature,
-            top_k=top_k,
-            top_p=top_p,
-            seed=seed,
-        )
+        other_input = bool(text) or input_file is not None or output is not None
         return repl(
-            model,
-            device,
-            options,
-            json_out=json_out,
-            threads=threads,
-            other_input=bool(text) or input_file is not None or output is not None,
+            model, device, TranslateOptions(**decoding), json_out=json_out, threads=threads, other_input=other_input
         )
     # Usage checks first: they need neither torch nor the model, so a mistake is reported at once.
     if (attention != AttentionChoice.none or align) and not json_out:
@@ -240,8 +169,7 @@ def translate(
         raise fail("--attribution needs --json or --trace", EXIT_USAGE)
     if trace_file is not None and len(text or []) != 1:
         raise fail("--trace writes one sentence's trace: give exactly one sentence as an argument", EXIT_USAGE)
-
-    args = [t for t in (text or [])]
+    args = list(text or [])
     from_stdin = not args or args == ["-"]
     if input_file is not None and not from_stdin:
         raise fail("give sentences as arguments or --input FILE, not both", EXIT_USAGE)
@@ -257,15 +185,8 @@ def translate(
     from core.decode.translate import TranslateOptions
 
     options = TranslateOptions(
-        beam=beam,
-        alpha=alpha,
+        **decoding,
         n_best=n_best,
-        greedy=greedy,
-        sample=sample,
-        temperature=temperature,
-        top_k=top_k,
-        top_p=top_p,
-        seed=seed,
         batch_size=batch_size,
         with_attention=show_attention
         or align
@@ -273,19 +194,32 @@ def translate(
         or trace_file is not None
         or attribution is not None,
     ).validate()
-
-    from core.checkpoint import load_model
-    from core.decode.translate import read_lines, translate_lines
-    from core.device import resolve_device
-    from core.files import check_output, open_output
+    from core.files import check_output
 
     for path in (p for p in (output, trace_file) if p is not None):
         check_output(path)  # a bad output path fails before the model loads
     set_threads(threads, few=not from_stdin and input_file is None)
-    loaded = load_model(model, device=resolve_device(device), packed=quantize is None)
+    loaded = _load(model, device, quantize, layer, head)
+    job = Job(
+        writer=_writer(loaded, json_out, n_best, attention, align, attribution),
+        attribution=attribution.value if attribution else None,
+        ig_steps=ig_steps,
+        trace_file=trace_file,
+        show_attention=(layer, head) if show_attention else None,
+    )
+    with ExitStack() as stack:
+        lines = _lines(stack, input_file, args if not from_stdin else None, errors.value)
+        out = _output(stack, output)
+        run(loaded, lines, options, out, job, to_terminal=output is None and sys.stdout.isatty())
+
+
+def _load(model: Path | None, device: str, quantize: QuantizeChoice | None, layer: int, head: int | None):
+    """The model, quantized when asked, after checking that --layer and --head exist in it."""
+    loaded = load_model_for(model, device, packed=quantize is None)
     if quantize is not None:
         import dataclasses
 
+        from core.device import resolve_device
         from core.model.fast import fast_model
 
         if quantize == QuantizeChoice.int8 and resolve_device(device).type != "cpu":
@@ -296,88 +230,86 @@ def translate(
         raise fail(f"--layer {layer}: this model has {n_layers} decoder layers (0..{n_layers - 1}, or -1 for the last)")
     if head is not None and not 0 <= head < n_heads:
         raise fail(f"--head {head}: this model has {n_heads} heads (0..{n_heads - 1})")
+    return loaded
 
-    align_rule = None
+
+def _writer(loaded, json_out: bool, n_best: int, attention: AttentionChoice, align: bool, attribution) -> Writer:
+    """The one writer of this run's output format."""
+    if not json_out:
+        return write_n_best if n_best > 1 else write_plain
+    rule = None
     if align:
-        from core.analysis.align import load_rule
+        from core.align.links import load_rule
 
-        align_rule = load_rule(loaded.path).check(n_layers, n_heads)
-    with ExitStack() as stack:
-        if input_file is not None:
-            lines = read_lines(stack.enter_context(open(input_file, "rb")), str(input_file), errors.value)
-        elif from_stdin:
-            lines = read_lines(sys.stdin.buffer, "<stdin>", errors.value)
-        else:
-            lines = iter(args)
-        out = sys.stdout if output is None else stack.enter_context(open_output(output))
-        view = None
-        if show_attention:  # rich costs import time; only the heatmap needs it
-            from rich.console import Console
-
-            view = Console(stderr=not (output is None and sys.stdout.isatty()), highlight=False)
-        warned = 0
-        for t in translate_lines(loaded, lines, options):
-            for w in t.warnings:
-                warned += 1
-                if warned <= MAX_WARNINGS:
-                    print(f"tt: warning: {w}", file=sys.stderr)  # one line each, never wrapped
-            attributed = None
-            if attribution is not None and t.tokens:
-                from core.analysis.attribute import attribute
-
-                attributed = attribute(
-                    loaded, t.source_tokens, [s.token for s in t.steps], method=attribution.value, ig_steps=ig_steps
-                )
-            if trace_file is not None and t.steps is not None:
-                from core.analysis.tracefile import save_trace
-
-                save_trace(
-                    trace_file,
-                    t.source_trace,
-                    t.steps,
-                    translation=t.text,
-                    attribution=attributed,
-                    model=str(loaded.path),
-                )
-            if json_out:
-                obj = to_json(t, attention.value, align_rule or False, loaded.model)
-                if attribution is not None:
-                    obj["attribution"] = _attribution_json(t, attributed)
-                out.write(_json_line(obj) + "\n")
-            elif t.alternatives:
-                out.writelines(f"{t.index} ||| {a.text} ||| {a.score:.4f}\n" for a in t.alternatives)
-            else:
-                out.write(t.text + "\n")
-            out.flush()
-            if show_attention and t.steps:
-                _show(view, t, layer, head)
-        if warned > MAX_WARNINGS:
-            print(f"tt: warning: {warned - MAX_WARNINGS} more warning(s) not shown", file=sys.stderr)
+        rule = load_rule(loaded.path).check(loaded.cfg.n_decoder_layers, loaded.cfg.h)
+    return JsonWriter(attention.value, rule, loaded.model, attributed=attribution is not None)
 
 
-def _attribution_json(t, a) -> dict:
-    """Per output piece (EOS step included): its attribution to each source piece and to each
-    decoder input (BOS first); for ig also f(x) − f(baseline), which the attributions sum to."""
-    obj = {
-        "method": a.method if a else None,
-        "source_pieces": t.source_trace.pieces if t.source_trace else [],
-        "output_pieces": [s.piece for s in t.steps or []],
-    }
-    if a is not None:
-        obj["source"] = _round(a.source)
-        obj["target"] = [row[: i + 1] for i, row in enumerate(_round(a.target))]  # step t sees inputs 0..t
-        if a.delta is not None:
-            obj["ig_steps"], obj["delta"] = a.ig_steps, [round(float(x), 4) for x in a.delta]
-    return obj
+def _lines(stack: ExitStack, input_file: Path | None, args: list[str] | None, errors: str):
+    from core.decode.translate import read_lines
+
+    if input_file is not None:
+        return read_lines(stack.enter_context(open(input_file, "rb")), str(input_file), errors)
+    if args is None:
+        return read_lines(sys.stdin.buffer, "<stdin>", errors)
+    return iter(args)
 
 
-def _show(console, t, layer: int, head: int | None) -> None:
-    from core.analysis.trace import attention_matrix
-    from tt_cli.render import heatmap, legend
+def _output(stack: ExitStack, output: Path | None):
+    if output is None:
+        return sys.stdout
+    from core.files import open_output
 
-    matrix = attention_matrix(t.source_trace, t.steps, "cross", layer, head).tolist()  # (T_out, S)
-    which = "mean over heads" if head is None else f"head {head}"
-    n_layers = len(t.steps[0].cross)
-    title = f"cross-attention, layer {'last' if layer % n_layers == n_layers - 1 else layer % n_layers}, {which}"
-    console.print(heatmap(matrix, t.source_trace.pieces, [s.piece for s in t.steps], title=title))
-    console.print(legend())
+    return stack.enter_context(open_output(output))
+
+
+@dataclass(frozen=True)
+class Job:
+    """What to do with each translated sentence besides writing it."""
+
+    writer: Writer
+    attribution: str | None = None  # "ixg" or "ig": attribute each output piece
+    ig_steps: int = 32
+    trace_file: Path | None = None  # save the sentence's trace here
+    show_attention: tuple[int, int | None] | None = None  # (layer, head) of a heatmap after each sentence
+
+
+def run(loaded, lines, options, out, job: Job, *, to_terminal: bool) -> None:
+    """Translate `lines`, writing each sentence as soon as it is done; warnings go to stderr."""
+    from core.decode.translate import translate_lines
+
+    console = None
+    if job.show_attention:  # rich costs import time; only the heatmap needs it
+        from rich.console import Console
+
+        console = Console(stderr=not to_terminal, highlight=False)
+    warned = 0
+    for t in translate_lines(loaded, lines, options):
+        for w in t.warnings:
+            warned += 1
+            if warned <= MAX_WARNINGS:
+                print(f"tt: warning: {w}", file=sys.stderr)  # one line each, never wrapped
+        attributed = None
+        if job.attribution is not None and t.token_ids:
+            from core.analysis.attribute import attribute
+
+            attributed = attribute(
+                loaded, t.source_tokens, [s.token for s in t.steps], method=job.attribution, ig_steps=job.ig_steps
+            )
+        if job.trace_file is not None and t.steps is not None:
+            from core.analysis.tracefile import save_trace
+
+            save_trace(
+                job.trace_file,
+                t.source_trace,
+                t.steps,
+                translation=t.text,
+                attribution=attributed,
+                model=str(loaded.path),
+            )
+        job.writer(out, t, attributed)
+        out.flush()
+        if console is not None and t.steps:
+            show_attention(console, t, *job.show_attention)
+    if warned > MAX_WARNINGS:
+        print(f"tt: warning: {warned - MAX_WARNINGS} more warning(s) not shown", file=sys.stderr)

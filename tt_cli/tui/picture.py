@@ -7,9 +7,10 @@ from collections.abc import Collection, Sequence
 
 import torch
 
-from core.analysis.align import DEFAULT_RULE, AlignRule, align_steps, words
+from core.align.links import DEFAULT_RULE, AlignRule, align_steps, words
 from core.analysis.attribute import Attribution
-from core.analysis.trace import attention_grid, attention_matrix
+from core.decode.trace import attention_grid, attention_matrix
+from core.model.attention import Head
 from tt_cli.tui.session import Decoding
 from tt_cli.tui.state import Cell, ViewState
 from tt_cli.tui.widgets.explain import FAMILY_NAMES
@@ -21,7 +22,7 @@ def picture(
     d: Decoding,
     rule: AlignRule = DEFAULT_RULE,
     ranking: Sequence[dict] = (),
-    sinks: Collection[tuple[str, int, int]] = (),
+    sinks: Collection[Head] = (),
     full_cross: Sequence | None = None,
 ) -> HeatmapData:
     """The heatmap for a view: one family, layer and head (None = mean), or the grid of all of them.
@@ -31,7 +32,7 @@ def picture(
     With `view.links`, the cross-attention matrix marks the cells of linked words under `rule`
     instead; the cross grid labels each head with its AER from the head finder's `ranking`, and
     every grid marks the heads in `sinks` (those that park their attention, core/analysis/sinks.py).
-    A full-context rule reads `full_cross` (core.analysis.align.full_context_cross of the output so far);
+    A full-context rule reads `full_cross` (core.align.links.full_context_cross of the output so far);
     until it is there, the matrix has no marks and the title says so.
     """
     family, steps, n_layers = view.family, list(d.steps), view.n_layers

@@ -18,16 +18,15 @@ from core.analysis.lens import LensStep, logit_lens
 from core.analysis.reference import RefComparison, compare_pairs
 from core.analysis.scrub import ScrubPoint
 from core.analysis.sinks import head_sinks
-from core.analysis.trace import SourceTrace, StepTrace
 from core.analysis.tracefile import TraceFile
 from core.checkpoint import LoadedModel
 from core.data.tokenizer import Tokenizer
 from core.decode.stepper import Stepper
+from core.decode.trace import SourceTrace, StepTrace
 from core.errors import TTError
-from core.model.attention import HeadMask
+from core.model.attention import Head, HeadMask
 from tt_cli.tui.state import Cell, Dims
 
-EXTRA_LEN = 50  # output pieces beyond the source length: the Stepper's and beam search's default
 MASK_PIECES = 24  # decoder inputs drawn in the masks view: more would not fit a terminal
 
 
@@ -45,7 +44,7 @@ class Line:
 class Ablated:
     """Whole greedy decodings without and with some heads: what switching them off changed."""
 
-    heads_off: tuple[tuple[str, int, int], ...]  # (family, layer, head), sorted
+    heads_off: tuple[Head, ...]  # (family, layer, head), sorted
     intact: Line
     line: Line
 
@@ -125,7 +124,7 @@ class Session:
 
     # ------------------------------------------------------------------------------ decoding
     def start(self, text: str) -> Decoding:
-        self.original, self.branch = Stepper(self.loaded, text, extra_len=EXTRA_LEN), None
+        self.original, self.branch = Stepper(self.loaded, text), None
         self.ablated = self._intact = None
         self.limit = self.original.limit  # the Stepper's own length limit: one rule, one place
         self.original.step()
@@ -158,7 +157,7 @@ class Session:
         self.branch = None
         return self.snapshot()
 
-    def heads_off(self, heads: frozenset[tuple[str, int, int]]) -> Decoding:
+    def heads_off(self, heads: frozenset[Head]) -> Decoding:
         """Re-run greedy decoding of the sentence with `heads` switched off (all of it: a head off
         changes every step); the stepping view stays on the intact model."""
         if not heads:
@@ -181,7 +180,7 @@ class Session:
 
     # ------------------------------------------------------------------------------ other views
     def beam(self, beam_size: int, alpha: float) -> list[BeamStep]:
-        return beam_steps(self.loaded.model, self._source_tensor(), beam_size, alpha, EXTRA_LEN)
+        return beam_steps(self.loaded.model, self._source_tensor(), beam_size, alpha)
 
     def explain(self, decoding: Decoding, cell: Cell) -> Explanation:
         """Eq. 1 for the cell, on the decoding the reader is looking at (not whatever came later)."""
@@ -209,7 +208,7 @@ class Session:
         """The sentence's reference translation teacher-forced against the model's own choices."""
         return compare_pairs(self.loaded, [(self.original.source.text, reference)])[0]
 
-    def sinks(self, reference: str | None) -> dict[tuple[str, int, int], list[str]]:
+    def sinks(self, reference: str | None) -> dict[Head, list[str]]:
         """(family, layer, head) → what the head parks its attention on (core/analysis/sinks.py), for
         the heads that do, teacher-forced on this sentence and its reference, else its greedy output."""
         text = self.original.source.text
@@ -302,7 +301,7 @@ class TraceSession:
     def what_if(self, at: int, token: int) -> Decoding:
         raise self.needs_model("what-if")
 
-    def heads_off(self, heads: frozenset[tuple[str, int, int]]) -> Decoding:
+    def heads_off(self, heads: frozenset[Head]) -> Decoding:
         raise self.needs_model("switching a head off")
 
     def beam(self, beam_size: int, alpha: float) -> list[BeamStep]:
@@ -323,7 +322,7 @@ class TraceSession:
     def reference(self, reference: str) -> RefComparison:
         raise self.needs_model("reference mode")
 
-    def sinks(self, reference: str | None) -> dict[tuple[str, int, int], list[str]]:
+    def sinks(self, reference: str | None) -> dict[Head, list[str]]:
         raise self.needs_model("marking attention sinks")
 
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from core.analysis.explain import FAMILIES
-from core.analysis.trace import Candidate, StepTrace, top_candidates
 from core.data.tokenizer import Tokenizer
+from core.decode.trace import Candidate, StepTrace, top_candidates
+from core.model.attention import FAMILIES, Head, n_layers_of
 from core.model.config import ModelConfig
 
+# The f key steps from cross (what a translation is read through) towards the encoder.
+FAMILY_KEY_ORDER = FAMILIES[::-1]
 Mode = Literal["dist", "beam", "explain", "lens", "ref"]  # what the right-hand panel shows
-HeadKey = tuple[str, int, int]  # (family, layer, head): one attention head
 MIN_TEMPERATURE, MAX_TEMPERATURE = 0.05, 20.0
 MAX_TOP_K = 50
 ATTRIBUTIONS = (None, "ixg", "ig")  # what the heatmap reads: attention, input×gradient, integrated gradients
@@ -57,7 +58,7 @@ class Cell:
 
 @dataclass(frozen=True)
 class ViewState:
-    family: str = "cross"  # one of core.analysis.explain.FAMILIES
+    family: str = "cross"  # one of core.model.attention.FAMILIES
     layer: int = 0
     head: int | None = None  # None = the mean of the heads
     grid: bool = False  # every layer × head for one query instead of one head's matrix
@@ -67,7 +68,7 @@ class ViewState:
     beam_index: int = 0  # the beam step shown in beam mode
     cell: tuple[int, int] = (0, 0)  # the heatmap's selected (row, column)
     enc_query: int = 0  # the source position the encoder grid shows
-    heads_off: frozenset[HeadKey] = frozenset()  # switched off: greedy decoding re-runs without them
+    heads_off: frozenset[Head] = frozenset()  # switched off: greedy decoding re-runs without them
     links: bool = False  # the cross-attention matrix shows word links (the model's rule) instead of weights
     attribution: str | None = None  # "ixg"/"ig": the heatmap shows gradient attribution instead of attention
     dims: Dims = Dims()
@@ -96,11 +97,11 @@ class ViewState:
 
     @property
     def n_layers(self) -> int:
-        return self.dims.n_encoder_layers if self.family == "encoder_self" else self.dims.n_decoder_layers
+        return n_layers_of(self.dims, self.family)
 
     # ------------------------------------------------------------------------------ key actions
     def next_family(self) -> ViewState:
-        family = FAMILIES[(FAMILIES.index(self.family) + 1) % len(FAMILIES)]
+        family = FAMILY_KEY_ORDER[(FAMILY_KEY_ORDER.index(self.family) + 1) % len(FAMILY_KEY_ORDER)]
         moved = replace(self, family=family)
         return replace(moved, layer=min(self.layer, moved.n_layers - 1))
 
@@ -138,11 +139,11 @@ class ViewState:
             index += n_steps
         return replace(self, beam_index=min(max(index, 0), max(n_steps - 1, 0)))
 
-    def selected_head(self) -> HeadKey | None:
+    def selected_head(self) -> Head | None:
         """The one head the view points at: the grid's cursor row, else the shown head (None: the mean)."""
         if self.grid:
-            return self.family, self.cell[0] // self.dims.h, self.cell[0] % self.dims.h
-        return None if self.head is None else (self.family, self.layer, self.head)
+            return Head(self.family, self.cell[0] // self.dims.h, self.cell[0] % self.dims.h)
+        return None if self.head is None else Head(self.family, self.layer, self.head)
 
     def toggle_head_off(self) -> ViewState:
         """Switch the selected head off, or back on when it is off already."""

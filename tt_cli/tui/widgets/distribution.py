@@ -13,7 +13,7 @@ from textual.binding import Binding
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
-from core.analysis.trace import Candidate, StepTrace
+from core.decode.trace import Candidate, StepTrace
 from tt_cli.tui.widgets.heatmap import label
 
 BAR = 16

@@ -16,7 +16,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from core.analysis.trace import piece_label as label
+from core.decode.trace import piece_label as label
 from tt_cli.render import shade
 
 LABEL_WIDTH = 10

@@ -9,6 +9,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from core.analysis.reference import RefComparison
+from core.model.attention import Head
 from tt_cli.tui.session import Decoding
 from tt_cli.tui.widgets.heatmap import label
 
@@ -26,7 +27,7 @@ def pieces_line(name: str, pieces: list[str], *, current: int | None = None, for
 SHORT_FAMILY = {"cross": "cross", "decoder_self": "dec-self", "encoder_self": "enc-self"}
 
 
-def head_name(head: tuple[str, int, int]) -> str:
+def head_name(head: Head) -> str:
     family, layer, h = head
     return f"{SHORT_FAMILY[family]} L{layer} h{h}"
 

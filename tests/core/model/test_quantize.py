@@ -1,0 +1,86 @@
+"""`--quantize int8|bf16`: faster copies of the shipped model whose translations stay within the BLEU bound.
+
+The bound (issue 12): BLEU within 0.3 of fp32 on the held-out Tatoeba test split, greedy search.
+The data-free tests check the shipped model on fixed sample sentences and through the real CLI.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from core.checkpoint import load_model
+from core.decode.translate import TranslateOptions, translate_lines
+from core.model.fast import fast_model
+from tests.conftest import ROOT
+from tt_cli.main import app
+
+SHIPPED = ROOT / "weights"
+SAMPLES = [
+    "Je suis étudiant.",
+    "Il pleut depuis ce matin.",
+    "Où se trouve la bibliothèque ?",
+    "Mon frère travaille dans un hôpital.",
+    "Nous avons mangé du pain avec du fromage.",
+    "Est-ce que tu peux fermer la fenêtre ?",
+    "Les enfants jouent dans le jardin.",
+    "Je ne sais pas nager.",
+]
+pytestmark = pytest.mark.skipif(not (SHIPPED / "model.safetensors").exists(), reason="no shipped weights")
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return load_model(SHIPPED)
+
+
+def translate(loaded, lines, mode=None, **options):
+    if mode is not None:
+        from dataclasses import replace
+
+        loaded = replace(loaded, model=fast_model(loaded.model, mode))
+    return [t.text for t in translate_lines(loaded, lines, TranslateOptions(batch_size=64, **options))]
+
+
+@pytest.mark.parametrize("mode", ["int8", "bf16"])
+def test_quantized_copies_leave_the_model_alone_and_translate_the_samples_alike(shipped, mode):
+    before = {k: v.clone() for k, v in shipped.model.state_dict().items()}
+    fast = fast_model(shipped.model, mode)
+    assert fast is not shipped.model
+    for k, v in shipped.model.state_dict().items():
+        assert torch.equal(v, before[k]), k
+    reference = translate(shipped, SAMPLES, method="greedy")
+    quantized = translate(shipped, SAMPLES, mode, method="greedy")
+    assert sum(a == b for a, b in zip(reference, quantized)) >= len(SAMPLES) - 1, list(zip(reference, quantized))
+
+
+def test_an_unknown_mode_is_refused(shipped):
+    with pytest.raises(ValueError, match="int8, bf16"):
+        fast_model(shipped.model, "int4")
+
+
+@pytest.mark.parametrize("mode", ["int8", "bf16"])
+def test_the_cli_option(mode):
+    result = CliRunner().invoke(app, ["translate", "--quantize", mode, "--greedy", "--json", "Je suis étudiant."])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["translation"] == "I am a student."
+
+
+@pytest.mark.slow
+@pytest.mark.data
+@pytest.mark.parametrize("mode", ["int8", "bf16"])
+def test_bleu_on_the_held_out_split_stays_within_0_3_of_fp32(shipped, mode):
+    import sacrebleu
+
+    from core.data.readers import heldout_range, read_corpus
+    from tests.conftest import SHARED_DATA
+
+    card = json.loads((SHIPPED / "card.json").read_text())["test_sets"]["tatoeba-test"]
+    pairs = heldout_range(read_corpus(SHARED_DATA / card["file"]), *card["buckets"])
+    sources, refs = [p.src for p in pairs], [[p.tgt for p in pairs]]
+    fp32 = sacrebleu.corpus_bleu(translate(shipped, sources, method="greedy"), refs).score
+    fast = sacrebleu.corpus_bleu(translate(shipped, sources, mode, method="greedy"), refs).score
+    assert abs(fast - fp32) <= 0.3, (mode, fp32, fast)

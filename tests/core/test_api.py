@@ -1,0 +1,128 @@
+"""The Python API (core.api.Translator) and TT_MODEL: the README's example runs as written.
+
+The README example runs in a child process with the shipped weights, from an empty directory, and
+its printed output must be the block the README shows under it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from core.api import Result, Translator
+from core.decode.translate import TranslateOptions, translate_lines
+from core.errors import TTError
+from tests.conftest import ROOT
+from tt_cli.main import app
+
+
+def readme_example() -> tuple[str, str]:
+    """The first python block of the README's "Python API" section, and the text block after it."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## Python API\n", 1)[1].split("\n## ", 1)[0]
+    code = re.search(r"```python\n(.*?)```", section, re.DOTALL).group(1)
+    shown = re.search(r"```python\n.*?```.*?```text\n(.*?)```", section, re.DOTALL).group(1)
+    return code, shown
+
+
+def test_the_readme_example_runs_as_written_and_prints_what_it_shows(tmp_path):
+    code, shown = readme_example()
+    env = {k: v for k, v in os.environ.items() if k != "TT_MODEL"}  # the shipped model, as a new user has it
+    env["PYTHONPATH"] = str(ROOT)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == shown
+
+
+def test_import_core_stays_light():
+    code = "import sys, core; assert core.__version__; assert 'torch' not in sys.modules; core.Translator; print('torch' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "True"  # torch arrives with core.Translator, not before
+
+
+@pytest.fixture(scope="module")
+def translator(tiny_model_dir):
+    return Translator(tiny_model_dir, device="cpu", method="greedy")
+
+
+def test_results_match_translate_lines_and_the_json_keys(translator, tiny_loaded, tiny_model_dir):
+    sentences = ["Je suis étudiant.", "", "Il est médecin."]
+    results = translator.translate(sentences)
+    expected = list(translate_lines(tiny_loaded, sentences, TranslateOptions(method="greedy")))
+    assert [r.text for r in results] == [t.text for t in expected] == ["I am a student.", "", "He is a doctor."]
+    assert [r.index for r in results] == [0, 1, 2] and all(isinstance(r, Result) for r in results)
+    # to_dict() has exactly the keys and values of `tt translate --json` for the same sentence.
+    cli = CliRunner().invoke(
+        app, ["translate", "--model", str(tiny_model_dir), "--greedy", "--json", "Je suis étudiant."]
+    )
+    assert cli.exit_code == 0, cli.stderr
+    assert results[0].to_dict() == json.loads(cli.stdout)
+    assert json.loads(json.dumps(results[1].to_dict()))["translation"] == ""
+
+
+def test_options_per_call_and_traces(translator):
+    beams = translator.translate(["Le chat dort."], beam=4, method="beam", n_best=2)[0]
+    assert len(beams.n_best) == 2 and beams.n_best[0].text == beams.text
+    assert len(beams.to_dict()["n_best"]) == 2
+    assert beams.steps is None
+    with pytest.raises(TTError, match="trace=True"):
+        beams.attention()
+    traced = translator.translate(["Le chat dort."], trace=True)[0]
+    cross = traced.attention("cross")
+    assert len(cross) == len(traced.token_logprobs) and len(cross[0]) == len(traced.source_trace.tokens)
+    assert all(abs(sum(row) - 1) < 1e-4 for row in cross)  # each output piece's attention sums to 1
+    assert len(traced.attention("encoder_self", layer=0, head=1)) == len(traced.source_trace.tokens)
+    assert translator.translate(["Le chat dort."])[0].steps is None  # a trace is only for the call that asked
+
+
+def test_bad_calls_are_clear(translator, tmp_path):
+    with pytest.raises(TypeError, match=r"a list of sentences; for one: translate\(\[text\]\)\[0\]"):
+        translator.translate("Je suis étudiant.")
+    with pytest.raises(TTError, match="--beam must be at least 1"):
+        translator.translate(["Bonjour."], beam=0, method="beam")
+    with pytest.raises(TTError, match="no such model directory"):
+        Translator(tmp_path / "nowhere")
+
+
+# ------------------------------------------------------------------------------------ TT_MODEL
+
+
+def test_tt_model_chooses_the_model_of_translate_and_eval(tiny_model_dir, tiny_loaded, tmp_path):
+    runner = CliRunner()
+    env = {"TT_MODEL": str(tiny_model_dir)}
+    result = runner.invoke(app, ["translate", "--greedy", "--json", "Le chien mange."], env=env)
+    assert result.exit_code == 0, result.stderr
+    expected = next(translate_lines(tiny_loaded, ["Le chien mange."], TranslateOptions(method="greedy")))
+    assert json.loads(result.stdout)["token_ids"] == expected.token_ids  # the tiny model's 120-piece ids
+
+    (tmp_path / "s.fr").write_text("Le chien mange.\n", encoding="utf-8")
+    (tmp_path / "r.en").write_text("The dog is eating.\n", encoding="utf-8")
+    result = runner.invoke(
+        app, ["eval", "--src", str(tmp_path / "s.fr"), "--ref", str(tmp_path / "r.en"), "--json"], env=env
+    )
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["model"] == str(tiny_model_dir)
+
+    # --model wins over TT_MODEL; a TT_MODEL that points nowhere is named in the error.
+    nowhere = {"TT_MODEL": str(tmp_path / "nowhere")}
+    result = runner.invoke(app, ["translate", "--model", str(tiny_model_dir), "Le chien mange."], env=nowhere)
+    assert result.exit_code == 0, result.stderr
+    result = runner.invoke(app, ["translate", "Le chien mange."], env=nowhere)
+    assert (
+        result.exit_code == 1 and result.stderr.strip() == f"tt: error: {tmp_path / 'nowhere'}: no such model directory"
+    )
+
+
+@pytest.mark.parametrize("command", ["translate", "eval", "inspect"])
+def test_help_says_tt_model_is_the_default(command):
+    result = CliRunner().invoke(app, [command, "--help"], env={"COLUMNS": "200"})
+    assert "$TT_MODEL" in result.stdout

@@ -1,0 +1,126 @@
+"""The layers hold: imports read from the source (top-level and lazy ones inside functions alike).
+
+core's packages form one direction (LAYERS, as drawn in ../shared/DESIGN.md), core never imports the
+CLI or its UI libraries, and only the root app wires the commands, so no command reaches into another.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Bottom to top: a package may import only packages on an earlier line. Packages on one line are
+# peers and import neither each other. A top-level module (core/files.py) counts as a package.
+LAYERS: list[set[str]] = [
+    {"errors"},
+    {"files", "device", "evaluate"},
+    {"model"},
+    {"data", "text"},
+    {"checkpoint"},
+    {"decode"},
+    {"align"},
+    {"train"},
+    {"analysis"},
+    {"api"},
+]
+RANK = {package: level for level, packages in enumerate(LAYERS) for package in packages}
+UI = {"typer", "rich", "textual", "tt_cli", "click", "prompt_toolkit", "fastapi", "starlette", "uvicorn"}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(path: Path) -> list[tuple[int, str]]:
+    """(line, absolute module name) of every import in the file, wherever it sits."""
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    return read_imports(path.read_text(encoding="utf-8"), package)
+
+
+def read_imports(source: str, package: str) -> list[tuple[int, str]]:
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: resolve against the importing package
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            # `from core.align import aer` imports the module core.align.aer
+            found += [(node.lineno, f"{base}.{alias.name}") for alias in node.names]
+    return found
+
+
+def python_files(top: str) -> list[Path]:
+    return sorted((ROOT / top).rglob("*.py"))
+
+
+def core_package(module: str) -> str | None:
+    """The package of core that `module` lies in: core.decode.search → decode; None for core itself."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "core" and len(parts) > 1 else None
+
+
+def test_every_core_package_has_a_layer() -> None:
+    packages = {core_package(module_name(p)) for p in python_files("core")} - {None}
+    missing = sorted(packages - RANK.keys())
+    assert not missing, f"core packages without a layer in LAYERS (tests/test_layers.py): {missing}"
+
+
+def test_core_packages_import_only_downwards() -> None:
+    wrong = []
+    for path in python_files("core"):
+        here = core_package(module_name(path))
+        if here is None:  # core/__init__.py is the public face, above everything
+            continue
+        for line, target in imports(path):
+            there = core_package(target)
+            if there is None or there == here or there not in RANK or here not in RANK:
+                continue
+            if RANK[there] >= RANK[here]:
+                wrong.append(f"{path.relative_to(ROOT)}:{line}: {here} imports {target} ({there} is not below {here})")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_core_imports_no_cli_or_ui() -> None:
+    wrong = [
+        f"{path.relative_to(ROOT)}:{line}: imports {target}"
+        for path in python_files("core")
+        for line, target in imports(path)
+        if target.split(".")[0] in UI
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_only_the_root_app_imports_commands() -> None:
+    """A command's helpers that another module needs belong in a shared module (tt_cli/output.py, ...)."""
+    wrong = []
+    for path in python_files("tt_cli"):
+        name = module_name(path)
+        if name == "tt_cli.main":
+            continue
+        for line, target in imports(path):
+            if target.startswith("tt_cli.commands.") and not target.startswith(name + "."):
+                wrong.append(f"{path.relative_to(ROOT)}:{line}: {name} imports {target}")
+    assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("import core.decode.search", ["core.decode.search"]),
+        ("from core.align import aer", ["core.align.aer"]),
+        ("def f():\n    from ..model import masks", ["core.model.masks"]),
+        ("from . import trace", ["core.decode.trace"]),
+    ],
+)
+def test_imports_are_read_lazily_and_relatively(source: str, expected: list[str]) -> None:
+    """The reader above sees what Python would import, so the rules cannot pass by missing an import."""
+    assert [target for _, target in read_imports(source, "core.decode")] == expected
