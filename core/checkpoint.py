@@ -18,7 +18,7 @@ import torch
 
 from core.data.tokenizer import Tokenizer
 from core.errors import CheckpointError, ConfigError, TokenizerError, TTError
-from core.files import atomic_path, atomic_write_bytes
+from core.files import atomic_path, atomic_write_bytes, make_dir
 from core.model.config import ModelConfig
 
 FORMAT = "tt.model"
@@ -51,8 +51,7 @@ def save_model(
     """Write the model directory; each file atomically. fp16 halves the size for shipping."""
     from safetensors.torch import save_file
 
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
+    directory = make_dir(directory)
     cfg: ModelConfig = model.cfg
     tensors = {
         name: t.to("cpu", dtype if t.is_floating_point() else t.dtype) for name, t in model_tensors(model).items()
@@ -155,6 +154,15 @@ def default_model_dir() -> Path:
     from weights import DIR
 
     return DIR
+
+
+def is_installed_model(path: str | Path) -> bool:
+    """The shipped model, or any model inside an installed package (site-packages): files tt reads
+    but never changes unless told where, explicitly."""
+    from weights import DIR
+
+    resolved = Path(path).resolve()
+    return resolved == DIR.resolve() or any(part in ("site-packages", "dist-packages") for part in resolved.parts)
 
 
 @dataclass

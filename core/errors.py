@@ -27,3 +27,7 @@ class DownloadError(DataError):
 
 class DocumentError(DataError):
     """A document (subtitles, Markdown, a glossary) that cannot be read; the message starts with file:line."""
+
+
+class OutputError(TTError):
+    """An output path that cannot be written (a directory, a missing parent, a read-only file); named in the message."""

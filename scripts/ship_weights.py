@@ -124,6 +124,8 @@ def measure_alignment(model: Path, previous: dict, reverse: Path | None = None) 
         str(D / "trial.en"),
         "--gold",
         str(D / "trial.wa"),
+        "--save-to",  # explicit: without it the shipped model (weights/) is never written
+        str(model),
     )
     pairs = len((D / "trial.fr").read_text(encoding="utf-8").splitlines())
     return {

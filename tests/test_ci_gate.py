@@ -1,7 +1,8 @@
 """The CI gate in tests/conftest.py: under CI=true a skip or a missing data directory fails the run.
 
-Each case runs a real pytest in a subprocess on a two-test file, with tests/conftest.py loaded as
-a plugin, and reads its exit status and output.
+Each case runs a real pytest in a subprocess on a small test file, with the gate (tests/ci_gate.py,
+whose hooks tests/conftest.py takes in) loaded as a plugin, and reads its exit status and output.
+The subprocesses never import torch: the gate does not need it, and each run starts in a second.
 """
 
 from __future__ import annotations
@@ -13,6 +14,14 @@ import sys
 import pytest
 
 from tests.conftest import ROOT
+
+# Three ways to skip a whole module. The first two act while the module is collected: none of its
+# tests then runs, so the skip is reported for the module alone.
+MODULE_SKIPS = {
+    "importorskip": 'pytest.importorskip("tt_no_such_module")',
+    "allow_module_level": 'pytest.skip("no GPU here", allow_module_level=True)',
+    "pytestmark": "pytestmark = pytest.mark.skip(reason='no GPU here')",
+}
 
 SUITE = """
 import pytest
@@ -33,10 +42,20 @@ def test_expected_failure():
 """
 
 
-def run_pytest(tmp_path, ci: str | None, data: str, *select: str) -> subprocess.CompletedProcess:
-    (tmp_path / "test_suite.py").write_text(SUITE)
+def run_pytest(
+    tmp_path, ci: str | None, data: str, *select: str, files: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    files = files or {"test_suite.py": SUITE}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    # Fails the subprocess (exit 3, "INTERNALERROR") if anything imported torch: the gate must stay cheap.
+    (tmp_path / "no_torch.py").write_text(
+        "import sys\n\ndef pytest_unconfigure(config):\n    assert 'torch' not in sys.modules, 'torch was imported'\n"
+    )
     env = {k: v for k, v in os.environ.items() if k not in ("CI", "PYTEST_ADDOPTS")}
-    env.update(PYTHONPATH=str(ROOT), TT_SHARED_DATA=data)
+    # No plugin autoload: the installed ones (textual's snapshots among them) cost seconds and play no part.
+    env.update(PYTHONPATH=os.pathsep.join([str(ROOT), str(tmp_path)]), TT_SHARED_DATA=data)
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     if ci is not None:
         env["CI"] = ci
     args = [
@@ -44,14 +63,16 @@ def run_pytest(tmp_path, ci: str | None, data: str, *select: str) -> subprocess.
         "-m",
         "pytest",
         "-p",
-        "tests.conftest",
+        "tests.ci_gate",
+        "-p",
+        "no_torch",
         "-p",
         "no:cacheprovider",
         "-q",
         "-rs",
         "-W",
         "ignore::pytest.PytestUnknownMarkWarning",
-        str(tmp_path / "test_suite.py"),
+        *(str(tmp_path / name) for name in files),
         *select,
     ]
     return subprocess.run(args, check=False, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
@@ -92,3 +113,24 @@ def test_in_ci_missing_data_is_an_error(tmp_path):
     result = run_pytest(tmp_path, "true", missing)
     assert result.returncode == pytest.ExitCode.USAGE_ERROR, result.stdout + result.stderr
     assert f"CI=true but {missing} is absent; 1 test(s) need it" in result.stderr
+
+
+@pytest.mark.parametrize("how", sorted(MODULE_SKIPS))
+def test_in_ci_a_module_skipped_while_collected_fails_the_run(tmp_path, data_dir, how):
+    skipped = f"import pytest\n\n{MODULE_SKIPS[how]}\n\n\ndef test_never_runs():\n    assert True\n"
+    files = {"test_ok.py": "def test_runs():\n    assert True\n", "test_skipped_module.py": skipped}
+    result = run_pytest(tmp_path, "true", data_dir, files=files)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "SKIPPED (counted as a failure): test_skipped_module.py" in result.stdout
+    assert "1 passed, 1 skipped" in result.stdout
+    # Outside CI the same run passes, the reason shown.
+    result = run_pytest(tmp_path, None, data_dir, files=files)
+    assert result.returncode == 0 and "1 passed, 1 skipped" in result.stdout, result.stdout + result.stderr
+
+
+def test_the_suite_takes_in_every_hook_of_the_gate():
+    import tests.ci_gate as gate
+    import tests.conftest as conftest
+
+    hooks = [name for name in vars(gate) if name.startswith("pytest_")]
+    assert len(hooks) == 6 and all(getattr(conftest, name, None) is getattr(gate, name) for name in hooks)

@@ -288,19 +288,33 @@ def candidate_rules(n_layers: int, h: int, full_context: bool = False) -> list[A
 def rank_rules(
     attentions: Sequence[PairAttention], gold: Sequence[GoldPair], rules: Sequence[AlignRule] | None = None
 ) -> list[tuple[AlignRule, AlignmentScore]]:
-    """Every candidate rule scored against gold links, best (lowest AER) first."""
+    """Every candidate rule scored against gold links, best (lowest AER) first; on equal AER, higher
+    recall, then more attention on the gold links."""
     if not attentions:
         raise DataError("no sentence pairs to rank alignment rules on")
     n_layers, h = attentions[0].plain.shape[:2]
     rules = rules or candidate_rules(n_layers, h, full_context=attentions[0].full is not None)
     scored = []
     for rule in rules:
-        links = [
-            {(i, j) for i, j, _ in extract_links(rule_scores(att, rule), rule.threshold, rule.bidirectional)}
-            for att in attentions
-        ]
-        scored.append((rule, score_links(links, gold)))
-    return sorted(scored, key=lambda rs: (rs[1].aer, -rs[1].recall))
+        matrices = [rule_scores(att, rule) for att in attentions]  # (J, I) each
+        links = [{(i, j) for i, j, _ in extract_links(m, rule.threshold, rule.bidirectional)} for m in matrices]
+        scored.append((rule, score_links(links, gold), _gold_mass(matrices, gold)))
+    # A sharp head and the mean of its layer often pick the same links (equal AER and recall): then the
+    # rule that puts more of its attention on the gold links wins, so the winner never rests on list
+    # order or on float noise in near-equal scores; rules with identical scores keep candidate order.
+    scored.sort(key=lambda r: (r[1].aer, -r[1].recall, -r[2]))
+    return [(rule, score) for rule, score, _ in scored]
+
+
+def _gold_mass(matrices: Sequence[torch.Tensor], gold: Sequence[GoldPair]) -> float:
+    """The mean score a rule's (J, I) matrices give the gold links (sure and possible)."""
+    total, count = 0.0, 0
+    for m, g in zip(matrices, gold):
+        for i, j in g.possible:
+            if j < m.size(0) and i < m.size(1):
+                total += float(m[j, i])
+            count += 1
+    return total / count if count else 0.0
 
 
 # --------------------------------------------------------------------------------------- stored rule

@@ -19,7 +19,8 @@ from typing import IO
 
 import torch
 
-from core.errors import ConfigError
+from core.errors import ConfigError, OutputError
+from core.files import make_dir
 
 try:
     import fcntl
@@ -75,10 +76,10 @@ def lock_run_dir(
     """
     lock, refused = RunLock(run_dir), None
     if is_main:
-        lock.path.parent.mkdir(parents=True, exist_ok=True)
         try:
+            make_dir(lock.path.parent)
             lock.acquire()
-        except ConfigError as exc:
+        except (ConfigError, OutputError) as exc:
             refused = exc
     if world > 1:
         flag = torch.tensor([refused is not None], dtype=torch.int32, device=device)

@@ -36,7 +36,7 @@ from core.data.readers import (
 )
 from core.data.tokenizer import Tokenizer
 from core.errors import DataError
-from core.files import atomic_write_bytes
+from core.files import atomic_write_bytes, make_dir
 from core.train.config import TrainConfig
 
 
@@ -134,7 +134,7 @@ def prepare_data(cfg: TrainConfig, run_dir: Path, is_main: bool = True, reuse_to
         if is_main:
             _write_test_sets(cfg, run_dir, splits)
     if is_main and (not spm_path.exists() or spm_path.read_bytes() != tokenizer.proto):
-        run_dir.mkdir(parents=True, exist_ok=True)
+        make_dir(run_dir)
         atomic_write_bytes(spm_path, tokenizer.proto)
     return _assemble(cfg, tokenizer, [s for s in shards if s is not None], stats)
 
@@ -283,6 +283,7 @@ def _write_test_sets(cfg: TrainConfig, run_dir: Path, splits: list[_Split]) -> N
     src_lang, tgt_lang = (cfg.tgt_lang, cfg.src_lang) if cfg.swap else (cfg.src_lang, cfg.tgt_lang)
     for split in splits:
         if split.test:
+            make_dir(run_dir)
             stem = "test" if len(splits) == 1 else "test." + split.corpus.name.replace("/", "_")
             write_aligned(split.test, run_dir / f"{stem}.{src_lang}", run_dir / f"{stem}.{tgt_lang}")
 

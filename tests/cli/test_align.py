@@ -13,6 +13,9 @@ from core.align.aer import pharaoh
 from core.align.links import AlignRule, align, pair_attention
 from tt_cli.main import app
 
+# Rests on the floats of a model trained or decoded here: .ci/run runs it again under a second CPU ISA.
+pytestmark = pytest.mark.isa
+
 runner = CliRunner()
 
 PAIRS = [
@@ -66,7 +69,9 @@ def test_tsv_on_stdin_and_json(tt, tiny_loaded):
     assert [(x["source"], x["target"]) for x in first] == [
         tuple(map(int, p.split("-"))) for p in plain.stdout.splitlines()[0].split()
     ]
-    assert [x["target_word"] for x in first] == ["I", "am", "a", "student."]
+    # One link per target word. The list follows the source words, and which source word the tiny
+    # model links each target word to rests on the floats of its training: read it by target word.
+    assert [x["target_word"] for x in sorted(first, key=lambda x: x["target"])] == ["I", "am", "a", "student."]
     assert all(x["source_word"] == PAIRS[0][0].split()[x["source"]] and 0 < x["score"] <= 1 for x in first)
 
 

@@ -39,7 +39,7 @@ def read_line(stream, deadline: float) -> bytes:
 
 
 @pytest.mark.parametrize("method", [["--greedy"], ["--beam", "2"]])
-def test_each_line_is_answered_before_the_next_is_sent(tiny_model_dir, method):
+def test_each_line_is_answered_before_the_next_is_sent(tiny_model_dir, tiny_translation, method):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "tt_cli.main", "translate", "--model", str(tiny_model_dir), *method],
@@ -61,9 +61,9 @@ def test_each_line_is_answered_before_the_next_is_sent(tiny_model_dir, method):
         assert proc.stdout.read() == b""
     finally:
         proc.kill()
-    assert answers[0] == answers[3] == "I am a student."
+    assert answers[0] == answers[3] == tiny_translation("Je suis étudiant.", *method)
     assert answers[1] == ""
-    assert answers[2] == "He is a doctor."
+    assert answers[2] == tiny_translation("Il est médecin.", *method)
 
 
 def test_a_file_or_fast_pipe_still_fills_whole_chunks():

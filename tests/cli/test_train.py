@@ -164,6 +164,10 @@ def test_train_model_options_then_translate_and_average(tmp_path):
     assert too_many.exit_code == 1 and "--last 7 asks for more checkpoints than the run kept (3)" in too_many.stderr
     nothing = runner.invoke(app, ["average", "--run", str(tmp_path / "nope")])
     assert nothing.exit_code == 1 and "no such run directory" in nothing.stderr
+    onto_a_file = runner.invoke(app, ["average", "--run", str(out), "--last", "3", "--out", str(out / "spm.model")])
+    assert onto_a_file.exit_code == 1 and onto_a_file.stderr.endswith(
+        "spm.model: not a directory (a file of that name exists)\n"
+    )
 
 
 def test_progress_lines_on_a_non_terminal(tmp_path):

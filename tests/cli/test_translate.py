@@ -50,6 +50,10 @@ def test_input_and_output_files(tt, tmp_path):
     src.write_text("Je suis étudiant.\r\nIl est médecin.\n", encoding="utf-8")
     out = tmp_path / "out" / "en.txt"
     result = tt("--greedy", "--input", str(src), "--output", str(out))
+    assert result.exit_code == 1 and "no such directory" in result.stderr  # a missing parent is not created
+    assert not out.parent.exists()
+    out.parent.mkdir()
+    result = tt("--greedy", "--input", str(src), "--output", str(out))
     assert result.exit_code == 0, result.stderr
     assert result.stdout == ""
     assert out.read_text(encoding="utf-8") == "I am a student.\nHe is a doctor.\n"

@@ -143,7 +143,18 @@ def align(
             help="Rank every layer/head/rule by AER on --gold, print the ranking, store the best with the model.",
         ),
     ] = False,
-    save: Annotated[bool, typer.Option(help="With --find-heads: write the best rule to MODEL/alignment.json.")] = True,
+    save: Annotated[
+        bool,
+        typer.Option(
+            help="With --find-heads: write the best rule to MODEL/alignment.json (never the shipped model's)."
+        ),
+    ] = True,
+    save_to: Annotated[
+        Optional[Path],
+        typer.Option(
+            help="With --find-heads: write the best rule to DIR/alignment.json instead (the shipped model too)."
+        ),
+    ] = None,
     json_out: Annotated[
         bool, typer.Option("--json", help="One JSON object per pair: each link with its words and score.")
     ] = False,
@@ -165,6 +176,8 @@ def align(
         raise fail(
             "nothing to align: give --src FILE --tgt FILE, or pipe 'source<TAB>target' lines on stdin", EXIT_USAGE
         )
+    if save_to is not None and not find_heads:
+        raise fail("--save-to stores what --find-heads finds: give --find-heads --gold FILE", EXIT_USAGE)
     if find_heads and gold is None:
         raise fail("--find-heads needs --gold", EXIT_USAGE)
     if find_heads and (reverse_model or method != Method.auto or json_out):
@@ -173,8 +186,11 @@ def align(
         raise fail("--method diagonal uses no model; --reverse-model does not apply", EXIT_USAGE)
 
     from core.align import aer
-    from core.align.links import load_rule
+    from core.align.links import RULE_FILE, load_rule
+    from core.files import check_output
 
+    if save_to is not None:
+        check_output(save_to / RULE_FILE)  # before the ranking, not after it
     pairs, names = read_pairs(src, tgt)
     lengths = [(len(s.split()), len(t.split())) for s, t in pairs]
     gold_pairs = aer.read_gold(gold, lengths, target_first=gold_order == GoldOrder.tgt_src) if gold else None
@@ -185,7 +201,9 @@ def align(
     else:
         loaded = load_model_for(model, device)
         if find_heads:
-            return _find_heads(loaded, pairs, names, gold_pairs, gold, save=save, batch_size=batch_size)
+            return _find_heads(
+                loaded, pairs, names, gold_pairs, gold, save=save, save_to=save_to, batch_size=batch_size
+            )
         cfg = loaded.cfg
         rule = _rule(load_rule(loaded.path), method, layer, head, threshold, both_ways)
         rule = rule.check(cfg.n_decoder_layers, cfg.h)
@@ -218,9 +236,13 @@ def _links(loaded, rule, reverse, pairs, names, symmetrize: str, batch_size: int
     return results, [(a.source_words, a.target_words) for a in attentions]
 
 
-def _find_heads(loaded, pairs, names, gold_pairs, gold: Path, *, save: bool, batch_size: int) -> None:
-    """Rank every rule by AER against the gold links; with `save`, store the best beside the model."""
+def _find_heads(
+    loaded, pairs, names, gold_pairs, gold: Path, *, save: bool, save_to: Path | None, batch_size: int
+) -> None:
+    """Rank every rule by AER against the gold links; with `save`, store the best beside the model (an
+    installed model only when `save_to` names it), or in `save_to`."""
     from core.align.links import pair_attention, rank_rules, save_rule
+    from core.checkpoint import is_installed_model
 
     # The head finder also measures the unmasked pass: a guided head may have been trained on it.
     attentions = pair_attention(loaded, pairs, batch_size=batch_size, names=names, full_context=True)
@@ -229,9 +251,11 @@ def _find_heads(loaded, pairs, names, gold_pairs, gold: Path, *, save: bool, bat
         print(
             f"{rank:3d}  {rule.describe():52s}  AER {100 * score.aer:5.1f}  precision {100 * score.precision:5.1f}  recall {100 * score.recall:5.1f}"
         )
-    if save:
+    if save_to is None and save and is_installed_model(loaded.path):
+        print(f"tt: not stored: {loaded.path} is an installed model; --save-to DIR stores it", file=sys.stderr)
+    elif save_to is not None or save:
         about = {"gold": f"{gold.parent.name}/{gold.name}", "pairs": len(pairs), "aer": round(ranking[0][1].aer, 4)}
-        path = save_rule(loaded.path, ranking, about)
+        path = save_rule(save_to or loaded.path, ranking, about)
         print(f"tt: stored the best rule ({ranking[0][0].describe()}) in {path}", file=sys.stderr)
 
 

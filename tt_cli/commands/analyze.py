@@ -415,11 +415,12 @@ def attribute(
     from core.analysis.attribute import attribute as attribute_steps
     from core.decode.trace import attention_matrix
     from core.decode.translate import TranslateOptions, read_lines, translate_lines
+    from core.files import open_input
 
     if (src is None) == (not texts):
         raise fail('give sentences or --src F: tt analyze attribute "Je suis étudiant."', EXIT_USAGE)
     if src is not None:
-        with open(src, "rb") as f:
+        with open_input(src) as f:
             lines = [line for line in read_lines(f, str(src)) if line.strip()]
         texts = lines[:limit] if limit else lines
     loaded = _setup(model, device, threads)

@@ -55,7 +55,8 @@ def evaluate(
     batch_size: BatchOpt = 32,
     threads: ThreadsOpt = 0,
     output: Annotated[
-        Optional[Path], typer.Option("--output", "-o", help="Also write the translations to FILE (atomically).")
+        Optional[Path],
+        typer.Option("--output", "-o", help="Also write the translations to FILE (atomically; - = stdout)."),
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of the table.")] = False,
     errors: ErrorsOpt = ErrorsChoice.strict,
@@ -79,6 +80,10 @@ def evaluate(
     from core.decode.translate import TranslateOptions
 
     options = TranslateOptions(beam=beam, alpha=alpha, method=method_of(greedy), batch_size=batch_size).validate()
+    if output is not None:
+        from core.files import check_output
+
+        check_output(output)  # before the translating, not after it
     sources, references = _inputs(src, ref, testset, langpair, errors.value)
     set_threads(threads, few=False)
     report = run(load_model_for(model, device), sources, references, options)

@@ -50,7 +50,8 @@ def translate(
     ] = None,
     input_file: Annotated[Optional[Path], typer.Option("--input", "-i", help="Read lines from FILE (UTF-8).")] = None,
     output: Annotated[
-        Optional[Path], typer.Option("--output", "-o", help="Write to FILE (atomically: all of it or nothing).")
+        Optional[Path],
+        typer.Option("--output", "-o", help="Write to FILE (atomically: all of it or nothing; - = stdout)."),
     ] = None,
     model: ModelOpt = None,
     device: DeviceOpt = "auto",
@@ -193,6 +194,10 @@ def translate(
         or trace_file is not None
         or attribution is not None,
     ).validate()
+    from core.files import check_output
+
+    for path in (p for p in (output, trace_file) if p is not None):
+        check_output(path)  # a bad output path fails before the model loads
     set_threads(threads, few=not from_stdin and input_file is None)
     loaded = _load(model, device, quantize, layer, head)
     job = Job(
@@ -253,10 +258,9 @@ def _lines(stack: ExitStack, input_file: Path | None, args: list[str] | None, er
 def _output(stack: ExitStack, output: Path | None):
     if output is None:
         return sys.stdout
-    from core.files import atomic_path
+    from core.files import open_output
 
-    tmp = stack.enter_context(atomic_path(output))
-    return stack.enter_context(open(tmp, "w", encoding="utf-8", newline="\n"))
+    return stack.enter_context(open_output(output))
 
 
 @dataclass(frozen=True)

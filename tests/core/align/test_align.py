@@ -15,6 +15,7 @@ from core.align.aer import GoldPair, diagonal_links, pharaoh, read_gold, score_l
 from core.align.links import (
     DEFAULT_RULE,
     AlignRule,
+    PairAttention,
     align,
     align_steps,
     extract_links,
@@ -32,6 +33,9 @@ from core.decode.source import prepare_source
 from core.decode.trace import trace_steps
 from core.errors import CheckpointError, ConfigError, DataError
 from tests.conftest import SHARED_DATA
+
+# Rests on the floats of a model trained or decoded here: .ci/run runs it again under a second CPU ISA.
+pytestmark = pytest.mark.isa
 
 
 # --------------------------------------------------------------------------------------- AER
@@ -232,7 +236,11 @@ def planted_model(loaded, head: int):
     source position t. Token embeddings and the sub-layer outputs before it are zeroed and LayerNorms
     made plain, so the residual stream holds only positions; the position code is rewritten so that
     LayerNorm leaves it alone (zero mean, fixed norm) and its first d_k dimensions are cos/sin pairs,
-    whose dot product PE(t)·PE(s) = Σ cos((t - s)θ) peaks at s = t. The head's W^Q, W^K read them."""
+    whose dot product PE(t)·PE(s) = Σ cos((t - s)θ) peaks at s = t. The head's W^Q, W^K read them.
+
+    The layer's other heads are planted too, one position ahead (their W^Q rotates each cos/sin pair by
+    θ, so they peak at s = t + 1): left as trained, they could be flat enough that the mean of the
+    layer's heads picks the planted head's links, and which rule wins would rest on the trained floats."""
     model = copy.deepcopy(loaded.model)
     cfg, d_k = model.cfg, model.cfg.d_k
     theta = torch.linspace(1.0, 0.25, d_k // 2)
@@ -256,11 +264,16 @@ def planted_model(loaded, head: int):
         first = model.decoder_layers[0]
         first.self_attn.w_o.weight.zero_()
         first.self_attn.w_o.bias.zero_()
-        rows = slice(head * d_k, (head + 1) * d_k)
-        first.cross_attn.w_q.weight[rows] = 10.0 * torch.eye(d_k, cfg.d_model)
-        first.cross_attn.w_q.bias[rows] = 0.0
-        first.cross_attn.w_kv.weight[rows] = torch.eye(d_k, cfg.d_model)  # keys are the first d_model rows
-        first.cross_attn.w_kv.bias[rows] = 0.0
+        half = d_k // 2
+        ahead = torch.zeros(d_k, cfg.d_model)  # cos((t+1)θ), sin((t+1)θ) from cos(tθ), sin(tθ)
+        ahead[:half, :half] = ahead[half:d_k, half:d_k] = torch.diag(theta.cos())
+        ahead[:half, half:d_k], ahead[half:d_k, :half] = torch.diag(-theta.sin()), torch.diag(theta.sin())
+        for h in range(cfg.h):
+            rows = slice(h * d_k, (h + 1) * d_k)
+            first.cross_attn.w_q.weight[rows] = 10.0 * (torch.eye(d_k, cfg.d_model) if h == head else ahead)
+            first.cross_attn.w_q.bias[rows] = 0.0
+            first.cross_attn.w_kv.weight[rows] = torch.eye(d_k, cfg.d_model)  # keys are the first d_model rows
+            first.cross_attn.w_kv.bias[rows] = 0.0
     return SimpleNamespace(model=model.eval(), tokenizer=loaded.tokenizer, path=loaded.path, metadata={}, cfg=cfg)
 
 
@@ -280,11 +293,32 @@ def test_head_finder_finds_a_planted_head(tiny_loaded, tmp_path):
     assert (best.layer, best.head, best.shift) == (0, 2, False) and score.aer < 0.05
     assert len(ranking) == 2 * 2 * 5 * 2  # layers × (plain, shift) × (mean + 4 heads) × (one way, both ways)
     assert ranking[-1][1].aer > 0.3  # the others do not align
+    mean = next(score for rule, score in ranking if rule == AlignRule(0, None))
+    assert mean.aer > score.aer + 0.3  # no tie for list order to settle
     # Stored beside the weights, it becomes the model's rule; a directory without the file keeps the default.
     assert load_rule(tmp_path) == DEFAULT_RULE and head_ranking(tmp_path) == []
     save_rule(tmp_path, ranking, {"gold": "planted", "pairs": len(pairs)})
     assert load_rule(tmp_path) == best and head_ranking(tmp_path)[0]["aer"] < 0.05
     assert read_alignment(tmp_path).found_on == {"gold": "planted", "pairs": 12}
+
+
+def test_head_finder_breaks_ties_by_attention_on_the_gold_links():
+    """A sharp head and a flat one with the same argmax (and so their mean) align alike, AER 0 all three:
+    the sharp head wins whatever its place in the candidate list, then the mean, then the flat head."""
+    eye = torch.eye(3)
+    flat, sharp = 0.3 + 0.1 * eye, eye  # (J, I): diagonal 0.4 against 0.3; diagonal 1.0
+    plain = torch.stack([flat, sharp])[None]  # (n_layers 1, h 2, J 3, I 3)
+    att = PairAttention(["a", "b", "c"], ["x", "y", "z"], plain, torch.zeros_like(plain))
+    ranking = rank_rules([att], [gold({(0, 0), (1, 1), (2, 2)})])
+    assert [(rule.head, score.aer) for rule, score in ranking[:6]] == [
+        (1, 0.0),
+        (1, 0.0),
+        (None, 0.0),
+        (None, 0.0),
+        (0, 0.0),
+        (0, 0.0),
+    ]
+    assert [rule.bidirectional for rule, _ in ranking[:2]] == [False, True]  # identical scores: candidate order
 
 
 def test_bad_alignment_json_is_a_checkpoint_error(tmp_path):

@@ -12,6 +12,9 @@ from core.analysis.attribute import attribute
 from core.errors import ConfigError
 from tt_cli.main import app
 
+# Rests on the floats of a model trained or decoded here: .ci/run runs it again under a second CPU ISA.
+pytestmark = pytest.mark.isa
+
 
 @pytest.fixture(scope="module")
 def ids(tiny_loaded):
@@ -47,7 +50,10 @@ def test_bf16_gradient_passes_stay_complete_and_close_to_fp32(tiny_loaded, ids):
     full = attribute(tiny_loaded, *ids, method="ig", ig_steps=32)
     half = attribute(tiny_loaded, *ids, method="ig", ig_steps=32, precision="bf16")
     assert torch.equal(half.delta, full.delta)  # the probe stays fp32
-    assert float(half.completeness_error().max()) < 0.05
+    # bf16 keeps 8 significant bits, and how often a kernel rounds to them is the CPU's choice: the
+    # largest error stays under 0.05 with AVX2 kernels and is 0.061 with ATen's default ones; the bound
+    # leaves room for other kernels, and the fp32 closeness below still holds the bf16 pass to account.
+    assert float(half.completeness_error().max()) < 0.1
     gap = float((half.source - full.source).abs().max())
     assert 0 < gap < 0.1 * float(full.source.abs().max())  # bf16 did run, and stays near fp32
 
