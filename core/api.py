@@ -38,7 +38,7 @@ class Translator:
         from core.decode.translate import TranslateOptions
         from core.device import resolve_device
 
-        self.options = TranslateOptions(**decoding).validate()
+        self.options = _checked(lambda: TranslateOptions(**decoding).validate())
         self.loaded = load_model(model, device=resolve_device(device), packed=True)
 
     @property
@@ -53,5 +53,20 @@ class Translator:
 
         if isinstance(sentences, str):
             raise TypeError("translate() takes a list of sentences; for one: translate([text])[0]")
-        options = replace(self.options, with_attention=trace, **decoding).validate()
+        options = _checked(lambda: replace(self.options, with_attention=trace, **decoding).validate())
         return list(translate_lines(self.loaded, list(sentences), options))
+
+
+def _checked(make):
+    """Decoding options checked with messages in the API's words: the shared checks name `tt translate`'s
+    flags ("--n-best needs beam search (not --greedy or --sample)"), a caller here passes keywords."""
+    import re
+
+    from core.errors import ConfigError
+
+    try:
+        return make()
+    except ConfigError as exc:
+        text = str(exc).replace("--greedy", "method='greedy'").replace("--sample", "method='sample'")
+        text = re.sub(r"--([a-z][a-z-]*)", lambda m: m.group(1).replace("-", "_"), text)
+        raise ConfigError(text) from None

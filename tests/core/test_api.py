@@ -87,8 +87,13 @@ def test_options_per_call_and_traces(translator):
 def test_bad_calls_are_clear(translator, tmp_path):
     with pytest.raises(TypeError, match=r"a list of sentences; for one: translate\(\[text\]\)\[0\]"):
         translator.translate("Je suis étudiant.")
-    with pytest.raises(TTError, match="--beam must be at least 1"):
+    # Messages in the API's own words: keywords, not `tt translate`'s flags.
+    with pytest.raises(TTError, match="^beam must be at least 1"):
         translator.translate(["Bonjour."], beam=0, method="beam")
+    with pytest.raises(TTError, match=r"n_best needs beam search \(not method='greedy' or method='sample'\)"):
+        translator.translate(["Bonjour."], n_best=2, method="greedy")
+    with pytest.raises(TTError, match="^batch_size must be at least 1"):
+        Translator(translator.path, batch_size=0)
     with pytest.raises(TTError, match="no such model directory"):
         Translator(tmp_path / "nowhere")
 
