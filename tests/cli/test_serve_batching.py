@@ -39,7 +39,7 @@ SENTENCES = [
 
 @pytest.fixture(scope="module")
 def translator():
-    return Translator(greedy=True)  # greedy: the counts below do not depend on the search, and it is quick
+    return Translator(method="greedy")  # greedy: the counts below do not depend on the search, and it is quick
 
 
 def serve(translator, **settings):
