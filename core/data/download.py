@@ -294,11 +294,12 @@ def place_file(source: Path, dest: Path, sha256: str | None = None) -> Downloade
     """Copy a file the user already has into the cache through a temporary file, checked against the pin."""
     import shutil
 
-    from core.files import atomic_path
+    from core.files import atomic_path, make_dir
 
     actual = sha256_file(source)
     if sha256 and actual != sha256:
         raise DownloadError(f"{source}: not the expected file (sha256 {actual}, expected {sha256})")
+    make_dir(dest.parent)
     try:
         with atomic_path(dest) as tmp:
             shutil.copyfile(source, tmp)
