@@ -116,17 +116,10 @@ def clean_pairs(
 ) -> Iterator[Pair]:
     """The pairs that pass every rule, in order. `counts[rule]` counts the pairs each rule dropped;
     `counts["oe_restored"]` the words given back their "œ" (French side only)."""
-    seen: set[int] = set()
-    for p in pairs:
-        rule = _failed_rule(p, rules, src_lang, tgt_lang)
-        if rule is None and rules.dedup:
-            key = hash((p.src, p.tgt))  # 64-bit: a false "duplicate" would need a hash collision
-            if key in seen:
-                rule = "duplicate"
-            seen.add(key)
-        if rule is not None:
-            counts[rule] += 1
-            continue
+    kept = _passing(pairs, rules, counts, src_lang, tgt_lang)
+    if rules.dedup:
+        kept = drop_duplicates(kept, counts)
+    for p in kept:
         if rules.restore_oe and "fr" in (src_lang, tgt_lang):
             src, tgt, n = p.src, p.tgt, 0
             if src_lang == "fr":
@@ -137,6 +130,28 @@ def clean_pairs(
                 counts["oe_restored"] += n
                 p = Pair(src, tgt, p.origin)
         yield p
+
+
+def drop_duplicates(pairs: Iterable[Pair], counts: Counter[str]) -> Iterator[Pair]:
+    """The pairs whose exact (source, target) came before dropped, counted under `counts["duplicate"]`."""
+    seen: set[tuple[str, str]] = set()
+    for p in pairs:
+        if (p.src, p.tgt) in seen:
+            counts["duplicate"] += 1
+            continue
+        seen.add((p.src, p.tgt))
+        yield p
+
+
+def _passing(
+    pairs: Iterable[Pair], rules: CleanRules, counts: Counter[str], src_lang: str, tgt_lang: str
+) -> Iterator[Pair]:
+    for p in pairs:
+        rule = _failed_rule(p, rules, src_lang, tgt_lang)
+        if rule is None:
+            yield p
+        else:
+            counts[rule] += 1
 
 
 def _failed_rule(p: Pair, rules: CleanRules, src_lang: str, tgt_lang: str) -> str | None:

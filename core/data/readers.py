@@ -249,7 +249,7 @@ def heldout_bucket(src: str) -> int:
 
 
 def split_heldout(
-    pairs: Sequence[Pair], valid_per_mille: int, test_per_mille: int = 0
+    pairs: Iterable[Pair], valid_per_mille: int, test_per_mille: int = 0
 ) -> tuple[list[Pair], list[Pair], list[Pair]]:
     """(train, valid, test): valid = buckets [0, v), test = buckets [v, v + t) of `heldout_bucket`."""
     train, valid, test = [], [], []

@@ -14,14 +14,14 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from core.data.augment import augmented
 from core.data.cache import ConcatExamples, TokenShard, cache_key, file_identity, open_shard, write_shard
-from core.data.clean import RULES, CleanRules, clean_pairs
+from core.data.clean import RULES, CleanRules, clean_pairs, drop_duplicates
 from core.data.mix import is_identity, mix_counts
 from core.data.readers import (
     Example,
@@ -32,6 +32,7 @@ from core.data.readers import (
     length_ok,
     read_corpus,
     resolve,
+    split_heldout,
     write_aligned,
 )
 from core.data.tokenizer import Tokenizer
@@ -69,13 +70,23 @@ def parse_corpora(data: Sequence[str]) -> list[Corpus]:
 def read_pairs(cfg: TrainConfig, specs: Sequence[str], stats: ReadStats | None = None) -> list[Pair]:
     """The pairs of these --data (or --valid) arguments, in order, read as the run reads them:
     its languages, strictness and direction. The guided-alignment links are line-aligned with this."""
-    return [
-        p
-        for spec in specs
-        for p in read_corpus(
-            spec, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, strict=cfg.strict, stats=stats, swap=cfg.swap
+    return list(iter_pairs(cfg, specs, stats))
+
+
+def iter_pairs(
+    cfg: TrainConfig, specs: Sequence[str], stats: ReadStats | None = None, keep_empty: bool = False
+) -> Iterator[Pair]:
+    """`read_pairs` one at a time (a corpus of millions is cleaned as it is read)."""
+    for spec in specs:
+        yield from read_corpus(
+            spec,
+            src_lang=cfg.src_lang,
+            tgt_lang=cfg.tgt_lang,
+            strict=cfg.strict,
+            stats=stats,
+            swap=cfg.swap,
+            keep_empty=keep_empty,
         )
-    ]
 
 
 @dataclass
@@ -174,29 +185,14 @@ def _rules(cfg: TrainConfig) -> CleanRules:
 def _read_split(cfg: TrainConfig, corpus: Corpus, stats: dict[str, Any]) -> _Split:
     read = ReadStats()
     counts: Counter[str] = Counter()
-    pairs: Any = (
-        p
-        for spec in corpus.specs
-        for p in read_corpus(
-            spec,
-            src_lang=cfg.src_lang,
-            tgt_lang=cfg.tgt_lang,
-            strict=cfg.strict,
-            stats=read,
-            swap=cfg.swap,
-            keep_empty=cfg.clean,
-        )
-    )
+    pairs = iter_pairs(cfg, corpus.specs, read, keep_empty=cfg.clean)
     if cfg.clean:
         pairs = clean_pairs(pairs, _rules(cfg), counts, cfg.src_lang, cfg.tgt_lang)
     elif cfg.dedup:
-        pairs = _dedup(pairs, counts)
-    train, valid, test = [], [], []
+        pairs = drop_duplicates(pairs, counts)
     # Without cleaning (runs started before it existed) an explicit --valid meant no held-out split.
-    lo, hi = (cfg.valid_per_mille, cfg.valid_per_mille + cfg.test_per_mille) if _holds_out(cfg) else (0, 0)
-    for p in pairs:
-        b = heldout_bucket(p.src)
-        (valid if b < lo else test if b < hi else train).append(p)
+    held_out = (cfg.valid_per_mille, cfg.test_per_mille) if _holds_out(cfg) else (0, 0)
+    train, valid, test = split_heldout(pairs, *held_out)
     if not train and not valid and not test:
         raise DataError(f"{corpus.name}: the training data holds no sentence pairs")
     if _holds_out(cfg) and not valid and len(train) > 1:  # a tiny corpus: hold out a few pairs all the same
@@ -209,16 +205,6 @@ def _read_split(cfg: TrainConfig, corpus: Corpus, stats: dict[str, Any]) -> _Spl
 
 def _holds_out(cfg: TrainConfig) -> bool:
     return cfg.clean or not cfg.valid
-
-
-def _dedup(pairs: Any, counts: Counter[str]) -> Any:
-    seen: set[tuple[str, str]] = set()
-    for p in pairs:
-        if (p.src, p.tgt) in seen:
-            counts["duplicate"] += 1
-            continue
-        seen.add((p.src, p.tgt))
-        yield p
 
 
 def _valid_sample(valid: list[Pair], most: int) -> list[Pair]:

@@ -262,8 +262,7 @@ class Trainer:
         chosen = {id(v) for v in primary}
         per_sample = max(1, self.cfg.bleu_sample // max(len(primary), 1)) if self.cfg.bleu_sample else 0
         self.model.eval()
-        result: dict[str, Any] = {}
-        per_set, totals, hyps, refs = {}, [0.0, 0], [], []
+        per_set, loss_sum, token_sum, hyps, refs = {}, 0.0, 0, [], []
         for v in sets:
             loss, tokens = self._valid_loss(v.examples)
             numbers = {"valid_loss": loss / max(tokens, 1)}
@@ -274,9 +273,9 @@ class Trainer:
                 if id(v) in chosen:
                     hyps, refs = hyps + h, refs + r
             if id(v) in chosen:
-                totals = [totals[0] + loss, totals[1] + tokens]
+                loss_sum, token_sum = loss_sum + loss, token_sum + tokens
             per_set[v.name] = numbers
-        mean = totals[0] / max(totals[1], 1)
+        mean = loss_sum / max(token_sum, 1)
         result = {"valid_loss": mean, "valid_ppl": math.exp(min(mean, 50))}
         if hyps:
             result.update(_bleu_chrf(corpus_scores(hyps, [refs])))
@@ -377,12 +376,12 @@ class Trainer:
 
     def _should_stop(self, max_steps: int) -> str | None:
         """Why to stop before the next step, or None. Under DDP the ranks agree (any one stops all)."""
-        reason = None
+        reason, clocks = None, self.clocks()
         if max_steps and self.step >= max_steps:
             reason = "finished"
-        elif self.cfg.max_time and self.elapsed_before + time.time() - self.t_start >= self.cfg.max_time:
+        elif self.cfg.max_time and clocks["elapsed"] >= self.cfg.max_time:
             reason = "max_time"
-        elif self.cfg.max_cpu_time and self.cpu_before + time.process_time() - self.cpu_start >= self.cfg.max_cpu_time:
+        elif self.cfg.max_cpu_time and clocks["cpu_time"] >= self.cfg.max_cpu_time:
             reason = "max_time"
         elif self.stop_requested:
             reason = self.stop_requested
@@ -490,7 +489,8 @@ class Trainer:
                 window_tokens += numbers["tokens"]
                 now = time.time()
                 log = self.step % max(cfg.log_every, 1) == 0 or self.step == 1
-                elapsed = self.elapsed_before + now - self.t_start
+                clocks = self.clocks()
+                elapsed = clocks["elapsed"]
                 per_step = (now - self.t_start) / (self.step - start_step)
                 eta = (max_steps - self.step) * per_step if max_steps else None
                 if cfg.max_time:
@@ -499,8 +499,7 @@ class Trainer:
                     **numbers,
                     "tokens_per_s": window_tokens / max(now - window_start, 1e-9),
                     "epoch": self.epoch,
-                    "elapsed": elapsed,
-                    "cpu_time": self.cpu_before + time.process_time() - self.cpu_start,
+                    **clocks,
                     "eta": eta,
                     "max_steps": max_steps,
                     "log": log,
