@@ -173,6 +173,7 @@ class Trainer:
         self.best_score: float | None = None
         self.elapsed_before = 0.0
         self.cpu_before = 0.0  # CPU seconds of the run before this process (a resumed run)
+        self.cpu_others = 0.0  # under DDP: the other ranks' CPU seconds, learned at each step's agreement
         if self.resume:
             latest = self.latest_checkpoint()
             info = read_checkpoint(latest, self.model, self.optimizer, self.device, self.scaler)
@@ -312,7 +313,7 @@ class Trainer:
         """Wall and CPU seconds the run has spent so far, resumed starts included (for learning curves)."""
         return {
             "elapsed": self.elapsed_before + time.time() - self.t_start,
-            "cpu_time": self.cpu_before + time.process_time() - self.cpu_start,
+            "cpu_time": self.cpu_before + self.cpu_others + time.process_time() - self.cpu_start,
         }
 
     def do_validation(self) -> None:
@@ -386,10 +387,18 @@ class Trainer:
         elif self.stop_requested:
             reason = self.stop_requested
         if self.world > 1:
+            # One all-reduce agrees on the stop (MAX of the codes) and sums the ranks' CPU seconds,
+            # so cpu_time and --max-cpu-time count the whole run, not rank 0 alone.
             codes = ["finished", "max_time", "interrupted", "terminated", "stopped"]
-            flag = torch.tensor([codes.index(reason) + 1 if reason else 0], device=self.device)
+            mine = time.process_time() - self.cpu_start
+            flag = torch.zeros(self.world + 1, dtype=torch.float64, device=self.device)
+            flag[0] = codes.index(reason) + 1 if reason else 0
+            flag[1 + self.rank] = mine
             torch.distributed.all_reduce(flag, op=torch.distributed.ReduceOp.MAX)
-            reason = codes[int(flag) - 1] if int(flag) else None
+            self.cpu_others = float(flag[1:].sum()) - mine
+            reason = codes[int(flag[0]) - 1] if int(flag[0]) else None
+            if reason is None and self.cfg.max_cpu_time and self.clocks()["cpu_time"] >= self.cfg.max_cpu_time:
+                reason = "max_time"  # every rank holds the same sum, so all of them stop here
         return reason
 
     def train_step(self, epoch_batches: list[list[int]]) -> tuple[dict[str, Any], list[list[int]]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -54,6 +55,7 @@ def _worker(rank: int, world: int, port: int, out: str, results: str) -> None:
 
     trainer = _trainer(rank, world, port, out)
     result = trainer.run()
+    own_cpu = time.process_time() - trainer.cpu_start  # this rank's CPU seconds in the loop
     save_file(model_tensors(trainer.model), str(Path(results) / f"rank{rank}.safetensors"))
     # The input tokens (source + decoder input, no padding) of this rank's batch at each of the 8
     # steps: epochs follow one another, as in the trainer.
@@ -69,7 +71,7 @@ def _worker(rank: int, world: int, port: int, out: str, results: str) -> None:
         src, tgt_in, _ = collate([trainer.data.train[i] for i in batch], pad)
         tokens.append(int((src != pad).sum()) + int((tgt_in != pad).sum()))
     (Path(results) / f"rank{rank}.json").write_text(
-        json.dumps({"result": result, "batches": trainer.batches_for_epoch(0), "tokens": tokens})
+        json.dumps({"result": result, "batches": trainer.batches_for_epoch(0), "tokens": tokens, "own_cpu": own_cpu})
     )
 
 
@@ -100,6 +102,10 @@ def test_two_gloo_ranks_stay_in_lockstep(tmp_path):
     steps = [r for r in records if r["event"] == "step"]
     assert [r["step"] for r in steps] == list(range(1, 9))
     assert [r["tokens"] for r in steps] == [a + b for a, b in zip(r0["tokens"], r1["tokens"])]
+    # The run's CPU clock sums both ranks (learning curves per CPU-hour, --max-cpu-time), not rank 0's
+    # own seconds: the last checkpoint holds rank 0's and (up to the last step) rank 1's.
+    last = json.loads((out / "checkpoints" / "step_00000008" / "trainer.json").read_text())
+    assert r0["own_cpu"] + 0.5 * r1["own_cpu"] < last["cpu_time"] <= r0["own_cpu"] + r1["own_cpu"]
     saved = load_file(str(out / "checkpoints" / "step_00000008" / "model.safetensors"))
     assert all(torch.equal(saved[k], w0[k]) for k in saved)
     init = load_file(str(out / "checkpoints" / "step_00000004" / "model.safetensors"))
