@@ -467,6 +467,10 @@ class Trainer:
                 torch.distributed.destroy_process_group()
 
     def _run(self) -> dict[str, Any]:
+        cfg = self.cfg
+        # Before setup: reading and encoding a large corpus takes minutes, and this needs none of it.
+        if not cfg.max_steps and not cfg.epochs and not cfg.max_time and not cfg.max_cpu_time:
+            raise ConfigError("give a budget: --max-steps, --epochs, --max-time or --max-cpu-time")
         self.setup()
         cfg = self.cfg
         self.t_start, self.cpu_start = time.time(), time.process_time()
@@ -489,8 +493,6 @@ class Trainer:
         epoch_batches = self.batches_for_epoch(self.epoch)
         steps_per_epoch = max(1, len(epoch_batches) // cfg.accumulate)
         max_steps = cfg.max_steps or (math.ceil(cfg.epochs * steps_per_epoch) if cfg.epochs else 0)
-        if not max_steps and not cfg.max_time and not cfg.max_cpu_time:
-            raise ConfigError("give a budget: --max-steps, --epochs, --max-time or --max-cpu-time")
         previous_handlers = self._install_signal_handlers()
         try:
             while not (status := self._should_stop(max_steps)):

@@ -153,6 +153,9 @@ def test_runs_in_a_worker_thread_without_touching_signals(tmp_path):
 def test_budget_and_run_directory_errors(tmp_path):
     with pytest.raises(ConfigError, match="give a budget"):
         Trainer(tiny_cfg(tmp_path / "a", max_steps=0)).run()
+    # ... before the data is read (minutes for a large corpus): a missing file is not what it reports.
+    with pytest.raises(ConfigError, match="give a budget"):
+        Trainer(tiny_cfg(tmp_path / "a", max_steps=0, data=[str(tmp_path / "missing.tsv")])).run()
     with pytest.raises(CheckpointError, match="nothing to resume"):
         Trainer(tiny_cfg(tmp_path / "b"), resume=True).run()
     Trainer(tiny_cfg(tmp_path / "c", max_steps=2)).run()
