@@ -8,15 +8,9 @@
 #   python scripts/learning_curve.py runs/pilots/* --last
 set -euo pipefail
 cd "$(dirname "$0")/.."
-D=${TT_SHARED_DATA:-../shared/data}
-N=$D/news
 BUDGET=${1:-20m}
 OUT=runs/pilots
-DATA=(--data "$D/europarl/europarl-v7" --data "$D/tatoeba-fra-eng/fra-eng.tsv" --data "$D/multi30k/train"
-  --data "news=$N/news-test2008,$N/newssyscomb2009,$N/newstest2009,$N/newstest2010,$N/newstest2011,$N/newsdiscusstest2015"
-  --data-weight 1 --data-weight 1 --data-weight 0.5 --data-weight 1 --mix-temperature 2
-  --valid "$N/newstest2013" --valid-per-mille 10 --test-per-mille 15
-  --noise-case 0.01 --noise-accents 0.02 --cache-dir "$OUT/cache")
+. scripts/model_data.sh  # DATA=(…): the corpora, their mixing and the dev set
 COMMON=(--threads 1 --max-cpu-time "$BUDGET" --valid-every 400 --save-every 100 --warmup 500 --lr-scale 0.6
   --bleu-sample 100 --log-every 20)
 mkdir -p "$OUT"
