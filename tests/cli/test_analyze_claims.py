@@ -12,16 +12,6 @@ from core.analysis.claims import VERDICTS, all_claims
 from tests.conftest import FIXTURES
 from tt_cli.main import app
 
-MODEL_CLAIMS = [
-    "sqrt_dk_saturation",
-    "variance_grows",
-    "heads_differ",
-    "attention_distance",
-    "il_attends_animal",
-    "disambiguates",
-    "positions_matter",
-    "ffn_share",
-]
 TIMED = ["multihead_cost", "attention_quadratic"]
 QUALITY = ["quality_by_length", "beam_beats_greedy"]
 
@@ -36,6 +26,12 @@ def held_out(tmp_path_factory):
     return folder / "test.fr", folder / "test.en", [(s, t) for s, t in pairs]
 
 
+@pytest.fixture(scope="module")
+def model_claims(tiny_loaded) -> list[str]:
+    """The claims read off the model alone, in core's order (tests/core/analysis/test_claims.py lists them)."""
+    return [c.key for c in all_claims(tiny_loaded, [], timing=False)]
+
+
 def invoke(*args: str):
     return CliRunner().invoke(app, ["analyze", "claims", *args])
 
@@ -45,40 +41,40 @@ def claims_of(result) -> dict[str, dict]:
     return {c["key"]: c for c in json.loads(result.stdout)["claims"]}
 
 
-def test_json_reports_every_claim_with_the_core_figures(tiny_model_dir, tiny_loaded, held_out):
+def test_json_reports_every_claim_with_the_core_figures(tiny_model_dir, tiny_loaded, held_out, model_claims):
     src, ref, pairs = held_out
     result = invoke("--src", str(src), "--ref", str(ref), "--model", str(tiny_model_dir), "--json")
     found = claims_of(result)
-    assert list(found) == MODEL_CLAIMS + TIMED + QUALITY  # timing is on by default
+    assert list(found) == model_claims + TIMED + QUALITY  # timing is on by default
     assert json.loads(result.stdout)["model"] == str(tiny_model_dir)
     for c in found.values():
         assert c["verdict"] in VERDICTS and c["figure"] and c["claim"] and c["source"] and c["why"]
     # the model's own figures, as core computes them on the model given with --model
     expected = {c.key: c for c in all_claims(tiny_loaded, pairs, set_name="test.fr", timing=False)}
-    for key in MODEL_CLAIMS + QUALITY:
+    for key in model_claims + QUALITY:
         assert found[key]["figure"] == expected[key].figure, key
         assert found[key]["verdict"] == expected[key].verdict, key
     assert found["beam_beats_greedy"]["values"]["sentences"] == len(pairs)
     assert found["multihead_cost"]["values"]["cpu"]
 
 
-def test_limit_no_timing_and_no_held_out_set(tiny_model_dir, held_out):
+def test_limit_no_timing_and_no_held_out_set(tiny_model_dir, held_out, model_claims):
     src, ref, _ = held_out
     limited = claims_of(
         invoke("--src", str(src), "--ref", str(ref), "--limit", "7", "--no-timing", "--json", "-m", str(tiny_model_dir))
     )
-    assert list(limited) == MODEL_CLAIMS + QUALITY
+    assert list(limited) == model_claims + QUALITY
     assert limited["beam_beats_greedy"]["values"]["sentences"] == 7
     assert sum(b["sentences"] for b in limited["quality_by_length"]["values"]["buckets"]) == 7
     alone = invoke("--no-timing", "--json", "--model", str(tiny_model_dir))
-    assert list(claims_of(alone)) == MODEL_CLAIMS
+    assert list(claims_of(alone)) == model_claims
     assert "need a held-out set: give --src and --ref" in alone.stderr
 
 
-def test_text_output_names_each_claim_and_its_verdict(tiny_model_dir):
+def test_text_output_names_each_claim_and_its_verdict(tiny_model_dir, model_claims):
     result = invoke("--no-timing", "--model", str(tiny_model_dir))
     assert result.exit_code == 0, result.stderr
-    for key in MODEL_CLAIMS:
+    for key in model_claims:
         assert key in result.stdout
     assert any(v.upper() in result.stdout for v in VERDICTS)
     with pytest.raises(json.JSONDecodeError):
