@@ -510,8 +510,8 @@ def claims(
     colour = {"holds": "green", "does not hold": "red", "depends": "yellow"}
     for c in found:
         console.print(f"[b {colour[c.verdict]}]{c.verdict.upper():14}[/] [b]{c.key}[/]: {c.claim} ({c.source})")
-        console.print(f"{'':15}{c.figure}", markup=False)
-        console.print(f"{'':15}({c.why})", markup=False, style="dim")
+        console.print(f"{'':15}{c.figure}", markup=False, soft_wrap=True)
+        console.print(f"{'':15}({c.why})", markup=False, style="dim", soft_wrap=True)
 
 
 app.command("claims", help=claims.__doc__)(guard(claims))
