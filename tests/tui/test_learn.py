@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 import torch
+from textual.widgets import TabbedContent
 
 from core.learn.live import MATRICES, live_matrix, live_numbers
 from core.learn.steps import STEPS, step
@@ -15,6 +16,7 @@ from tt_cli.tui.learn.app import make_learn_app
 from tt_cli.tui.learn.inspect_step import OPENINGS, inspect_app_for, split_sentence
 from tt_cli.tui.learn.steps_screen import StepsScreen
 from tt_cli.tui.screens.views import ViewsScreen
+from tt_cli.tui.views.screen import InsidesScreen
 from tt_cli.tui.widgets.heatmap import Heatmap
 
 SIZE = (120, 40)
@@ -123,7 +125,9 @@ def opened(loaded, key: str) -> dict:
 
     async def script(app, pilot):
         await settle(pilot)
-        seen.update(view=app.view, screen=app.screen, decoding=app.decoding, compared=app.compared, text=app.text)
+        screen = app.screen
+        tab = screen.query_one(TabbedContent).active if isinstance(screen, InsidesScreen) else None
+        seen.update(view=app.view, screen=screen, decoding=app.decoding, compared=app.compared, text=app.text, tab=tab)
 
     run(inspect_app_for(loaded, step(key)), script)
     return seen
@@ -139,6 +143,8 @@ def opened(loaded, key: str) -> dict:
         ("masks", lambda s: isinstance(s["screen"], ViewsScreen)),
         ("training", lambda s: s["view"].mode == "ref" and s["compared"] is not None),
         ("beam", lambda s: s["view"].mode == "beam"),
+        ("add_norm", lambda s: isinstance(s["screen"], InsidesScreen) and s["tab"] == "add_norm"),
+        ("contextual", lambda s: isinstance(s["screen"], InsidesScreen) and s["tab"] == "contextual"),
     ],
 )
 def test_inspect_opens_on_the_steps_view(tiny_loaded, key, expect):

@@ -2,7 +2,7 @@
 
 The lesson names each step's view (`Step.view`); here it becomes what a learner would otherwise
 press in `tt inspect`: decode the sentence to the end, then pick the family, the grid, explain or
-beam mode, or the masks and positions screen. The opening keys are pressed by the app itself once
+beam mode, the masks screen or a tab of the insides screen. The opening keys are pressed by the app itself once
 the sentence is decoded, so the learner lands in the ordinary `tt inspect`, keys and all.
 """
 
@@ -16,21 +16,22 @@ from core.learn.steps import Step
 from tt_cli.tui import app as inspect_app
 from tt_cli.tui.app import InspectApp
 from tt_cli.tui.session import Decoding
+from tt_cli.tui.views.screen import open_insides
 
-# What each view of the lesson opens in tt inspect, as the actions its keys run. The lesson's own
-# panels (contextual, Add & Norm, FFN) show the encoder, where those numbers are read.
+# What each view of the lesson opens in tt inspect, as the actions its keys run ("insides:TAB" is a
+# tab of the insides screen, key v).
 OPENINGS: dict[str, tuple[str, ...]] = {
     "cross": (),
-    "contextual": ("family:encoder_self",),
+    "contextual": ("insides:contextual",),
     "explain": ("explain",),
     "grid:encoder_self": ("family:encoder_self", "grid"),
     "heads:encoder_self": ("family:encoder_self",),
-    "scaling": ("explain",),
-    "shapes": ("explain",),
-    "positions": ("views",),
-    "embed_position": ("views",),
-    "add_norm": ("family:encoder_self",),
-    "ffn": ("family:encoder_self",),
+    "scaling": ("insides:scaling",),
+    "shapes": ("insides:shapes",),
+    "positions": ("insides:positions",),
+    "embed_position": ("insides:embedding",),
+    "add_norm": ("insides:add_norm",),
+    "ffn": ("insides:ffn",),
     "masks": ("views",),
     "explain:cross": ("explain",),
     "candidates": (),
@@ -76,6 +77,8 @@ class StepInspectApp(InspectApp):
                 self.view = self.view.toggle_grid()
             elif action == "views":
                 self.action_views()
+            elif action.startswith("insides:"):
+                open_insides(self, tab=action.split(":", 1)[1])
             else:
                 self.action_mode(action)
 

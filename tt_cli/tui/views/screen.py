@@ -103,8 +103,9 @@ class InsidesScreen(Screen[None]):
             self.data = result
 
 
-def open_insides(app) -> None:
-    """Key v of tt inspect: compute the sentence's insides on the model thread, then show them."""
+def open_insides(app, tab: str | None = None) -> None:
+    """Key v of tt inspect: compute the sentence's insides on the model thread, then show them
+    (on `tab`, one of PANELS, when given)."""
     d = app.decoding
     if d is None or not app.live("the insides views"):
         return
@@ -116,5 +117,8 @@ def open_insides(app) -> None:
         elif app.get_screen("insides").data.text != text:
             app.get_screen("insides").show(data)
         app.push_screen("insides")
+        if tab is not None:
+            screen = app.get_screen("insides")
+            app.call_after_refresh(lambda: setattr(screen.query_one(TabbedContent), "active", tab))
 
     app.submit(lambda: gather(loaded, text, translation), show)
