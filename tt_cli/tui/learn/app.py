@@ -94,18 +94,13 @@ class LearnApp(App[str | None]):
         s = STEPS[index]
         try:
             result = live_numbers(s, self.loaded), live_matrix(s, self.loaded)
-        except (TTError, ValueError) as exc:  # a sentence the model cannot take: say so, go on
-            self.call_from_thread(self._failed, str(exc))
-            return
+        except (TTError, ValueError) as exc:  # a model the step cannot read: say so in its panel, go on
+            result = [("could not compute", str(exc))], None
         self.call_from_thread(self._computed, index, result)
 
     def _computed(self, index: int, result: Computed) -> None:
         self.pending -= 1
         self.computed = {**self.computed, index: result}
-
-    def _failed(self, message: str) -> None:
-        self.pending -= 1
-        self.notify(message, severity="error", title="tt learn")
 
     # ------------------------------------------------------------------ redraws
     def watch_index(self) -> None:
