@@ -182,3 +182,28 @@ def test_snapshot_a_step_told_in_numbers(fixed_loaded, snap_compare):
 
 def test_snapshot_the_list_of_steps(fixed_loaded, snap_compare):
     assert snap(fixed_loaded, snap_compare, 1, "l")
+
+
+def test_snapshots_do_not_hang_on_float_rounding():
+    """The snapshotted screens (the lesson's three, the insides' Add & Norm) draw the same in float64
+    as in float32: two CPUs differ in float32 rounding far less, so the snapshots survive a move."""
+    from core.checkpoint import load_model
+    from tt_cli.tui.app import make_app
+
+    async def shot(app, *names: str, tab: str | None = None) -> str:
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            await press(pilot, *names)
+            if tab is not None:
+                app.screen.query_one(TabbedContent).active = tab
+                await settle(pilot)
+            return app.export_screenshot()
+
+    screens = []
+    for dtype in (torch.float32, torch.float64):
+        loaded = load_model(FIXTURES / "tiny_model")
+        loaded.model.to(dtype)
+        learn = [asyncio.run(shot(make_learn_app(loaded, start=s))) for s in (10, 12)]
+        insides = asyncio.run(shot(make_app(loaded, "Je suis étudiant."), "v", tab="add_norm"))
+        screens.append([*learn, insides])
+    assert screens[0] == screens[1]
