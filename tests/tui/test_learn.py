@@ -101,6 +101,20 @@ def test_jump_to_a_step_from_the_list(tiny_loaded):
     run(make_learn_app(tiny_loaded), script)
 
 
+def test_the_lesson_text_scrolls_with_the_arrows(tiny_loaded):
+    async def script(app, pilot):
+        lesson = app.query_one("#lesson")
+        assert lesson.max_scroll_y > 0 and lesson.scroll_y == 0  # step 12 is longer than the panel
+        await press(pilot, "down", "down", "up")
+        assert lesson.scroll_y == min(6, lesson.max_scroll_y) - 3
+        await press(pilot, "j")
+        assert lesson.scroll_y == min(lesson.scroll_y, lesson.max_scroll_y) > 0
+        await press(pilot, "n", "p")  # a new step starts at its top
+        assert lesson.scroll_y == 0
+
+    run(make_learn_app(tiny_loaded, start=12), script)
+
+
 def test_start_at_a_step_and_leave_into_inspect(tiny_loaded):
     async def script(app, pilot):
         check_step_on_screen(app, tiny_loaded, 5)

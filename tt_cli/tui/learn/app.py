@@ -49,6 +49,8 @@ class LearnApp(App[str | None]):
     BINDINGS = [
         Binding("n,right,space", "move(1)", "next", tooltip="the next step"),
         Binding("p,left", "move(-1)", "back", tooltip="the step before"),
+        Binding("down,j", "scroll_lesson(3)", "scroll", show=False, tooltip="scroll the lesson's text down"),
+        Binding("up,k", "scroll_lesson(-3)", "scroll up", show=False, tooltip="scroll the lesson's text up"),
         Binding("l", "steps", "steps", tooltip="the list of steps: jump to one"),
         Binding("i", "inspect", "open in tt inspect", tooltip="leave the lesson into tt inspect on this step"),
         Binding("q", "quit", "quit", tooltip="quit"),
@@ -133,6 +135,9 @@ class LearnApp(App[str | None]):
             self.notify("that was the last step: q quits, i opens it in tt inspect" if delta > 0 else "the first step")
             return
         self.index = new
+
+    def action_scroll_lesson(self, lines: int) -> None:
+        self.query_one("#lesson", VerticalScroll).scroll_relative(y=lines, animate=False)
 
     def action_steps(self) -> None:
         self.push_screen(StepsScreen(self.index), lambda chosen: None if chosen is None else self._jump(chosen))
