@@ -18,7 +18,7 @@ from tests.tui.test_tui import SENTENCE, drive, keys, settle, text_of
 from tt_cli.tui.app import make_app
 from tt_cli.tui.views.data import word_at
 from tt_cli.tui.views.panels import PANELS
-from tt_cli.tui.views.screen import InsidesScreen
+from tt_cli.tui.views.screen import InsidesScreen, open_insides
 
 
 def panel(screen, key: str) -> str:
@@ -112,9 +112,9 @@ def test_snapshot_add_and_norm_on_live_activations(snap_compare):
 
     async def run_before(pilot) -> None:
         await settle(pilot)
-        await keys(pilot, "v")
-        pilot.app.screen.query_one(TabbedContent).active = "add_norm"
+        open_insides(pilot.app, tab="add_norm")  # opened on the tab: no underline caught mid-animation
         await settle(pilot)
+        assert pilot.app.screen.query_one(TabbedContent).active == "add_norm"
 
     app = make_app(load_model(FIXTURES / "tiny_model"), SENTENCE)
     assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)

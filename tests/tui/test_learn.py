@@ -16,7 +16,7 @@ from tt_cli.tui.learn.app import make_learn_app
 from tt_cli.tui.learn.inspect_step import OPENINGS, inspect_app_for, split_sentence
 from tt_cli.tui.learn.steps_screen import StepsScreen
 from tt_cli.tui.screens.views import ViewsScreen
-from tt_cli.tui.views.screen import InsidesScreen
+from tt_cli.tui.views.screen import InsidesScreen, open_insides
 from tt_cli.tui.widgets.heatmap import Heatmap
 
 SIZE = (120, 40)
@@ -204,12 +204,11 @@ def test_snapshots_do_not_hang_on_float_rounding():
     from core.checkpoint import load_model
     from tt_cli.tui.app import make_app
 
-    async def shot(app, *names: str, tab: str | None = None) -> str:
+    async def shot(app, insides: bool = False) -> str:
         async with app.run_test(size=SIZE) as pilot:
             await settle(pilot)
-            await press(pilot, *names)
-            if tab is not None:
-                app.screen.query_one(TabbedContent).active = tab
+            if insides:
+                open_insides(app, tab="add_norm")
                 await settle(pilot)
             return app.export_screenshot()
 
@@ -218,6 +217,6 @@ def test_snapshots_do_not_hang_on_float_rounding():
         loaded = load_model(FIXTURES / "tiny_model")
         loaded.model.to(dtype)
         learn = [asyncio.run(shot(make_learn_app(loaded, start=s))) for s in (10, 12)]
-        insides = asyncio.run(shot(make_app(loaded, "Je suis étudiant."), "v", tab="add_norm"))
+        insides = asyncio.run(shot(make_app(loaded, "Je suis étudiant."), insides=True))
         screens.append([*learn, insides])
     assert screens[0] == screens[1]

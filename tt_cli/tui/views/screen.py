@@ -41,14 +41,16 @@ class InsidesScreen(Screen[None]):
     layer: reactive[int] = reactive(0, init=False)
     data: reactive[Internals | None] = reactive(None, init=False, always_update=True)
 
-    def __init__(self, data: Internals) -> None:
+    def __init__(self, data: Internals, tab: str | None = None) -> None:
+        """tab: the panel shown first (a key of PANELS), else the first."""
         super().__init__()
+        self.first_tab = tab
         self.set_reactive(InsidesScreen.data, data)
         self.set_reactive(InsidesScreen.position, min(1, len(data.walk.pieces) - 1))
 
     def compose(self) -> ComposeResult:
         yield Static(id="where")
-        with TabbedContent():
+        with TabbedContent(initial=self.first_tab or ""):
             for key, (title, _) in PANELS.items():
                 with TabPane(title, id=key):
                     yield VerticalScroll(Static(id=f"panel-{key}"))
@@ -113,12 +115,14 @@ def open_insides(app, tab: str | None = None) -> None:
 
     def show(data: Internals) -> None:
         if not app.is_screen_installed("insides"):
-            app.install_screen(InsidesScreen(data), "insides")
-        elif app.get_screen("insides").data.text != text:
-            app.get_screen("insides").show(data)
+            app.install_screen(InsidesScreen(data, tab), "insides")  # opens on `tab`: no tab switch drawn
+            app.push_screen("insides")
+            return
+        screen = app.get_screen("insides")
+        if screen.data.text != text:
+            screen.show(data)
         app.push_screen("insides")
         if tab is not None:
-            screen = app.get_screen("insides")
             app.call_after_refresh(lambda: setattr(screen.query_one(TabbedContent), "active", tab))
 
     app.submit(lambda: gather(loaded, text, translation), show)
