@@ -16,6 +16,7 @@ from tt_cli.commands.average import average
 from tt_cli.commands.data import app as data_app
 from tt_cli.commands.eval import evaluate
 from tt_cli.commands.inspect import inspect
+from tt_cli.commands.learn import learn
 from tt_cli.commands.train import train
 from tt_cli.commands.translate import translate
 from tt_cli.errors import guard
@@ -52,6 +53,7 @@ for name, function in [
     ("translate", translate),
     ("eval", evaluate),
     ("inspect", inspect),
+    ("learn", learn),
     ("train", train),
     ("average", average),
     ("align", align),

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import torch
 
@@ -238,3 +239,69 @@ LIVE: dict[str, Callable[[object, str], Lines]] = {
 def live_numbers(step: Step, loaded, sentence: str | None = None) -> Lines:
     """The step's numbers on `loaded`, on the step's sentence or on `sentence`."""
     return LIVE[step.key](loaded, sentence or step.sentence)
+
+
+# ------------------------------------------------------------------------ the matrix a step draws
+@dataclass
+class Matrix:
+    """An attention table the lesson draws beside a step's numbers: rows query, columns key."""
+
+    title: str
+    rows: list[str]
+    cols: list[str]
+    weights: list[list[float]]  # (rows, cols), each row summing to 1
+    hidden: list[list[bool]] = field(default_factory=list)  # True where a mask forbids attending
+
+
+def _rows(t: torch.Tensor) -> list[list[float]]:
+    return [[float(v) for v in row] for row in t]
+
+
+def _decoder_rows(out_pieces: list[str]) -> list[str]:
+    # Row t is the query that predicts piece t; the last one predicts the end of the sentence.
+    return out_pieces + ["</s>"]
+
+
+def _cross_matrix(loaded, text: str, *, mean: bool) -> Matrix:
+    walk, _, out_pieces, dec = _teacher_forced(loaded, text)
+    w = dec.cross_attention[-1].weights[0]  # (h, T, S)
+    n = len(dec.cross_attention)
+    title = f"cross-attention, layer {n}, " + ("mean of the heads" if mean else "head 1")
+    return Matrix(title, _decoder_rows(out_pieces), walk.pieces, _rows(w.mean(0) if mean else w[0]))
+
+
+def _encoder_matrix(loaded, text: str) -> Matrix:
+    walk = source_walk(loaded, text)
+    w = walk.layers[0].attention.weights[0].mean(0)  # (S, S) heads averaged
+    return Matrix("encoder self-attention, layer 1, mean of the heads", walk.pieces, walk.pieces, _rows(w))
+
+
+def _coreference_matrix(loaded, text: str) -> Matrix:
+    best = claims.il_attends_animal(loaded, text).values["best"]
+    layer, head = (int(x) for x in best.split("."))
+    walk = source_walk(loaded, text)
+    w = walk.layers[layer].attention.weights[0, head]  # (S, S)
+    return Matrix(f"encoder self-attention, layer {layer + 1}, head {head + 1}", walk.pieces, walk.pieces, _rows(w))
+
+
+def _masks_matrix(loaded, text: str) -> Matrix:
+    _, _, out_pieces, dec = _teacher_forced(loaded, text)
+    w = dec.self_attention[0].weights[0, 0]  # (T, T) layer 1, head 1
+    labels = ["<s>"] + out_pieces
+    hidden = [[j > i for j in range(w.size(1))] for i in range(w.size(0))]
+    return Matrix("masked decoder self-attention, layer 1, head 1", labels, labels, _rows(w), hidden)
+
+
+MATRICES: dict[str, Callable[[object, str], Matrix]] = {
+    "alignment": lambda loaded, text: _cross_matrix(loaded, text, mean=True),
+    "attention_table": _encoder_matrix,
+    "coreference": _coreference_matrix,
+    "masks": _masks_matrix,
+    "cross_attention": lambda loaded, text: _cross_matrix(loaded, text, mean=False),
+}
+
+
+def live_matrix(step: Step, loaded, sentence: str | None = None) -> Matrix | None:
+    """The attention table the step draws on `loaded`, or None for a step told in numbers only."""
+    make = MATRICES.get(step.key)
+    return make(loaded, sentence or step.sentence) if make is not None else None

@@ -21,6 +21,7 @@ def test_every_command_is_wired():
         "translate",
         "eval",
         "inspect",
+        "learn",
         "train",
         "average",
         "align",

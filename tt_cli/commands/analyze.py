@@ -477,3 +477,41 @@ def attribute(
 
 
 app.command("attribute", help=attribute.__doc__)(guard(attribute))
+
+
+# ------------------------------------------------------------------------------------ claims
+def claims(
+    src: SrcOpt = None,
+    ref_file: RefOpt = None,
+    limit: LimitOpt = 0,
+    timing: Annotated[
+        bool, typer.Option("--timing/--no-timing", help="Time multi-head cost and attention's O(N²) (a few seconds).")
+    ] = True,
+    model: ModelOpt = None,
+    device: DeviceOpt = "cpu",
+    threads: ThreadsOpt = 0,
+    json_out: JsonOpt = False,
+) -> None:
+    """The course notes' checkable claims run on the model, each with its figure and a verdict
+    (holds / does not hold / depends): √d_k and saturation, Var(q·k), heads, attention distance,
+    coreference, disambiguation, positions, FFN share, multi-head cost, O(N²); with --src/--ref
+    (a held-out set) also quality by sentence length and beam against greedy. docs/claims.md."""
+    from core.analysis.claims import all_claims
+
+    pairs = _pairs(src, ref_file, None, limit) if src is not None or ref_file is not None else []
+    loaded = _setup(model, device, threads)
+    if not pairs:
+        print("tt: quality by length and beam vs greedy need a held-out set: give --src and --ref", file=sys.stderr)
+    found = all_claims(loaded, pairs, set_name=src.name if src is not None else "held-out", timing=timing)
+    if json_out:
+        _print_json({"model": str(loaded.path), "claims": [_rounded(c.to_dict()) for c in found]})
+        return
+    console = _console()
+    colour = {"holds": "green", "does not hold": "red", "depends": "yellow"}
+    for c in found:
+        console.print(f"[b {colour[c.verdict]}]{c.verdict.upper():14}[/] [b]{c.key}[/]: {c.claim} ({c.source})")
+        console.print(f"{'':15}{c.figure}", markup=False, soft_wrap=True)
+        console.print(f"{'':15}({c.why})", markup=False, style="dim", soft_wrap=True)
+
+
+app.command("claims", help=claims.__doc__)(guard(claims))

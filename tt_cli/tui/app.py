@@ -136,6 +136,13 @@ class InspectApp(App[None]):
             tooltip="explain mode: q·k, ÷√d_k, mask, softmax, Σ·v for the selected cell",
         ),
         Binding("m", "views", "masks", tooltip="masks and positional encodings"),
+        Binding(
+            "v",
+            "insides",
+            "insides",
+            show=False,
+            tooltip="shapes, heads by kind, ÷√d_k, embedding, Add & Norm, FFN, PE, context",
+        ),
         Binding("s", "save_svg", "svg", tooltip="save this screen as SVG"),
         Binding("question_mark", "help", "help", tooltip="this help"),
         Binding("q", "quit", "quit", tooltip="quit"),
@@ -486,6 +493,11 @@ class InspectApp(App[None]):
             self.push_screen("views")
 
         self.submit(lambda: self.session.positions(len(d.source.tokens)), show)
+
+    def action_insides(self) -> None:
+        from tt_cli.tui.views.screen import open_insides
+
+        open_insides(self)
 
     def action_help(self) -> None:
         # Built once and kept (installed): the bindings never change, and composing and laying out

@@ -141,3 +141,26 @@ def test_every_step_and_claim_on_other_shapes(tiny_loaded, overrides):
     assert sum(k.startswith("layer ") for k in layers) == cfg.n_encoder_layers
     claims = all_claims(loaded, [("Je suis étudiant.", "I am a student.")], timing=False)
     assert all(c.verdict in VERDICTS for c in claims)
+
+
+def test_live_matrices_come_from_the_model(tiny_loaded):
+    from core.analysis.internals import source_walk
+    from core.learn.live import MATRICES, live_matrix
+
+    sentence = "Je suis étudiant."
+    assert {s.key for s in STEPS if live_matrix(s, tiny_loaded) is not None} == set(MATRICES)
+    walk = source_walk(tiny_loaded, sentence)
+    table = live_matrix(step("attention_table"), tiny_loaded, sentence)
+    assert table.rows == table.cols == walk.pieces
+    expected = walk.layers[0].attention.weights[0].mean(0)
+    assert torch.allclose(torch.tensor(table.weights), expected, atol=1e-6)
+    masks = live_matrix(step("masks"), tiny_loaded, sentence)
+    w = torch.tensor(masks.weights)
+    assert masks.rows[0] == "<s>" and torch.allclose(w.sum(-1), torch.ones(len(w)), atol=1e-5)
+    assert float(w.triu(1).sum()) == 0.0 and masks.hidden[0][1] and not masks.hidden[1][0]
+    cross = live_matrix(step("cross_attention"), tiny_loaded, sentence)
+    assert cross.cols == walk.pieces and cross.rows[-1] == "</s>"
+    from core import Translator
+
+    greedy = Translator(tiny_loaded.path, method="greedy").translate([sentence])[0].pieces
+    assert cross.rows[:-1] == list(greedy)

@@ -1,0 +1,1 @@
+"""`tt learn`: the notes' lesson, step by step, on the live model."""

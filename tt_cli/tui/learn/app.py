@@ -1,0 +1,154 @@
+"""`tt learn`: the lesson in the notes' order, one step a screen, on the live model.
+
+A thin App: the step on screen is the reactive `index`; what the model said about a step is
+computed once, in a worker thread, into `computed`, and the watchers redraw. Each step shows its
+idea and formula and the notes' toy example computed by tt (left), and the same step on the live
+model: its numbers and, where the step is about an attention table, the table itself (right). `i` leaves the lesson for `tt inspect` opened on that step's view: the app exits with the
+step's key and the command opens it.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.reactive import reactive
+from textual.widgets import Static
+
+from core.checkpoint import LoadedModel
+from core.errors import TTError
+from core.learn.live import Matrix, live_matrix, live_numbers
+from core.learn.steps import STEPS
+from tt_cli.tui.learn.steps_screen import StepsScreen
+from tt_cli.tui.learn.text import lesson_text, live_text, progress_text
+from tt_cli.tui.widgets.footer import Footer
+from tt_cli.tui.widgets.heatmap import Heatmap, HeatmapData
+
+Computed = tuple[list[tuple[str, str]], Matrix | None]
+
+
+def shown_sentence(sentence: str) -> str:
+    """A step's sentence as the live panel names it ("source | reference" pairs keep both)."""
+    return sentence.replace(" | ", "  |  ")
+
+
+class LearnApp(App[str | None]):
+    TITLE = "tt learn"
+    AUTO_FOCUS = None  # keys go to the app: ←/→ step through the lesson, not scroll a panel
+    CSS = """
+    #progress { height: 1; background: $primary-background; padding: 0 1; }
+    #body { height: 1fr; }
+    #lesson { width: 1fr; border: round $primary; padding: 0 1; }
+    #right { width: 1fr; }
+    #live { height: auto; max-height: 60%; border: round $accent; padding: 0 1; }
+    #live-numbers { height: auto; }
+    LearnApp Heatmap { border: round $accent; }
+    """
+    BINDINGS = [
+        Binding("n,right,space", "move(1)", "next", tooltip="the next step"),
+        Binding("p,left", "move(-1)", "back", tooltip="the step before"),
+        Binding("down,j", "scroll_lesson(3)", "scroll", show=False, tooltip="scroll the lesson's text down"),
+        Binding("up,k", "scroll_lesson(-3)", "scroll up", show=False, tooltip="scroll the lesson's text up"),
+        Binding("l", "steps", "steps", tooltip="the list of steps: jump to one"),
+        Binding("i", "inspect", "open in tt inspect", tooltip="leave the lesson into tt inspect on this step"),
+        Binding("q", "quit", "quit", tooltip="quit"),
+    ]
+
+    index: reactive[int] = reactive(0, init=False)
+    computed: reactive[dict[int, Computed]] = reactive(dict, init=False, always_update=True)
+
+    def __init__(self, loaded: LoadedModel, *, start: int = 1) -> None:
+        """`start`: the first step shown, 1-based as `tt learn --step N`."""
+        super().__init__()
+        if not 1 <= start <= len(STEPS):
+            raise ValueError(f"step {start} does not exist; the lesson has steps 1 to {len(STEPS)}")
+        self.loaded = loaded
+        self.set_reactive(LearnApp.index, start - 1)
+        self.pending = 0  # steps being computed; tests wait for 0
+        self._asked: set[int] = set()
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="progress")
+        with Horizontal(id="body"):
+            with VerticalScroll(id="lesson", can_focus=False):
+                yield Static(id="lesson-text")
+            with Vertical(id="right"):
+                with VerticalScroll(id="live"):
+                    yield Static(id="live-numbers")
+                yield Heatmap()
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self._draw()
+
+    # ------------------------------------------------------------------ the model, off the UI thread
+    def _ask(self, index: int) -> None:
+        """Compute step `index` on the model once, in a thread; the answer lands in `computed`."""
+        if index in self._asked:
+            return
+        self._asked.add(index)
+        self.pending += 1
+        self.run_worker(partial(self._compute, index), thread=True, group="live")
+
+    def _compute(self, index: int) -> None:
+        s = STEPS[index]
+        try:
+            result = live_numbers(s, self.loaded), live_matrix(s, self.loaded)
+        except (TTError, ValueError) as exc:  # a model the step cannot read: say so in its panel, go on
+            result = [("could not compute", str(exc))], None
+        self.call_from_thread(self._computed, index, result)
+
+    def _computed(self, index: int, result: Computed) -> None:
+        self.pending -= 1
+        self.computed = {**self.computed, index: result}
+
+    # ------------------------------------------------------------------ redraws
+    def watch_index(self) -> None:
+        self._draw()
+
+    def watch_computed(self) -> None:
+        self._draw_live()
+
+    def _draw(self) -> None:
+        s = STEPS[self.index]
+        self.query_one("#progress", Static).update(progress_text(self.index))
+        self.query_one("#lesson-text", Static).update(lesson_text(s))
+        self.query_one("#lesson", VerticalScroll).scroll_home(animate=False)
+        self._ask(self.index)
+        self._draw_live()
+
+    def _draw_live(self) -> None:
+        s = STEPS[self.index]
+        lines, matrix = self.computed.get(self.index, (None, None))
+        self.query_one("#live-numbers", Static).update(live_text(s, lines, shown_sentence(s.sentence)))
+        heatmap = self.query_one(Heatmap)
+        heatmap.display = matrix is not None
+        if matrix is not None:
+            heatmap.show(HeatmapData(matrix.title, matrix.rows, matrix.cols, matrix.weights, matrix.hidden))
+
+    # ------------------------------------------------------------------ keys
+    def action_move(self, delta: int) -> None:
+        new = self.index + delta
+        if not 0 <= new < len(STEPS):
+            self.notify("that was the last step: q quits, i opens it in tt inspect" if delta > 0 else "the first step")
+            return
+        self.index = new
+
+    def action_scroll_lesson(self, lines: int) -> None:
+        self.query_one("#lesson", VerticalScroll).scroll_relative(y=lines, animate=False)
+
+    def action_steps(self) -> None:
+        self.push_screen(StepsScreen(self.index), lambda chosen: None if chosen is None else self._jump(chosen))
+
+    def _jump(self, index: int) -> None:
+        self.index = index
+
+    def action_inspect(self) -> None:
+        self.exit(STEPS[self.index].key)
+
+
+def make_learn_app(loaded: LoadedModel, *, start: int = 1) -> LearnApp:
+    """The lesson without the CLI around it: tests build it this way."""
+    return LearnApp(loaded, start=start)
