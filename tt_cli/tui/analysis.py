@@ -83,6 +83,9 @@ class AnalysisViews:
         self.submit(lambda: session.checkpoint_by(delta), moved)
 
     def action_attribution(self) -> None:
-        if self.view.attribution is None and not self.live("attribution"):
+        """Attention → the attributions there are (live: input×gradient, integrated gradients; a
+        replayed trace: the one it holds) → attention."""
+        if not self.session.attributions:
+            self.live("attribution")  # says why nothing happens
             return
-        self.view = self.view.next_attribution()
+        self.view = self.view.next_attribution(self.session.attributions)

@@ -44,7 +44,7 @@ from tt_cli.tui.stepping import Stepping
 from tt_cli.tui.widgets.beam import BeamView
 from tt_cli.tui.widgets.distribution import Distribution
 from tt_cli.tui.widgets.explain import ExplainView
-from tt_cli.tui.widgets.footer import Footer
+from tt_cli.tui.widgets.footer import NARROW, Footer
 from tt_cli.tui.widgets.heatmap import Heatmap
 from tt_cli.tui.widgets.lens import LensView
 from tt_cli.tui.widgets.reference import ReferenceView
@@ -58,8 +58,15 @@ class InspectApp(Stepping, Modes, AnalysisViews, App[None]):
     # The candidates list takes the keys first: ↑/↓ pick a candidate, ←/→ step. Tab reaches the heatmap.
     AUTO_FOCUS = "#dist"
     TITLE = "tt inspect"
+    # Below 100 columns (a terminal's default is 80×24) the right-hand panel narrows: app.tcss.
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW, "-wide")]
     # The help screen (?) is built from these: the tooltip is the line it shows.
+    # help and quit first: a narrow footer (80 columns) shows the first keys only.
     BINDINGS = [
+        Binding("question_mark", "help", "help", tooltip="this help"),
+        Binding("q", "quit", "quit", tooltip="quit"),
+        # priority: an open dialog's text field would take ctrl+c as "copy", and Textual's own says "press ^q"
+        Binding("ctrl+c", "quit", "quit", show=False, priority=True, tooltip="quit"),
         Binding("n,right", "next", "step", tooltip="take the next decoding step (beam mode: the next beam step)"),
         Binding("p,left", "back", "back", tooltip="step back"),
         Binding("r", "run", "run", tooltip="run to the end (EOS or the length limit)"),
@@ -136,9 +143,9 @@ class InspectApp(Stepping, Modes, AnalysisViews, App[None]):
         ),
         Binding("m", "views", "masks", tooltip="masks and positional encodings"),
         Binding("s", "save_svg", "svg", tooltip="save this screen as SVG"),
-        Binding("question_mark", "help", "help", tooltip="this help"),
-        Binding("q", "quit", "quit", tooltip="quit"),
     ]
+    # Keys that need the model: hidden from the footer and the help when a trace or a run is replayed.
+    MODEL_ACTIONS = frozenset({"what_if", "drop_branch", "head_off", "mode", "views", "reference"})
 
     view: reactive[ViewState] = reactive(ViewState, init=False)
     decoding: reactive[Decoding | None] = reactive(None)  # init: the first draw is of "nothing yet"
@@ -307,6 +314,15 @@ class InspectApp(Stepping, Modes, AnalysisViews, App[None]):
             self._draw_lens()
         if new.mode == "ref":
             self._draw_reference()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """False hides a key (footer, help) and ignores it: model keys in a replay, `i` when a
+        replayed trace holds no attribution."""
+        if action in self.MODEL_ACTIONS:
+            return self.session.live
+        if action == "attribution":
+            return bool(self.session.attributions)
+        return True
 
     # ------------------------------------------------------------------------------ messages from the widgets
     # (here, not in the mixins: Textual collects @on handlers from the App's own class body)

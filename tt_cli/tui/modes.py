@@ -7,8 +7,14 @@ reactives (`view`, `decoding`, `beam_steps`, `explained`), `session` and `submit
 
 from __future__ import annotations
 
+import itertools
+import os
 import time
 from pathlib import Path
+
+from textual.actions import parse
+from textual.binding import Binding
+from textual.dom import DOMNode
 
 from core.files import atomic_write_bytes
 from tt_cli.tui.screens.help import HelpScreen
@@ -17,6 +23,24 @@ from tt_cli.tui.widgets.beam import BeamView
 from tt_cli.tui.widgets.distribution import Distribution
 from tt_cli.tui.widgets.explain import ExplainView
 from tt_cli.tui.widgets.heatmap import Heatmap
+
+
+def free_path(folder: Path, stem: str, suffix: str) -> Path:
+    """folder/stem+suffix, else stem-2, stem-3 …: the first name no file has, taken on the spot
+    (O_EXCL), so two presses in one second, or two tt inspect at once, never write over each other."""
+    for n in itertools.count(1):
+        path = folder / f"{stem}{'' if n == 1 else f'-{n}'}{suffix}"
+        try:
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+        except FileExistsError:
+            continue
+        return path
+    raise AssertionError("unreachable")
+
+
+def usable(node: DOMNode, bindings: list[Binding]) -> list[Binding]:
+    """The bindings whose action `node` allows: the help lists no key that the footer hides."""
+    return [b for b in bindings if node.check_action(*parse(b.action)[1:]) is not False]
 
 
 class Modes:
@@ -84,17 +108,26 @@ class Modes:
             self.install_screen(
                 HelpScreen(
                     [
-                        ("", self.BINDINGS),
-                        ("in the heatmap", Heatmap.BINDINGS),
-                        ("in the candidates list", Distribution.BINDINGS),
+                        ("", usable(self, self.BINDINGS)),
+                        ("in the heatmap", usable(self.query_one(Heatmap), Heatmap.BINDINGS)),
+                        ("in the candidates list", usable(self.query_one(Distribution), Distribution.BINDINGS)),
                     ]
                 ),
                 "help",
             )
         self.push_screen("help")
 
-    def action_save_svg(self) -> Path:
-        path = self.svg_dir / f"tt-inspect-{time.strftime('%Y%m%d-%H%M%S')}.svg"
-        atomic_write_bytes(path, self.export_screenshot().encode("utf-8"))
+    def action_save_svg(self) -> Path | None:
+        svg = self.export_screenshot().encode("utf-8")
+        try:
+            path = free_path(self.svg_dir, f"tt-inspect-{time.strftime('%Y%m%d-%H%M%S')}", ".svg")
+            try:
+                atomic_write_bytes(path, svg)
+            except OSError:
+                path.unlink(missing_ok=True)  # the name it held
+                raise
+        except OSError as exc:
+            self.notify(f"screenshot not saved: {exc}", severity="error", title="tt")
+            return None
         self.notify(f"saved {path}")
         return path

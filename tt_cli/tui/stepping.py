@@ -117,7 +117,7 @@ class Stepping:
             else:
                 self.what_if(token)
 
-        question = f"Piece to force at step {len(d.steps) - 1} (instead of {label(d.steps[-1].piece, 14)}):"
+        question = f"Piece to force at step {len(d.steps)} (instead of {label(d.steps[-1].piece, 14)}):"
         self.push_screen(AskScreen(question), forced)
 
     def action_head_off(self) -> None:
