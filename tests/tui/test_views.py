@@ -204,6 +204,7 @@ def test_run_scrubs_the_sentence_across_checkpoints(tmp_path):
         assert tt.quit() == 0, tt.tail()
 
 
+@pytest.mark.isa  # the tiny model is trained in the test: its output must have three words
 def test_the_reference_summary_names_the_step_where_the_model_leaves_it(tiny_loaded):
     """A reference that is the greedy output up to one changed word: the model agrees with it on
     every piece before that word (the same prefix it decoded), so the first divergence is exactly
