@@ -10,6 +10,7 @@ from core.analysis.tracefile import load_trace, save_trace
 from core.decode.stepper import Stepper
 from tests.tui.test_tui import SENTENCE, drive, keys, text_of
 from tt_cli.main import app as cli
+from tt_cli.tui.picture import describe
 from tt_cli.tui.widgets.distribution import Distribution
 from tt_cli.tui.widgets.heatmap import Heatmap
 from tt_cli.tui.widgets.sentence import SentenceView
@@ -55,12 +56,10 @@ def test_a_trace_replays_steps_attention_and_distribution_without_the_model(trac
         assert len(app.decoding.steps) == len(greedy.steps) - 2
         await keys(pilot, "f", "g")  # masked decoder self-attention, the grid
         assert len(app.query_one(Heatmap).data.rows) == app.view.dims.n_decoder_layers * app.view.dims.h
-        for key in ("b", "e", "w", "m"):  # model-only actions say so, and change nothing
-            notes = len(app._notifications)
+        for key in ("b", "e", "y", "w", "x", "o", "m", "c", "i"):  # model-only keys are hidden and do nothing
             await keys(pilot, key)
-            assert len(app._notifications) == notes + 1
-            assert "needs the model" in list(app._notifications)[-1].message
-            assert app.view.mode == "dist" and app.screen is app.screen_stack[0]
+            assert app.view.mode == "dist" and app.screen is app.screen_stack[0] and app.view.attribution is None
+        assert app.compared is None and app.beam_steps is None and not app.view.heads_off
 
     drive(None, script, text=None, trace=trace, trace_name=trace_file.name)
 
@@ -74,7 +73,7 @@ def test_inspect_trace_bad_file_is_a_one_line_error(tmp_path, trace_file):
         assert result.exit_code == 1 and result.stdout == "" and "Traceback" not in result.stderr
         assert result.stderr.startswith("tt: error:") and len(result.stderr.strip().splitlines()) == 1
     result = runner.invoke(cli, ["inspect", "--trace", str(trace_file), SENTENCE])
-    assert result.exit_code == 1 and "--trace" in result.stderr
+    assert result.exit_code == 2 and "--trace" in result.stderr  # a usage error, as click's own
     # a good file gets as far as the terminal check (the model is never loaded)
     result = runner.invoke(cli, ["inspect", "--trace", str(trace_file)])
     assert result.exit_code == 1 and "needs a terminal" in result.stderr
@@ -98,10 +97,10 @@ def test_a_head_off_re_runs_greedy_decoding_and_shows_the_diff(tiny_loaded, gree
         assert [s.token for s in a.intact.steps] == [s.token for s in greedy.steps]
         assert len(app.decoding.steps) == 1  # the stepping view stays on the intact model
         shown = text_of(app.query_one(SentenceView))
-        assert "ablated" in shown and "off: cross L0 h1, cross L1 h1" in shown
+        assert "ablated" in shown and "off: cross L1 h2, cross L2 h2" in shown
         assert "switched off" in app.query_one(Heatmap).data.title
         await keys(pilot, "g")  # the grid marks the heads that are off
-        assert [r for r in app.query_one(Heatmap).data.rows if r.endswith("off")] == ["L0 h1 off", "L1 h1 off"]
+        assert [r for r in app.query_one(Heatmap).data.rows if r.endswith("off")] == ["L1 h2 off", "L2 h2 off"]
         await keys(pilot, "g", "o")  # layer 1 head 1 back on
         assert app.decoding.ablated.heads_off == (("cross", 0, 1),)
         await keys(pilot, "L", "o")
@@ -143,7 +142,7 @@ def test_word_links_replace_the_weights_on_cross_attention(aligned_loaded):
         await keys(pilot, "r", "a")
         d, data = app.decoding, app.query_one(Heatmap).data
         rule = AlignRule(0, 1, shift=True)
-        assert app.rule == rule and f"links: {rule.describe()}" in data.title
+        assert app.rule == rule and f"links: {describe(rule, 2)}" in data.title
         links = align_steps(d.source.pieces, list(d.steps), rule)
         src, tgt = words(d.source.pieces), words([s.piece for s in d.steps])
         expected = {(t, s) for i, j in links for t in tgt[j] for s in src[i]}
@@ -177,7 +176,7 @@ def test_word_links_of_a_full_context_rule_reread_the_output(tiny_model_dir, tmp
     async def script(app, pilot):
         await keys(pilot, "r", "a")
         d, data = app.decoding, app.query_one(Heatmap).data
-        assert app.rule == rule and f"links: {rule.describe()}" in data.title and "re-reading" not in data.title
+        assert app.rule == rule and f"links: {describe(rule, 2)}" in data.title and "re-reading" not in data.title
         full = full_context_cross(loaded.model, d.source.tokens, [s.token for s in d.steps])
         links = align_steps(d.source.pieces, list(d.steps), rule, full)
         src, tgt = words(d.source.pieces), words([s.piece for s in d.steps])
@@ -203,8 +202,8 @@ def test_the_cross_grid_labels_each_head_with_its_aer(aligned_loaded, tiny_loade
         await keys(pilot, "g")
         data = app.query_one(Heatmap).data
         # best AER per head: L0 h1 41% (layer -1 is layer 1: L1 h0 min(52%, 60%)); the mean is no head
-        labelled = {"L0 h1": "L0 h1 41%", "L1 h0": "L1 h0 52%"}
-        plain = [f"L{layer} h{h}" for layer in range(2) for h in range(app.view.dims.h)]
+        labelled = {"L1 h2": "L1 h2 41%", "L2 h1": "L2 h1 52%"}  # counted from 1 on screen
+        plain = [f"L{layer + 1} h{h + 1}" for layer in range(2) for h in range(app.view.dims.h)]
         assert app.view.dims.n_decoder_layers == 2 and "AER" in data.title
         assert data.rows == [labelled.get(r, r) for r in plain]
         await keys(pilot, "f", "g", "g")  # decoder self-attention heads have no AER

@@ -88,8 +88,8 @@ def test_selected_cell_of_a_matrix_and_of_a_grid():
 
 def test_cell_note_says_which_query_and_head():
     assert Cell("encoder_self", 0, 1, 2, 0).note == ""
-    assert "head 0" in Cell("encoder_self", 0, None, 2, 0).note
-    assert Cell("cross", 0, 1, 2, 0).note == "the decoder input that produced step 2's piece"
+    assert "head 1" in Cell("encoder_self", 0, None, 2, 0).note  # head index 0, counted from 1 on screen
+    assert Cell("cross", 0, 1, 2, 0).note == "the decoder input that produced step 3's piece"
 
 
 def test_candidates_follow_the_view_not_the_step():
@@ -278,5 +278,5 @@ def test_y_toggles_the_lens_panel():
 def test_a_grid_label_keeps_its_width_with_the_sink_mark():
     from tt_cli.tui.picture import SINK, grid_label
 
-    assert grid_label(0, 1, "off", False) == "L0 h1 off" and grid_label(0, 1, "", False) == "L0 h1"
-    assert grid_label(0, 1, "41%", True) == f"L0 h1{SINK}41%" and grid_label(0, 1, "", True) == f"L0 h1{SINK}"
+    assert grid_label(0, 1, "off", False) == "L1 h2 off" and grid_label(0, 1, "", False) == "L1 h2"
+    assert grid_label(0, 1, "41%", True) == f"L1 h2{SINK}41%" and grid_label(0, 1, "", True) == f"L1 h2{SINK}"

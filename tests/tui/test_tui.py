@@ -60,12 +60,12 @@ async def keys(pilot, *names: str) -> None:
         await settle(pilot)
 
 
-def drive(loaded, script, text: str | None = SENTENCE, **options) -> None:
+def drive(loaded, script, text: str | None = SENTENCE, *, size: tuple[int, int] = SIZE, **options) -> None:
     """Run `script(app, pilot)` inside a live app (sync test, no asyncio plugin needed)."""
 
     async def main() -> None:
         app = make_app(loaded, text, **options)
-        async with app.run_test(size=SIZE) as pilot:
+        async with app.run_test(size=size) as pilot:
             await settle(pilot)
             await script(app, pilot)
 
@@ -91,8 +91,10 @@ def test_step_back_run_restart(tiny_loaded, greedy_steps):
         await keys(pilot, "r")
         assert app.decoding.active.finished and app.decoding.active.text == greedy_steps.output_text
         assert greedy_steps.output_text in text_of(app.query_one("SentenceView"))
-        await keys(pilot, "0")
-        assert app.decoding.steps == () and heatmap.data.rows == []
+        await keys(pilot, "0")  # back to the first step, as the app starts
+        assert [s.token for s in app.decoding.steps] == [greedy_steps.steps[0].token] and len(heatmap.data.rows) == 1
+        await keys(pilot, "r", "home")  # home too, with the candidates list focused (its own home is "first")
+        assert app.focused is app.query_one(Distribution) and len(app.decoding.steps) == 1
 
     drive(tiny_loaded, script)
 
@@ -110,8 +112,8 @@ def test_families_layers_heads_and_grid(tiny_loaded, greedy_steps):
         await keys(pilot, "l", "h", "h")
         assert (
             (app.view.layer, app.view.head) == (1, 1)
-            and "layer 1" in heatmap.data.title
-            and "head 1" in heatmap.data.title
+            and f"layer 2 of {cfg.n_decoder_layers}" in heatmap.data.title
+            and f"head 2 of {cfg.h}" in heatmap.data.title
         )
         assert heatmap.data.matrix[-1] == pytest.approx(last.cross[1][1].tolist(), abs=1e-6)
         await keys(pilot, "H", "H")
@@ -124,7 +126,7 @@ def test_families_layers_heads_and_grid(tiny_loaded, greedy_steps):
         assert app.view.family == "encoder_self" and heatmap.data.rows == greedy_steps.source.pieces
         await keys(pilot, "f", "g")  # back to cross; the grid of every layer × head
         assert app.view.family == "cross" and len(heatmap.data.rows) == cfg.n_decoder_layers * cfg.h
-        assert heatmap.data.rows[cfg.h + 2] == "L1 h2"
+        assert heatmap.data.rows[cfg.h + 2] == "L2 h3"  # layer 1, head 2 counted from 1
         assert heatmap.data.matrix[cfg.h + 2] == pytest.approx(last.cross[1][2].tolist(), abs=1e-6)
 
     drive(tiny_loaded, script)
@@ -139,16 +141,18 @@ def test_selecting_a_cell_shows_its_weight_and_tokens(tiny_loaded):
         assert heatmap.cursor == (1, 2)
         cell = text_of(app.query_one("#cell"))
         weight = heatmap.data.matrix[1][2]
-        assert f"{weight:.4f}" in cell and "step 1" in cell and "position 2" in cell
+        assert f"{weight:.4f}" in cell and "step 2" in cell and "position 2" in cell
         await keys(pilot, "left")  # with the heatmap focused, arrows move the cell, not the decoding
         assert heatmap.cursor == (1, 1) and len(app.decoding.steps) == 3
-        # A click on a cell selects it: row 0 is drawn 2 lines under the top, columns after the labels.
-        region = heatmap.content_region
+        # A click on a cell selects it: row 0 is drawn under the title and the key labels (one line,
+        # or two when the labels are staggered), columns after the row labels.
+        region, width = heatmap.content_region, heatmap._cell_width()
+        top = heatmap._title_lines() + heatmap._header_lines(width)
         await pilot.click(
-            Heatmap, offset=(region.x - heatmap.region.x + 11 + 3 * 4 + 1, region.y - heatmap.region.y + 2)
+            Heatmap, offset=(region.x - heatmap.region.x + 11 + 3 * width + 1, region.y - heatmap.region.y + top)
         )
         await settle(pilot)
-        assert heatmap.cursor[0] == 0 and heatmap.cursor[1] in (3, 4)
+        assert heatmap.cursor == (0, 3)
 
     drive(tiny_loaded, script)
 
@@ -162,7 +166,7 @@ def test_a_long_sentence_scrolls_instead_of_spilling(tiny_loaded):
         await keys(pilot, "f", "f")  # encoder self-attention: source × source
         width = heatmap.content_size.width
         shown = text_of(heatmap).splitlines()
-        assert n_keys * 3 > width and f"/{n_keys} · arrows scroll" in text_of(heatmap)
+        assert n_keys * 3 > width and f"of {n_keys} · arrows scroll" in text_of(heatmap)
         assert max(len(line.rstrip()) for line in shown[1:]) <= width  # the title may wrap; the grid may not
         heatmap.focus()
         await keys(pilot, *["right"] * n_keys, *["down"] * n_keys)
@@ -181,7 +185,7 @@ def test_temperature_and_top_k_reshape_the_distribution(tiny_loaded):
         before = app.view.candidates(step, tiny_loaded.tokenizer)[0].prob
         await keys(pilot, "t", "t", "K", "K")
         assert app.view.temperature == pytest.approx(1.5625) and app.view.top_k == 8
-        assert dist.option_count == 8 and "temperature 1.56" in str(dist.border_title)
+        assert dist.option_count == 8 and "temp 1.56" in str(dist.border_title)
         after = app.view.candidates(step, tiny_loaded.tokenizer)[0].prob
         assert after < before  # a higher temperature flattens the distribution
         assert f"{after:6.1%}".strip() in str(dist.get_option_at_index(0).prompt)
@@ -235,7 +239,7 @@ def test_beam_mode_shows_hypotheses_and_reranking(tiny_loaded):
         want = beam_steps(tiny_loaded.model, src, 3, 0.6, EXTRA_LEN)
         assert [c.tokens for c in app.beam_steps[0].candidates] == [c.tokens for c in want[0].candidates]
         view = app.query_one(BeamView)
-        assert "step 0/" in str(view.border_subtitle) and "beam 3" in str(view.border_title)
+        assert "beam step 1 of" in str(view.border_subtitle) and "beam 3" in str(view.border_title)
         text = text_of(view)
         assert "kept" in text and "pruned" in text
         await keys(pilot, "n")
@@ -378,7 +382,11 @@ def test_focus_changes_keep_the_footer_and_the_collector_is_unfrozen_after(tiny_
         await keys(pilot, "y")
         assert app.focused is None and app.view.mode == "lens"
         await keys(pilot, "question_mark", "escape", "y")
-        assert list(app.query("FooterKey")) == before and [k.description for k in before][:3] == ["step", "back", "run"]
+        assert list(app.query("FooterKey")) == before and [k.description for k in before][:3] == [
+            "help",
+            "quit",
+            "step",
+        ]
 
     drive(tiny_loaded, script)
     assert gc.get_freeze_count() == 0
@@ -498,6 +506,14 @@ def test_snapshot_beam_mode_final_ranking(fixed_loaded, snap_compare):
 
 def test_snapshot_decoder_self_grid(fixed_loaded, snap_compare):
     assert snap(fixed_loaded, snap_compare, "n", "n", "n", "f", "g")
+
+
+def test_snapshot_at_80x24_the_footer_labels_and_panels_fit(fixed_loaded, snap_compare):
+    assert snap(fixed_loaded, snap_compare, "n", "n", size=(80, 24))
+
+
+def test_snapshot_help_at_80x24_says_how_to_leave_and_scrolls(fixed_loaded, snap_compare):
+    assert snap(fixed_loaded, snap_compare, "question_mark", size=(80, 24))
 
 
 def test_snapshot_help_lists_every_binding(fixed_loaded, snap_compare):

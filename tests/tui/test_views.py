@@ -103,17 +103,6 @@ def test_c_without_ref_asks_for_one(tiny_loaded):
     drive(tiny_loaded, script)
 
 
-def test_cli_ref_needs_the_model_and_a_text(tiny_model_dir, tmp_path):
-    from typer.testing import CliRunner
-
-    from tt_cli.main import app as cli
-
-    empty = CliRunner().invoke(cli, ["inspect", "--model", str(tiny_model_dir), "--ref", " ", SENTENCE])
-    assert empty.exit_code == 1 and "reference is empty" in empty.output
-    with_trace = CliRunner().invoke(cli, ["inspect", "--trace", str(tmp_path / "x.trace"), "--ref", REFERENCE])
-    assert with_trace.exit_code == 1
-
-
 def test_the_grid_marks_the_heads_that_park_their_attention(tiny_loaded):
     """The app asks sinks.py once, on the model thread, and marks exactly the heads it flags. The
     tiny model parks no head on this sentence (no share reaches 0.5), so the marks themselves are
@@ -147,7 +136,7 @@ def test_the_grid_marks_the_heads_that_park_their_attention(tiny_loaded):
     d = session.start(SENTENCE)
     grid = view_grid(tiny_loaded)
     data = picture(grid, d, sinks={("cross", 0, 1): ["eos"]})
-    assert data.rows[1] == f"L0 h1{SINK}" and [r for r in data.rows if SINK in r] == [data.rows[1]]
+    assert data.rows[1] == f"L1 h2{SINK}" and [r for r in data.rows if SINK in r] == [data.rows[1]]
     assert SINK in data.title and SINK not in picture(grid, d).title
 
 
@@ -157,31 +146,12 @@ def view_grid(loaded):
     return ViewState.for_model(loaded.cfg).toggle_grid()
 
 
-def test_a_replayed_trace_says_these_views_need_the_model(tiny_loaded, tmp_path):
-    from core.analysis.tracefile import load_trace, save_trace
-    from core.decode.stepper import Stepper
-
-    greedy = Stepper(tiny_loaded, SENTENCE)
-    greedy.run()
-    path = save_trace(tmp_path / "t.trace", greedy.source, greedy.steps, translation=greedy.output_text, model="tiny")
-
-    async def script(app, pilot):
-        await keys(pilot, "i", "y", "c", "g")
-        assert app.view.attribution is None and app.view.mode == "dist" and app.compared is None
-        assert app.sinks.value is None and app.pending == 0  # nothing was asked of a model that is not there
-        assert sum("needs the model" in n.message for n in app._notifications) == 3
-
-    drive(None, script, text=None, trace=load_trace(path))
-
-
 def test_run_scrubs_the_sentence_across_checkpoints(tmp_path):
-    from typer.testing import CliRunner
-
     from core.analysis.scrub import scrub
     from core.train.config import TrainConfig
     from core.train.trainer import Trainer
     from tests.conftest import TINY_TSV
-    from tt_cli.main import app as cli
+    from tests.tui.terminal import Terminal
     from tt_cli.tui.widgets.sentence import SentenceView
 
     cfg = TrainConfig(
@@ -204,11 +174,11 @@ def test_run_scrubs_the_sentence_across_checkpoints(tmp_path):
     assert [p.step for p in points] == [20, 40]
 
     async def script(app, pilot):
-        assert "checkpoint step 40 (2/2)" in text_of(app.query_one("#title"))
+        assert "training step 40 (checkpoint 2 of 2)" in text_of(app.query_one("#title"))
         await keys(pilot, "r")
         assert [s.token for s in app.decoding.steps] == [s.token for s in points[1].steps]
         await keys(pilot, "left_square_bracket")
-        assert "checkpoint step 20 (1/2)" in text_of(app.query_one("#title"))
+        assert "training step 20 (checkpoint 1 of 2)" in text_of(app.query_one("#title"))
         n = min(len(points[0].steps), len(points[1].steps))
         assert [s.token for s in app.decoding.steps][:n] == [s.token for s in points[0].steps][:n]
         if app.decoding.original.finished:  # the older checkpoint's output is not longer: all of it is shown
@@ -217,9 +187,84 @@ def test_run_scrubs_the_sentence_across_checkpoints(tmp_path):
         data = app.query_one(Heatmap).data  # that checkpoint's cross-attention, mean of heads, layer 0
         assert data.matrix[0] == pytest.approx(points[0].steps[0].cross[0].mean(0).tolist(), abs=1e-5)
         await keys(pilot, "left_square_bracket")  # stays at the oldest
-        assert "(1/2)" in text_of(app.query_one("#title"))
+        assert "(checkpoint 1 of 2)" in text_of(app.query_one("#title"))
+        await keys(pilot, "right_square_bracket")
+        assert "training step 40 (checkpoint 2 of 2)" in text_of(app.query_one("#title"))
 
     drive(None, script, text=None, scrub=points, run_name="run")
 
-    missing = CliRunner().invoke(cli, ["inspect", "--run", str(tmp_path / "nope"), SENTENCE])
-    assert missing.exit_code == 1 and "no such run directory" in missing.output
+    shots = tmp_path / "shots"  # the real command, in a terminal: --run reaches the screen
+    shots.mkdir()
+    tt = Terminal(["--run", str(tmp_path / "run"), "--svg-dir", str(shots), SENTENCE], shots, tmp_path)
+    try:
+        tt.screen_until(lambda s: "training step 40 (checkpoint 2 of 2)" in s, "the last checkpoint")
+        tt.press("[")
+        tt.screen_until(lambda s: "training step 20 (checkpoint 1 of 2)" in s, "the first checkpoint")
+    finally:
+        assert tt.quit() == 0, tt.tail()
+
+
+@pytest.mark.isa  # the tiny model is trained in the test: its output must have three words
+def test_the_reference_summary_names_the_step_where_the_model_leaves_it(tiny_loaded):
+    """A reference that is the greedy output up to one changed word: the model agrees with it on
+    every piece before that word (the same prefix it decoded), so the first divergence is exactly
+    the changed word's first piece: step k + 1 on screen (k pieces before it)."""
+    from core.decode.stepper import Stepper
+    from tt_cli.tui.widgets.reference import ReferenceView
+    from tt_cli.tui.widgets.sentence import SentenceView
+
+    greedy = Stepper(tiny_loaded, SENTENCE)
+    greedy.run()
+    words = greedy.output_text.split()
+    assert len(words) >= 3
+    reference = " ".join([*words[:2], "zebra", *words[3:]])
+    ref_pieces = tiny_loaded.tokenizer.encode_pieces(reference)
+    out_pieces = [s.piece for s in greedy.steps]
+    k = next(i for i, (a, b) in enumerate(zip(ref_pieces, out_pieces)) if a != b)
+    assert k >= 2  # "I am" (or what the model said) comes first
+
+    async def script(app, pilot):
+        assert app.compared.first_divergence == k
+        summary = f"first divergence at step {k + 1}: reference {ref_pieces[k].replace(chr(0x2581), '·')}"
+        assert summary in text_of(app.query_one(SentenceView))
+        table = text_of(app.query_one(ReferenceView))
+        assert summary in table
+        steps = app.compared.steps
+        assert all(s.agrees for s in steps[:k]) and not steps[k].agrees
+
+    drive(tiny_loaded, script, reference=reference)
+
+
+def test_the_grid_draws_a_sink_mark_on_the_head_that_parks():
+    """The committed fixed-weights model parks encoder layer 1's head 0 wholly on </s> for this
+    sentence (share 1.0, far from the 0.5 threshold): the grid must draw its mark, on screen."""
+    from core.analysis.sinks import head_sinks
+    from core.checkpoint import load_model
+    from tests.conftest import FIXTURES
+    from tt_cli.tui.picture import SINK
+
+    fixed, sentence = load_model(FIXTURES / "tiny_model"), "Le chat dort."
+    greedy = greedy_text(fixed, sentence)
+    parked = {(h.family, h.layer, h.head) for h in head_sinks(fixed, [(sentence, greedy)]) if h.parks_on}
+    assert ("encoder_self", 1, 0) in parked
+
+    async def script(app, pilot):
+        await keys(pilot, "f", "f", "g")  # encoder self-attention, the grid
+        assert app.view.family == "encoder_self" and app.view.grid
+        shown = text_of(app.query_one(Heatmap))
+        h = fixed.cfg.h
+        rows = [line[:10] for line in shown.splitlines() if line.strip().startswith("L")]  # L1 h1 …
+        assert len(rows) == fixed.cfg.n_encoder_layers * h
+        marked = {i for i, label in enumerate(rows) if SINK in label}
+        assert marked == {layer * h + head for f, layer, head in parked if f == "encoder_self"}
+        assert f"L2 h1{SINK}" in shown and SINK in shown.splitlines()[0]  # the row label and the title's key
+
+    drive(fixed, script, text=sentence)
+
+
+def greedy_text(loaded, sentence: str) -> str:
+    from core.decode.stepper import Stepper
+
+    stepper = Stepper(loaded, sentence)
+    stepper.run()
+    return stepper.output_text

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from tt_cli.errors import fail
+from tt_cli.errors import EXIT_USAGE, fail
 from tt_cli.options import ModelOpt, load_model_for
 
 
@@ -18,8 +18,12 @@ def inspect(
     ] = None,
     model: ModelOpt = None,
     top_k: Annotated[int, typer.Option(help="Candidates shown for the next piece.", min=1, max=50)] = 10,
-    beam: Annotated[int, typer.Option(help="Beam size for beam mode (key b).", min=1, max=16)] = 4,
-    alpha: Annotated[float, typer.Option(help="Length penalty α for beam mode's re-ranking.", min=0.0)] = 0.6,
+    beam: Annotated[
+        Optional[int], typer.Option(help="Beam size for beam mode (key b). Default: 4.", min=1, max=16)
+    ] = None,
+    alpha: Annotated[
+        Optional[float], typer.Option(help="Length penalty α for beam mode's re-ranking. Default: 0.6.", min=0.0)
+    ] = None,
     svg_dir: Annotated[
         Optional[Path], typer.Option(help="Where key s saves screenshots (SVG). Default: the current directory.")
     ] = None,
@@ -50,30 +54,29 @@ def inspect(
 ) -> None:
     """Step through decoding token by token: attention (cross, masked self, encoder), the next-piece
     distribution, what-if branches, beam search and Eq. 1 explained on the live model. Press ? inside."""
+    usage_problem = _usage_problem(text, model, trace, run, ref, beam, alpha)
+    if usage_problem:
+        raise fail(usage_problem, EXIT_USAGE)
+    if text is not None and not text.strip():
+        raise fail('the sentence is empty; give a French sentence, e.g. tt inspect "Je suis étudiant."')
+    if ref is not None and not ref.strip():
+        raise fail('the reference is empty; give an English translation, e.g. --ref "I am a student."')
+    if svg_dir is not None and not svg_dir.is_dir():
+        raise fail(f"{svg_dir}: not a directory (--svg-dir)")
     if trace is not None:
-        if text is not None or model is not None:
-            raise fail("--trace replays a saved trace without the model: give no sentence and no --model with it")
-        if ref is not None:
-            raise fail("--ref teacher-forces the reference on the model: it cannot go with --trace")
         from core.analysis.tracefile import load_trace
 
         replay = load_trace(trace)  # a bad, truncated or newer file: one DataError line, before the terminal check
-    if text is not None and not text.strip():
-        raise fail('the sentence is empty; give a French sentence, e.g. tt inspect "Je suis étudiant."')
-    if run is not None and (trace is not None or model is not None or ref is not None or text is None):
-        raise fail("--run replays a run's checkpoints: give the sentence, and no --trace, --model or --ref with it")
     if run is not None:
         from core.analysis.scrub import run_checkpoints
 
         checkpoints = run_checkpoints(run)  # no run or no checkpoint: one line, before the terminal check
-    if ref is not None and not ref.strip():
-        raise fail('the reference is empty; give an English translation, e.g. --ref "I am a student."')
+    if trace is None and run is None:
+        loaded = load_model_for(model, "cpu")  # a bad --model or $TT_MODEL: one line, before the terminal check
     if trace is None and text is None and not sys.stdin.isatty():
         raise fail('no sentence given and stdin is not a terminal; pass one: tt inspect "Je suis étudiant."')
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise fail("tt inspect is interactive and needs a terminal; for a script use tt translate --json")
-    if svg_dir is not None and not svg_dir.is_dir():
-        raise fail(f"{svg_dir}: not a directory (--svg-dir)")
 
     from tt_cli.tui.app import make_app
 
@@ -88,5 +91,18 @@ def inspect(
     if trace is not None:
         make_app(None, top_k=top_k, svg_dir=svg_dir, trace=replay, trace_name=trace.name).run()
         return
-    loaded = load_model_for(model, "cpu")
-    make_app(loaded, text, top_k=top_k, beam_size=beam, alpha=alpha, svg_dir=svg_dir, reference=ref).run()
+    beam_options = {"beam_size": beam or 4, "alpha": 0.6 if alpha is None else alpha}
+    make_app(loaded, text, top_k=top_k, svg_dir=svg_dir, reference=ref, **beam_options).run()
+
+
+def _usage_problem(text, model, trace, run, ref, beam, alpha) -> str:
+    """What cannot go together on the command line (exit 2), or ""."""
+    if run is not None and (trace is not None or model is not None or ref is not None or text is None):
+        return "--run replays a run's checkpoints: give the sentence, and no --trace, --model or --ref with it"
+    if trace is not None and (text is not None or model is not None):
+        return "--trace replays a saved trace without the model: give no sentence and no --model with it"
+    if trace is not None and ref is not None:
+        return "--ref teacher-forces the reference on the model: it cannot go with --trace"
+    if (trace is not None or run is not None) and (beam is not None or alpha is not None):
+        return "--beam and --alpha set beam mode (key b), which needs the model: not with --trace or --run"
+    return ""

@@ -1,8 +1,12 @@
 """`tt inspect`: step through the greedy decoding of one sentence and read everything it used.
 
-A thin App: keys -> state -> widgets. What the reader asks to see is the reactive `view` (a
-`ViewState`, tt_cli/tui/state.py); what the model did is the reactive `decoding` (a snapshot from
-tt_cli/tui/session.py), with `beam_steps` and `explained`. Every redraw comes from a `watch_*` method.
+A thin App: keys -> state -> widgets. It is one App in four files, by view: this one holds the
+keys, the layout, the model thread and the watchers; tt_cli/tui/stepping.py the decoding view
+(heatmap, cell, candidates, what-if, heads off), tt_cli/tui/modes.py beam and explain modes and
+the screens over the view (masks, help, screenshot), tt_cli/tui/analysis.py the analysis views.
+What the reader asks to see is the reactive `view` (a `ViewState`, tt_cli/tui/state.py); what
+the model did is the reactive `decoding` (a snapshot from tt_cli/tui/session.py), with
+`beam_steps` and `explained`. Every redraw comes from a `watch_*` method.
 Model work runs on ONE thread that blocks on a queue, in the order the keys were pressed, and
 reports back with `call_from_thread`; the widgets only ever get data.
 """
@@ -11,9 +15,7 @@ from __future__ import annotations
 
 import gc
 import queue
-import time
 from collections.abc import Callable
-from operator import methodcaller
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +27,6 @@ from textual.reactive import reactive
 from textual.widgets import ContentSwitcher, OptionList, Static
 
 from core.align.links import DEFAULT_RULE, head_ranking, load_rule
-from core.analysis.attribute import Attribution
 from core.analysis.beam import BeamStep
 from core.analysis.explain import Explanation
 from core.analysis.reference import RefComparison
@@ -33,20 +34,18 @@ from core.analysis.scrub import ScrubPoint
 from core.analysis.tracefile import TraceFile
 from core.checkpoint import LoadedModel
 from core.errors import TTError
-from core.files import atomic_write_bytes
-from core.model.attention import Head
+from tt_cli.tui.analysis import AnalysisViews
 from tt_cli.tui.kept import Kept
-from tt_cli.tui.picture import attribution_picture, attribution_text, cell_text, picture
+from tt_cli.tui.modes import Modes
 from tt_cli.tui.screens.ask import AskScreen
-from tt_cli.tui.screens.help import HelpScreen
-from tt_cli.tui.screens.views import MasksAndPositions, ViewsScreen
-from tt_cli.tui.session import Decoding, ScrubSession, Session, TraceSession, find_piece
+from tt_cli.tui.session import Decoding, ScrubSession, Session, TraceSession
 from tt_cli.tui.state import Cell, ViewState
+from tt_cli.tui.stepping import Stepping
 from tt_cli.tui.widgets.beam import BeamView
 from tt_cli.tui.widgets.distribution import Distribution
 from tt_cli.tui.widgets.explain import ExplainView
-from tt_cli.tui.widgets.footer import Footer
-from tt_cli.tui.widgets.heatmap import Heatmap, label
+from tt_cli.tui.widgets.footer import NARROW, Footer
+from tt_cli.tui.widgets.heatmap import Heatmap
 from tt_cli.tui.widgets.lens import LensView
 from tt_cli.tui.widgets.reference import ReferenceView
 from tt_cli.tui.widgets.sentence import SentenceView
@@ -54,13 +53,20 @@ from tt_cli.tui.widgets.sentence import SentenceView
 Job = tuple[Callable[[], Any], Callable[[Any], None]]
 
 
-class InspectApp(App[None]):
+class InspectApp(Stepping, Modes, AnalysisViews, App[None]):
     CSS_PATH = "app.tcss"
     # The candidates list takes the keys first: ↑/↓ pick a candidate, ←/→ step. Tab reaches the heatmap.
     AUTO_FOCUS = "#dist"
     TITLE = "tt inspect"
+    # Below 100 columns (a terminal's default is 80×24) the right-hand panel narrows: app.tcss.
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW, "-wide")]
     # The help screen (?) is built from these: the tooltip is the line it shows.
+    # help and quit first: a narrow footer (80 columns) shows the first keys only.
     BINDINGS = [
+        Binding("question_mark", "help", "help", tooltip="this help"),
+        Binding("q", "quit", "quit", tooltip="quit"),
+        # priority: an open dialog's text field would take ctrl+c as "copy", and Textual's own says "press ^q"
+        Binding("ctrl+c", "quit", "quit", show=False, priority=True, tooltip="quit"),
         Binding("n,right", "next", "step", tooltip="take the next decoding step (beam mode: the next beam step)"),
         Binding("p,left", "back", "back", tooltip="step back"),
         Binding("r", "run", "run", tooltip="run to the end (EOS or the length limit)"),
@@ -144,9 +150,9 @@ class InspectApp(App[None]):
             tooltip="shapes, heads by kind, ÷√d_k, embedding, Add & Norm, FFN, PE, context",
         ),
         Binding("s", "save_svg", "svg", tooltip="save this screen as SVG"),
-        Binding("question_mark", "help", "help", tooltip="this help"),
-        Binding("q", "quit", "quit", tooltip="quit"),
     ]
+    # Keys that need the model: hidden from the footer and the help when a trace or a run is replayed.
+    MODEL_ACTIONS = frozenset({"what_if", "drop_branch", "head_off", "mode", "views", "reference", "insides"})
 
     view: reactive[ViewState] = reactive(ViewState, init=False)
     decoding: reactive[Decoding | None] = reactive(None)  # init: the first draw is of "nothing yet"
@@ -316,284 +322,26 @@ class InspectApp(App[None]):
         if new.mode == "ref":
             self._draw_reference()
 
-    def watch_beam_steps(self) -> None:
-        self._draw_beam()
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """False hides a key (footer, help) and ignores it: model keys in a replay, `i` when a
+        replayed trace holds no attribution."""
+        if action in self.MODEL_ACTIONS:
+            return self.session.live
+        if action == "attribution":
+            return bool(self.session.attributions)
+        return True
 
-    def watch_explained(self) -> None:
-        self._draw_explanation()
-
-    def _draw_beam(self) -> None:
-        self.query_one(BeamView).show(
-            self.beam_steps, self.view.beam_index, self.tokenizer, beam_size=self.beam_size, alpha=self.alpha
-        )
-
-    def _draw_explanation(self) -> None:
-        ex, note = self.explained or (None, "")
-        self.query_one(ExplainView).show(ex, note, self.view.cell[1])
-
-    def _draw_heatmap(self) -> None:
-        d, method = self.decoding, self.view.attribution
-        if d is None:
-            return
-        if method is not None:
-            self.query_one(Heatmap).show(attribution_picture(d, self._attribution(), method))
-        else:
-            self.query_one(Heatmap).show(
-                picture(self.view, d, self.rule, self.ranking, self._grid_sinks(), self._full_cross())
-            )
-
-    def _full_cross(self):
-        """The decoding so far re-read without the look-ahead mask, when the links view needs it (else None)."""
-        d, v = self.decoding, self.view
-        if not (self.rule.full_context and v.links and v.family == "cross" and not v.grid and d.steps):
-            return None
-        from core.align.links import full_context_cross
-
-        model, tokens = self.loaded.model, (tuple(d.source.tokens), tuple(s.token for s in d.steps))
-        return self.reread.get(
-            tokens, lambda: full_context_cross(model, *map(list, tokens)), self._draw_heatmap, self.submit
-        )
-
-    def _draw_cell(self) -> None:
-        """The line under the heatmap that reads out the selected cell."""
-        d, data, (row, col) = self.decoding, self.query_one(Heatmap).data, self.view.cell
-        if self.view.attribution is not None:
-            attr = self._attribution()
-            if d is not None and attr is not None and row < len(data.rows) and col < len(data.cols):
-                self.query_one("#cell", Static).update(attribution_text(attr, d, row, col), layout=False)
-            return
-        cell = self.view.selected(len(d.steps), len(d.source.tokens)) if d is not None else None
-        if cell is not None and row < len(data.matrix) and col < len(data.cols):
-            self.query_one("#cell", Static).update(cell_text(cell, data, d, row), layout=False)
-
-    def _draw_distribution(self) -> None:
-        step = self.decoding.steps[-1] if self.decoding is not None and self.decoding.steps else None
-        candidates = self.view.candidates(step, self.tokenizer) if step else []
-        self.query_one(Distribution).show(step, candidates, temperature=self.view.temperature, top_k=self.view.top_k)
-
-    # ------------------------------------------------------------------------------ the selected cell
+    # ------------------------------------------------------------------------------ messages from the widgets
+    # (here, not in the mixins: Textual collects @on handlers from the App's own class body)
     @on(Heatmap.CellSelected)
     def cell_selected(self, event: Heatmap.CellSelected) -> None:
         self.view = self.view.select(event.row, event.col)
         if self.view.mode == "explain":
             self._explain()
 
-    def _explain(self) -> None:
-        d = self.decoding
-        cell = self.view.selected(len(d.steps), len(d.source.tokens)) if d is not None else None
-        if cell is None or (self._explaining is not None and self._explaining[0] is d and self._explaining[1] == cell):
-            return  # a redraw re-selects the same cell; its explanation is asked for already
-        self._explaining = (d, cell)
-        self.submit(lambda: self.session.explain(d, cell), lambda ex: setattr(self, "explained", (ex, cell.note)))
-
-    # ------------------------------------------------------------------------------ actions: keys -> state
-    def _move(self, beam_step: Callable[[int], int], decode: Callable[[Session | TraceSession], Decoding]) -> None:
-        """n/p/r/0 walk the beam steps in beam mode (once there are some), else the decoding."""
-        if self.view.mode == "beam" and self.beam_steps:
-            self.view = self.view.beam_at(beam_step(self.view.beam_index), len(self.beam_steps))
-        elif self.decoding is not None:
-            self.submit(lambda: decode(self.session), self._decoded)
-
-    def action_next(self) -> None:
-        self._move(lambda i: i + 1, methodcaller("step"))
-
-    def action_back(self) -> None:
-        self._move(lambda i: i - 1 if i > 0 else 0, methodcaller("back"))
-
-    def action_run(self) -> None:
-        self._move(lambda i: -1, methodcaller("run"))
-
-    def action_restart(self) -> None:
-        self._move(lambda i: 0, methodcaller("restart"))
-
-    def action_view(self, change: str, *args: Any) -> None:
-        """A key that only changes what is shown: `change` names the pure ViewState method."""
-        self.view = getattr(self.view, change)(*args)
-
-    def live(self, what: str) -> bool:
-        """Whether a model runs behind the view; if not, say politely that `what` needs one."""
-        if not self.session.live:
-            self.notify(str(self.session.needs_model(what)), title="tt")
-        return self.session.live
-
-    def action_mode(self, mode: str) -> None:
-        if not self.live({"beam": "beam mode", "explain": "explain mode", "lens": "the logit lens"}[mode]):
-            return
-        self.view = self.view.toggle_mode(mode)
-        if self.view.mode == "explain":
-            self._explain()
-        if self.view.mode == "beam" and not self._beam_asked and self.decoding is not None:
-            self._beam_asked = True
-            self.submit(
-                lambda: self.session.beam(self.beam_size, self.alpha), lambda steps: setattr(self, "beam_steps", steps)
-            )
-
     @on(OptionList.OptionSelected, "#dist")
     def candidate_chosen(self, event: OptionList.OptionSelected) -> None:
         self.what_if(int(event.option.id))
-
-    def what_if(self, token: int) -> None:
-        """Take `token` instead at the current step and decode on from there (a branch)."""
-        d = self.decoding
-        if d is None or not d.steps or not self.live("what-if"):
-            return
-        if token == d.steps[-1].token:
-            self.notify("that is the piece already chosen at this step")
-            return
-        at = len(d.steps) - 1  # the step on screen, even if more are queued
-        self.submit(lambda: self.session.what_if(at, token), self._decoded)
-
-    def action_what_if(self) -> None:
-        d = self.decoding
-        if d is None or not d.steps or not self.live("what-if"):
-            return
-
-        def forced(typed: str | None) -> None:
-            if typed is None:
-                return
-            token = find_piece(self.loaded.tokenizer, typed, self.loaded.cfg.unk_id)
-            if token is None:
-                self.notify(f"“{typed}” is not a piece of this model's vocabulary", severity="error")
-            else:
-                self.what_if(token)
-
-        question = f"Piece to force at step {len(d.steps) - 1} (instead of {label(d.steps[-1].piece, 14)}):"
-        self.push_screen(AskScreen(question), forced)
-
-    def action_head_off(self) -> None:
-        if self.decoding is None or not self.live("switching a head off"):
-            return
-        view = self.view.toggle_head_off()
-        if view is self.view:
-            self.notify("pick one head first (h, or a row of the grid g): the mean of heads is not one head")
-            return
-        self.view, heads = view, view.heads_off
-        self.submit(lambda: self.session.heads_off(heads), self._decoded)
-
-    def action_drop_branch(self) -> None:
-        if self.decoding is not None:
-            self.submit(self.session.drop_branch, self._decoded)
-
-    def action_views(self) -> None:
-        d = self.decoding
-        if d is None or not self.live("the masks and positions view"):
-            return
-        ids, pieces = d.mask_inputs()
-
-        def show(positions: tuple) -> None:
-            table, kind = positions
-            shown = MasksAndPositions(ids, pieces, self.loaded.cfg.pad_id, table, kind, d.source.pieces)
-            # Built once and kept (installed), redrawn for a new step or sentence only: composing
-            # and mounting a new screen cost ~50 ms of CPU a press (bench/bench_tui_toggle.py).
-            if not self.is_screen_installed("views"):
-                self.install_screen(ViewsScreen(shown), "views")
-            elif self._views_drawn is not d:
-                self.get_screen("views").show(shown)
-            self._views_drawn = d
-            self.push_screen("views")
-
-        self.submit(lambda: self.session.positions(len(d.source.tokens)), show)
-
-    def action_insides(self) -> None:
-        from tt_cli.tui.views.screen import open_insides
-
-        open_insides(self)
-
-    def action_help(self) -> None:
-        # Built once and kept (installed): the bindings never change, and composing and laying out
-        # its table again cost ~100 ms a time (bench/bench_tui_toggle.py).
-        if not self.is_screen_installed("help"):
-            self.install_screen(
-                HelpScreen(
-                    [
-                        ("", self.BINDINGS),
-                        ("in the heatmap", Heatmap.BINDINGS),
-                        ("in the candidates list", Distribution.BINDINGS),
-                    ]
-                ),
-                "help",
-            )
-        self.push_screen("help")
-
-    def action_save_svg(self) -> Path:
-        path = self.svg_dir / f"tt-inspect-{time.strftime('%Y%m%d-%H%M%S')}.svg"
-        atomic_write_bytes(path, self.export_screenshot().encode("utf-8"))
-        self.notify(f"saved {path}")
-        return path
-
-    # ------------------------------------------------------------------ the analysis views
-    # Attribution in the heatmap (i), the logit lens panel (y), reference mode (--ref, c), sink
-    # marks in the grid and the checkpoint scrubber (--run, [ and ]): a key changes the ViewState or
-    # asks the model thread, and the answer comes back to a draw method; results are kept in `Kept`s.
-
-    def compare(self, reference: str) -> None:
-        """Teacher-force `reference` on the model thread, then show reference mode."""
-        self.reference = reference
-        self.submit(lambda: self.session.reference(reference), lambda c: setattr(self, "compared", c))
-
-    def watch_compared(self) -> None:
-        self.view = self.view.toggle_mode("ref") if self.view.mode != "ref" else self.view
-        self.query_one(SentenceView).show(self.decoding, self.compared)
-        self._draw_reference()
-
-    def _draw_reference(self) -> None:
-        d = self.decoding
-        self.query_one(ReferenceView).show(self.compared, len(d.steps) - 1 if d is not None and d.steps else None)
-
-    def _grid_sinks(self) -> dict[Head, list[str]]:
-        """The heads that park their attention, for the grid; asked for once per sentence (and reference)."""
-        if not self.view.grid or not self.session.live:
-            return {}
-        key, ref = (self.decoding.source.text, self.reference), self.reference
-        return self.sinks.get(key, lambda: self.session.sinks(ref), self._draw_heatmap, self.submit) or {}
-
-    def _attribution(self) -> Attribution | None:
-        """The attribution of the decoding on screen, or None while the model thread computes it."""
-        d, method = self.decoding, self.view.attribution
-        if d is None or method is None or not d.steps:
-            return None
-        return self.attributed.get(
-            (d, method), lambda: self.session.attribute(d, method), self._redraw_attribution, self.submit
-        )
-
-    def _redraw_attribution(self) -> None:
-        self._draw_heatmap()
-        self._draw_cell()
-
-    def _draw_lens(self) -> None:
-        d = self.decoding
-        if self.view.mode == "lens" and d is not None and d.steps:
-            steps = self.lensed.get(d, lambda: self.session.lens(d, 5), self._draw_lens, self.submit)
-            self.query_one(LensView).show(steps[-1] if steps else None)
-
-    def action_reference(self) -> None:
-        """Reference mode; without a reference yet, ask for one."""
-        if not self.live("reference mode") or self.decoding is None:
-            return
-        if self.compared is not None:
-            self.view = self.view.toggle_mode("ref")
-            return
-        self.push_screen(
-            AskScreen("Reference translation (English), teacher-forced step by step:"),
-            lambda ref: None if not ref or not ref.strip() else self.compare(ref.strip()),
-        )
-
-    def action_checkpoint(self, delta: int) -> None:
-        if not isinstance(self.session, ScrubSession):
-            self.notify('[ and ] move across a run\'s checkpoints: start with tt inspect --run runs/NAME "…"')
-            return
-        session = self.session
-
-        def moved(d: Decoding) -> None:
-            self.about = f"run {self.run_name or '?'} · {session.where} · [ ] move across checkpoints"
-            self.decoding = d
-
-        self.submit(lambda: session.checkpoint_by(delta), moved)
-
-    def action_attribution(self) -> None:
-        if self.view.attribution is None and not self.live("attribution"):
-            return
-        self.view = self.view.next_attribution()
 
 
 def make_app(loaded: LoadedModel | None, text: str | None = None, **options: Any) -> InspectApp:

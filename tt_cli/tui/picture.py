@@ -4,6 +4,7 @@ under it that reads out the selected cell. Pure functions of (ViewState, Decodin
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from dataclasses import replace
 
 import torch
 
@@ -14,7 +15,7 @@ from core.model.attention import Head
 from tt_cli.tui.session import Decoding
 from tt_cli.tui.state import Cell, ViewState
 from tt_cli.tui.widgets.explain import FAMILY_NAMES
-from tt_cli.tui.widgets.heatmap import HeatmapData, label
+from tt_cli.tui.widgets.heatmap import HeatmapData, label, nth
 
 
 def picture(
@@ -47,7 +48,7 @@ def picture(
             return HeatmapData(f"{name} · all layers × heads", [], [], [])
         else:
             query = len(steps) - 1
-            query_name = f"step {query} → {label(steps[query].piece, 12)}"
+            query_name = f"step {query + 1} → {label(steps[query].piece, 12)}"
         matrix = attention_grid(d.source, steps, family, query)
         off = {(layer, h) for f, layer, h in view.heads_off if f == family}
         aer = head_aer(ranking, n_layers) if family == "cross" else {}
@@ -69,15 +70,15 @@ def picture(
             title += f" · {SINK} parks on </s>, punctuation or the first piece"
         return HeatmapData(title, rows, key_pieces, matrix.tolist())
     matrix = attention_matrix(d.source, steps, family, view.layer, view.head)
-    heads = "mean of heads" if view.head is None else f"head {view.head}"
-    title = f"{name} · layer {view.layer}/{n_layers - 1} · {heads}"
+    heads = "mean of heads" if view.head is None else f"head {nth(view.head, view.dims.h)}"
+    title = f"{name} · layer {nth(view.layer, n_layers)} · {heads}"
     if view.selected_head() in view.heads_off:
         title += " · switched off (o): the decoding on the intact model"
     if family == "encoder_self":
         return HeatmapData(title, src_pieces, src_pieces, matrix.tolist())
     rows = [st.piece for st in steps]
     if family == "cross" and view.links:
-        title = f"{name} · links: {rule.describe()}"  # a long title wraps and costs a row
+        title = f"{name} · links: {describe(rule, n_layers)}"  # a long title wraps and costs a row
         if rule.full_context and full_cross is None:  # the model thread is re-reading the output
             marks = []
             title += " · re-reading the output…"
@@ -97,7 +98,13 @@ SINK = "◆"  # a head that parks its attention: one cell wide, unlike an anchor
 def grid_label(layer: int, head: int, note: str, parked: bool) -> str:
     """ "L0 h1 off", "L0 h1◆41%": the sink mark takes the separator's place, so the label still fits."""
     sep = SINK if parked else " "
-    return f"L{layer} h{head}" + (sep + note if note or parked else "")
+    return f"L{layer + 1} h{head + 1}" + (sep + note if note or parked else "")
+
+
+def describe(rule: AlignRule, n_layers: int) -> str:
+    """The rule as AlignRule.describe says it, its layer and head counted from 1 as on every screen here."""
+    head = None if rule.head is None else rule.head + 1
+    return replace(rule, layer=rule.layer % n_layers + 1, head=head).describe()
 
 
 def link_marks(
@@ -128,11 +135,11 @@ def cell_text(cell: Cell, data: HeatmapData, d: Decoding, row: int) -> str:
     if cell.family == "encoder_self":
         q_piece = d.source.pieces[cell.query]
     else:
-        q_piece = f"step {cell.query} ({label(d.steps[cell.query].piece, 12)})"
+        q_piece = f"step {cell.query + 1} ({label(d.steps[cell.query].piece, 12)})"
     weight = data.matrix[row][cell.key]
-    heads = "mean of heads" if cell.head is None else f"head {cell.head}"
+    heads = "mean of heads" if cell.head is None else f"head {cell.head + 1}"
     return (
-        f"weight [b]{weight:.4f}[/b] · layer {cell.layer} · {heads}\n"
+        f"weight [b]{weight:.4f}[/b] · layer {cell.layer + 1} · {heads}\n"
         f"query {q_piece} → key {label(data.cols[cell.key], 14)} (position {cell.key})"
     )
 
@@ -148,7 +155,8 @@ def attribution_picture(d: Decoding, attr: Attribution | None, method: str) -> H
         return HeatmapData(f"{name} · computing…", [], [], [])
     rows = [st.piece for st in d.steps]
     cols = [*d.source.pieces, *d.target_pieces][: attr.source.size(1) + attr.target.size(1)]
-    matrix = attribution_matrix(attr).tolist()
+    # a replayed trace holds every step's attribution: the rows and inputs of the steps on screen
+    matrix = attribution_matrix(attr)[: len(rows), : len(cols)].tolist()
     n_src = attr.source.size(1)
     hidden = [[j >= n_src and j - n_src > i for j in range(len(cols))] for i in range(len(rows))]
     return HeatmapData(name, rows, cols, matrix, hidden, len(rows) - 1 if rows else None)
@@ -170,6 +178,6 @@ def attribution_text(attr: Attribution, d: Decoding, row: int, col: int) -> str:
         else f"input {label(d.target_pieces[col - n_src], 14)}"
     )
     return (
-        f"attribution [b]{value:+.4f}[/b] nats ({attr.method}) · step {row} ({label(d.steps[row].piece, 12)})\n"
+        f"attribution [b]{value:+.4f}[/b] nats ({attr.method}) · step {row + 1} ({label(d.steps[row].piece, 12)})\n"
         f"← {key} (position {col}) · row total {float(attr.totals()[row]):+.3f}"
     )

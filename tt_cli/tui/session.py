@@ -25,7 +25,7 @@ from core.decode.stepper import Stepper
 from core.decode.trace import SourceTrace, StepTrace
 from core.errors import TTError
 from core.model.attention import Head, HeadMask
-from tt_cli.tui.state import Cell, Dims
+from tt_cli.tui.state import ATTRIBUTIONS, Cell, Dims
 
 MASK_PIECES = 24  # decoder inputs drawn in the masks view: more would not fit a terminal
 
@@ -91,6 +91,7 @@ def find_piece(tokenizer: Tokenizer, typed: str, unk_id: int) -> int | None:
 
 class Session:
     live = True  # a model runs behind it: what-if, beam, explain and the masks view work
+    attributions = ATTRIBUTIONS[1:]  # what key i cycles through after attention
 
     def __init__(self, loaded: LoadedModel) -> None:
         self.loaded = loaded
@@ -143,7 +144,9 @@ class Session:
         return self.snapshot()
 
     def restart(self) -> Decoding:
+        """Back to the first step (as the app starts, and as a replay restarts)."""
         self.active.restart()
+        self.active.step()
         return self.snapshot()
 
     def what_if(self, at: int, token: int) -> Decoding:
@@ -313,8 +316,16 @@ class TraceSession:
     def positions(self, n: int) -> tuple[torch.Tensor, str]:
         raise self.needs_model("the masks and positions view")
 
+    @property
+    def attributions(self) -> tuple[str, ...]:
+        """The attribution the trace holds (tt translate --attribution M --trace F), if any."""
+        return (self.trace.attribution.method,) if self.trace.attribution is not None else ()
+
     def attribute(self, decoding: Decoding, method: str) -> Attribution:
-        raise self.needs_model("attribution")
+        """The trace's own attribution, for every stored step (the heatmap shows the steps on screen)."""
+        if method not in self.attributions:
+            raise self.needs_model("attribution")
+        return self.trace.attribution
 
     def lens(self, decoding: Decoding, top_k: int) -> list[LensStep]:
         raise self.needs_model("the logit lens")
@@ -347,4 +358,4 @@ class ScrubSession(TraceSession):
 
     @property
     def where(self) -> str:
-        return f"checkpoint step {self.points[self.at].step} ({self.at + 1}/{len(self.points)})"
+        return f"training step {self.points[self.at].step} (checkpoint {self.at + 1} of {len(self.points)})"

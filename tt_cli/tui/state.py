@@ -50,9 +50,9 @@ class Cell:
     @property
     def note(self) -> str:
         """What explain mode must say besides the numbers: which query vector, which head."""
-        note = "" if self.head is not None else "(the mean of heads has no single q·k: head 0)"
+        note = "" if self.head is not None else "(the mean of heads has no single q·k: head 1)"
         if self.family != "encoder_self":
-            note = f"the decoder input that produced step {self.query}'s piece {note}".rstrip()
+            note = f"the decoder input that produced step {self.query + 1}'s piece {note}".rstrip()
         return note
 
 
@@ -119,9 +119,12 @@ class ViewState:
         """Raw attention ↔ word links; the links are drawn on the cross-attention matrix (f to reach it)."""
         return replace(self, links=not self.links)
 
-    def next_attribution(self) -> ViewState:
-        """Attention → input×gradient → integrated gradients → attention, for the same steps."""
-        return replace(self, attribution=ATTRIBUTIONS[(ATTRIBUTIONS.index(self.attribution) + 1) % len(ATTRIBUTIONS)])
+    def next_attribution(self, methods: tuple[str, ...] = ATTRIBUTIONS[1:]) -> ViewState:
+        """Attention → input×gradient → integrated gradients → attention, for the same steps
+        (`methods`: the attributions there are; a replayed trace holds one at most)."""
+        cycle = (None, *methods)
+        at = cycle.index(self.attribution) if self.attribution in cycle else 0
+        return replace(self, attribution=cycle[(at + 1) % len(cycle)])
 
     def temperature_by(self, factor: float) -> ViewState:
         return replace(self, temperature=min(max(self.temperature * factor, MIN_TEMPERATURE), MAX_TEMPERATURE))

@@ -14,8 +14,9 @@ class AskScreen(ModalScreen[str | None]):
     AUTO_FOCUS = "Input"  # not the app's "#dist", which this screen does not have
     DEFAULT_CSS = """
     AskScreen { align: center middle; }
-    AskScreen > Vertical { width: 70; height: auto; border: round $accent; padding: 1 2; background: $surface; }
+    AskScreen > Vertical { width: 70; max-width: 100%; height: auto; border: round $accent; padding: 1 2; background: $surface; }
     AskScreen Label { margin-bottom: 1; }
+    AskScreen #leave { margin: 1 0 0 0; color: $text-muted; }
     """
     BINDINGS = [Binding("escape", "cancel", "cancel")]
 
@@ -27,6 +28,7 @@ class AskScreen(ModalScreen[str | None]):
         with Vertical():
             yield Label(self.question)
             yield Input(placeholder=self.placeholder)
+            yield Label("enter: go on · esc: cancel · ctrl+c: quit tt inspect", id="leave")
 
     @on(Input.Submitted)
     def submitted(self, event: Input.Submitted) -> None:

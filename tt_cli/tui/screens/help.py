@@ -18,15 +18,18 @@ from textual.widgets import Static
 
 INTRO = (
     "tt inspect decodes one sentence greedily, one piece per step. The heatmap shows the attention "
-    "behind the current step (▶ row); the panel on the right shows the next-piece distribution.\n"
+    "behind the current step (▶ row); the panel on the right shows the next-piece distribution. "
+    "Steps, layers, heads and checkpoints count from 1 (step 3 of 12, layer 1 of 6); positions "
+    "count from 0, as pos in the paper.\n"
 )
+LEAVE = "esc, q or ? closes this help (↑/↓ scroll) · q or ctrl+c quits tt inspect\n"
 
 
 class HelpScreen(ModalScreen[None]):
     AUTO_FOCUS = "*"  # not the app's "#dist", which this screen does not have
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
-    HelpScreen > VerticalScroll { width: 96; height: auto; max-height: 90%; border: round $accent; padding: 0 2; background: $surface; }
+    HelpScreen > VerticalScroll { width: 96; max-width: 100%; height: auto; max-height: 90%; border: round $accent; padding: 0 2; background: $surface; }
     """
     BINDINGS = [Binding("escape,q,question_mark", "app.pop_screen", "close")]
 
@@ -62,5 +65,6 @@ class HelpScreen(ModalScreen[None]):
             for keys, what in self.rows(bindings):
                 table.add_row(keys, what)
         with VerticalScroll():
+            yield Static(Text(LEAVE, style="bold"))
             yield Static(Text(INTRO, style="dim"))
             yield Static(table)

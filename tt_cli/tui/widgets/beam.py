@@ -10,7 +10,7 @@ from textual.widgets import Static
 
 from core.analysis.beam import BeamStep
 from core.data.tokenizer import Tokenizer
-from tt_cli.tui.widgets.heatmap import label
+from tt_cli.tui.widgets.heatmap import label, nth
 
 FATE_STYLE = {"kept": "bold green", "finished": "bold yellow", "pruned": "dim strike"}
 
@@ -29,7 +29,7 @@ class BeamView(Static):
             return
         index = min(max(index, 0), len(steps) - 1)
         step = steps[index]
-        self.border_subtitle = f"step {index}/{len(steps) - 1} (n/p)"
+        self.border_subtitle = f"beam step {nth(index, len(steps))} (n/p)"
         table = Table(box=None, padding=(0, 1), header_style="bold")
         table.add_column("from", justify="right")
         table.add_column("hypothesis", overflow="fold")

@@ -30,6 +30,8 @@ class Distribution(OptionList):
     Distribution { height: 1fr; }
     """
     BINDINGS = [
+        # OptionList's home (first candidate) would hide the app's restart key, which the help promises
+        Binding("home", "app.restart", "restart", show=False, tooltip="restart from the first step"),
         Binding(
             "enter",
             "select",
@@ -39,21 +41,39 @@ class Distribution(OptionList):
         ),
     ]
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Enter on a candidate is a what-if: hidden, as the app's w is, where no model runs."""
+        return self.app.check_action("what_if", ()) if action == "select" else True
+
+    _shown: tuple = (None, [], 1.0, 10)  # the last show's arguments, drawn again at a new width
+
+    def on_resize(self) -> None:
+        step, candidates, temperature, top_k = self._shown
+        self.show(step, candidates, temperature=temperature, top_k=top_k)
+
+    def bar_width(self) -> int:
+        """The bars take what the marker, rank, piece and percentage (23 columns) and a scrollbar leave."""
+        width = self.content_size.width
+        return BAR if width == 0 else max(4, min(BAR, width - 23 - 2))
+
     def show(self, step: StepTrace | None, candidates: list[Candidate], *, temperature: float, top_k: int) -> None:
-        self.border_title = f"next piece · top-{top_k} · temperature {temperature:.2f}"
+        self._shown = (step, candidates, temperature, top_k)
+        self.border_title = f"next piece · top-{top_k} · temp {temperature:.2f}"
         highlighted = self.highlighted
         self.clear_options()
         if step is None:
             self.border_subtitle = "no step yet"
             return
-        self.border_subtitle = f"step {step.index} chose {label(step.piece, 12)}" + (" (forced)" if step.forced else "")
-        options = []
+        self.border_subtitle = f"step {step.index + 1} chose {label(step.piece, 12)}" + (
+            " (forced)" if step.forced else ""
+        )
+        options, width = [], self.bar_width()
         for rank, c in enumerate(candidates, 1):
             chosen = c.token == step.token
             text = Text()
             text.append("▶ " if chosen else "  ", style="bold yellow")
             text.append(f"{rank:>2} {label(c.piece, 10):<11}", style="bold" if chosen else "")
-            text.append(bar(c.prob), style="green" if chosen else "cyan")
+            text.append(bar(c.prob, width), style="green" if chosen else "cyan")
             text.append(f" {c.prob:6.1%}")
             options.append(Option(text, id=str(c.token)))
         if step.token not in {c.token for c in candidates}:
@@ -61,7 +81,7 @@ class Distribution(OptionList):
             text = Text()
             text.append("▶  · ", style="bold yellow")
             text.append(f"{label(step.piece, 10):<11}", style="bold")
-            text.append(f"{' ' * BAR} p={math.exp(step.logprob):.1%} (model)")
+            text.append(f"{' ' * width} p={math.exp(step.logprob):.1%} (model)")
             options.append(Option(text, id=str(step.token)))
         self.add_options(options)
         if options:

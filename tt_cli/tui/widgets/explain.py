@@ -39,7 +39,7 @@ class ExplainView(Static):
         if ex is None:
             self.update(Text(note or "select a cell in the heatmap", style="dim italic"))
             return
-        self.border_subtitle = f"layer {ex.layer} · head {ex.head}"
+        self.border_subtitle = f"layer {ex.layer + 1} · head {ex.head + 1}"
         head = Text()
         head.append(f"{FAMILY_NAMES.get(ex.family, ex.family)}\n", style="bold")
         head.append(f"query {label(ex.query_piece, 12)} (position {ex.query_index})", style="bold yellow")

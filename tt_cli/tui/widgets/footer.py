@@ -11,9 +11,16 @@ from __future__ import annotations
 
 from textual.widgets import Footer as TextualFooter
 
+NARROW = 100  # columns: below, the right-hand panel narrows (app.tcss)
+
 
 class Footer(TextualFooter):
     _shown: tuple | None = None  # what the last rebuild showed
+
+    def __init__(self) -> None:
+        # Packed tight, and without the command palette's key (ctrl+p still opens it): every key fits
+        # 120 columns, and the first ones, help and quit among them, fit 80.
+        super().__init__(compact=True, show_command_palette=False)
 
     def shown(self) -> tuple:
         """What the footer draws: its style and, as Textual's compose picks them, the first shown

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from rich.cells import cell_len
 from rich.console import Group
 from rich.text import Text
 from textual import events
@@ -20,6 +21,15 @@ from core.decode.trace import piece_label as label
 from tt_cli.render import shade
 
 LABEL_WIDTH = 10
+MIN_CELL = 4  # columns a key takes at least: a long sentence scrolls rather than squeeze its labels
+
+
+def nth(index: int, count: int) -> str:
+    """ "3 of 12" for index 2: steps, layers, heads and checkpoints count from 1 on every screen of
+    tt inspect (positions stay the paper's 0-based pos); JSON files and --json keep 0-based indices."""
+    return f"{index + 1} of {count}"
+
+
 # One tooltip for the four arrows: the help screen lists them on one row.
 _MOVE = "with the heatmap focused (tab, or a click on a cell): move the selected cell"
 
@@ -84,8 +94,37 @@ class Heatmap(Widget, can_focus=True):
 
     def _cell_width(self) -> int:
         n_cols = max(len(self.data.cols), 1)
-        room = max(self.content_size.width - LABEL_WIDTH - 1, 3)
-        return max(3, min(7, room // n_cols))
+        room = max(self.content_size.width - LABEL_WIDTH - 1, MIN_CELL)
+        return max(MIN_CELL, min(7, room // n_cols))
+
+    def _title_lines(self) -> int:
+        """The title wraps (a grid's query and notes are worth reading); the window counts its lines."""
+        return len(Text(self.data.title).wrap(self.app.console, max(self.content_size.width, 1)))
+
+    def _header_lines(self, width: int) -> int:
+        """1 when every key label fits its cell, else 2: staggered, each label gets two cells' room."""
+        return 1 if all(len(label(piece, 99)) <= width - 1 for piece in self.data.cols) else 2
+
+    def _header(self, cols: range, width: int) -> list[Text]:
+        """The key labels over the columns; on two lines, even columns above and odd ones below."""
+        n_lines = self._header_lines(width)
+        if n_lines == 1:
+            header = Text(" " * (LABEL_WIDTH + 1))
+            for j in cols:
+                style = "bold reverse" if j == self.cursor[1] else "bold"
+                header.append(label(self.data.cols[j], width - 1).ljust(width), style=style)
+            return [header]
+        lines = []
+        for line_no in range(n_lines):
+            line, x = Text(" " * (LABEL_WIDTH + 1)), 0
+            for k, j in enumerate(cols):
+                if k % n_lines == line_no:
+                    text = label(self.data.cols[j], n_lines * width - 1)
+                    line.append(" " * (k * width - x))
+                    line.append(text, style="bold reverse" if j == self.cursor[1] else "bold")
+                    x = k * width + cell_len(text)
+            lines.append(line)
+        return lines
 
     def _window(self) -> tuple[range, range]:
         """The rows and columns that fit, scrolled so that the cursor (and its row) stay in view."""
@@ -97,7 +136,8 @@ class Heatmap(Widget, can_focus=True):
 
         width = self._cell_width()
         fit_cols = (self.content_size.width - LABEL_WIDTH - 1) // width
-        fit_rows = self.content_size.height - 3  # title, key labels, and a line for the "more" note
+        # the title, the key labels, and a line for the "more" note
+        fit_rows = self.content_size.height - 1 - self._title_lines() - self._header_lines(width)
         return (
             around(self.cursor[0], len(self.data.rows), fit_rows),
             around(self.cursor[1], len(self.data.cols), fit_cols),
@@ -108,7 +148,7 @@ class Heatmap(Widget, can_focus=True):
         if offset is None or not self.data.rows:
             return
         rows, cols = self._window()
-        row = rows.start + offset.y - 2  # the title line and the key labels come first
+        row = rows.start + offset.y - self._title_lines() - self._header_lines(self._cell_width())
         col = cols.start + (offset.x - LABEL_WIDTH - 1) // self._cell_width()
         if offset.x > LABEL_WIDTH and row in rows and col in cols:
             self.focus()
@@ -122,11 +162,7 @@ class Heatmap(Widget, can_focus=True):
             return Group(*lines)
         width = self._cell_width()
         rows, cols = self._window()
-        header = Text(" " * (LABEL_WIDTH + 1))
-        for j in cols:
-            style = "bold reverse" if j == self.cursor[1] else "bold"
-            header.append(label(data.cols[j], width - 1).ljust(width), style=style)
-        lines.append(header)
+        lines.extend(self._header(cols, width))
         for i in rows:
             marker = "▶" if i == data.current_row else " "
             row_style = "bold reverse" if i == self.cursor[0] else ("bold" if i == data.current_row else "")
@@ -154,9 +190,11 @@ class Heatmap(Widget, can_focus=True):
         if len(rows) < len(data.rows) or len(cols) < len(data.cols):
             lines.append(
                 Text(
-                    f"rows {rows.start}–{rows.stop - 1}/{len(data.rows)} · keys {cols.start}–{cols.stop - 1}/"
-                    f"{len(data.cols)} · arrows scroll",
+                    f"rows {rows.start + 1}–{rows.stop} of {len(data.rows)} · keys {cols.start + 1}–{cols.stop}"
+                    f" of {len(data.cols)} · arrows scroll",
                     style="dim",
+                    no_wrap=True,
+                    overflow="ellipsis",
                 )
             )
         return Group(*lines)

@@ -24,7 +24,7 @@ class LensView(Static):
         if step is None:
             self.update(Text("computing the logit lens…", style="dim italic"))
             return
-        self.border_subtitle = f"step {step.index} → {label(step.piece, 12)}"
+        self.border_subtitle = f"step {step.index + 1} → {label(step.piece, 12)}"
         table = Table(box=None, padding=(0, 1), show_edge=False)
         table.add_column("layer", justify="right")
         table.add_column("rank", justify="right")
@@ -34,5 +34,5 @@ class LensView(Static):
             for c in layer.top:
                 style = "bold green" if c.token == step.token else ""
                 tops.append(f"{label(c.piece, 10)} {c.prob:.2f}  ", style=style)
-            table.add_row(str(layer.layer), str(layer.rank), tops)
+            table.add_row(str(layer.layer + 1), str(layer.rank), tops)
         self.update(table)

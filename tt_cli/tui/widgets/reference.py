@@ -23,7 +23,7 @@ def divergence_line(c: RefComparison) -> str:
         return f"the model's choice is the reference piece at every step · log p(ref) {c.ref_logprob:.2f}"
     s = c.steps[c.first_divergence]
     return (
-        f"first divergence at step {s.index}: reference {label(s.ref_piece, 12)} (rank {s.ref_rank}, "
+        f"first divergence at step {s.index + 1}: reference {label(s.ref_piece, 12)} (rank {s.ref_rank}, "
         f"p {s.ref_prob:.2f}) vs model {label(s.model_piece, 12)} (p {s.model_prob:.2f}) · "
         f"log p(ref) {c.ref_logprob:.2f}"
     )
@@ -56,7 +56,7 @@ class ReferenceView(Static):
             style = "bold red" if s.index == c.first_divergence else ("" if s.agrees else "yellow")
             mark = "▶" if s.index == current else " "
             table.add_row(
-                f"{mark}{s.index}",
+                f"{mark}{s.index + 1}",
                 label(s.ref_piece, 12),
                 str(s.ref_rank),
                 f"{s.ref_prob:.2f}",

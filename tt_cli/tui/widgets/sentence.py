@@ -11,7 +11,7 @@ from textual.widgets import Static
 from core.analysis.reference import RefComparison
 from core.model.attention import Head
 from tt_cli.tui.session import Decoding
-from tt_cli.tui.widgets.heatmap import label
+from tt_cli.tui.widgets.heatmap import label, nth
 
 
 def pieces_line(name: str, pieces: list[str], *, current: int | None = None, forced: set[int] | None = None) -> Text:
@@ -29,7 +29,7 @@ SHORT_FAMILY = {"cross": "cross", "decoder_self": "dec-self", "encoder_self": "e
 
 def head_name(head: Head) -> str:
     family, layer, h = head
-    return f"{SHORT_FAMILY[family]} L{layer} h{h}"
+    return f"{SHORT_FAMILY[family]} L{layer + 1} h{h + 1}"
 
 
 def changed(intact: list[str], ablated: list[str]) -> set[int]:
@@ -63,7 +63,7 @@ class SentenceView(Static):
                     name, [s.piece for s in steps], current=current, forced={s.index for s in steps if s.forced}
                 )
             )
-            status = "done" if line.finished else f"step {len(steps)}/{d.limit}"
+            status = "done" if line.finished else f"step {nth(len(steps) - 1, d.limit)}"
             summary = Text(" " * 9)
             summary.append(f"“{line.text}”", style="italic green" if active else "italic")
             summary.append(f"  {status} · log p {line.score:.2f}", style="dim")
