@@ -25,6 +25,7 @@ import torch
 
 from core.errors import ConfigError
 from core.model.attention import HeadMask
+from core.model.step import FusedStep, fused_step
 from core.model.transformer import DecoderState, Encoded, Transformer
 
 EXTRA_LEN = 50  # output may run this many pieces past the source length (§6.1)
@@ -83,14 +84,20 @@ def next_logprobs(
     banned: torch.Tensor,
     ban_eos: bool,
     head_mask: HeadMask | None = None,
+    fused: FusedStep | None = None,
 ) -> torch.Tensor:
     """One decoder step over the cache: step_input (N, 1) -> log p(next piece) (N, vocab), bans applied.
+
+    `fused` (core/model/step.py) computes the same step with fewer operations; None runs the modules.
 
     Greedy search needs only the argmax and its log-probability, but on the CPU the fused
     log_softmax is 2-3x cheaper than the logsumexp that would skip it (bench/README.md), so every
     rule takes the full log-softmax.
     """
-    logits = model.decode(step_input, enc, state=state, head_mask=head_mask).logits[:, -1]  # (N, vocab)
+    if fused is not None:
+        logits = fused(step_input, enc, state)  # (N, vocab)
+    else:
+        logits = model.decode(step_input, enc, state=state, head_mask=head_mask).logits[:, -1]  # (N, vocab)
     logprobs = logits.float().log_softmax(-1)
     logprobs.index_fill_(1, banned, float("-inf"))
     if ban_eos:
@@ -140,8 +147,11 @@ def _pick_loop(
     lengths = limits.clone()  # pieces scored per row, EOS included
     alive = torch.arange(b, device=device)  # the original row of each live batch row
     step_input = torch.full((b, 1), cfg.bos_id, dtype=torch.long, device=device)
+    fused = fused_step(model) if head_mask is None else None
     for step in range(steps):
-        lp = next_logprobs(model, step_input, enc, state, banned=banned, ban_eos=step < min_len, head_mask=head_mask)
+        lp = next_logprobs(
+            model, step_input, enc, state, banned=banned, ban_eos=step < min_len, head_mask=head_mask, fused=fused
+        )
         chosen = pick(lp)  # (n,)
         tokens[alive, step] = chosen
         logprobs[alive, step] = lp.gather(1, chosen[:, None]).squeeze(1)
@@ -310,8 +320,9 @@ def beam_search(
         top_finished=[False] * b,
     )
     step_input = torch.full((b, 1), cfg.bos_id, dtype=torch.long, device=device)
+    fused = fused_step(model)
     for step in range(max(limits)):
-        lp = next_logprobs(model, step_input, enc, state, banned=banned, ban_eos=step < min_len)  # (n·k, V)
+        lp = next_logprobs(model, step_input, enc, state, banned=banned, ban_eos=step < min_len, fused=fused)
         c = _extend(beams, lp, beam_size, cfg.eos_id)
         if on_step is not None and beams.alive[0] == 0:
             on_step(step, _sentence_zero(c, beams.seqs, beam_size))
