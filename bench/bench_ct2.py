@@ -10,8 +10,8 @@ log-probabilities agree within 1e-4 and greedy outputs are identical. Decoding s
   (length_penalty 0, num_hypotheses = beam), re-ranked here with tt's GNMT penalty
   ((5 + |Y|) / 6)^α, |Y| counting EOS. The re-ranking is inside CTranslate2's timed call.
 
-Sentences: the shipped model's held-out Tatoeba test split (buckets from weights/card.json, rebuilt
-with core.data.readers.heldout_range), tokenized once; both engines get the same length-sorted
+Sentences: the model's held-out Tatoeba test split (buckets from its card.json, or weights/card.json
+for a run without a card, rebuilt with core.data.readers.heldout_range), tokenized once; both engines get the same length-sorted
 batches of piece ids / pieces (tokenizing and detokenizing are outside the timing for both).
 Engines run interleaved batch by batch, so load from other processes hits them alike.
 
@@ -72,9 +72,11 @@ class PeakRSS:
 
 
 def held_out(model_dir: Path) -> tuple[list[str], list[str]]:
+    """The model card's Tatoeba test split; a run without a card (a pilot) gets the shipped model's."""
     from core.data.readers import heldout_range, read_corpus
 
-    card = json.loads((model_dir / "card.json").read_text())
+    card_file = model_dir / "card.json"
+    card = json.loads((card_file if card_file.exists() else ROOT / "weights" / "card.json").read_text())
     test = card["test_sets"]["tatoeba-test"]
     lo, hi = test["buckets"]
     pairs = heldout_range(read_corpus(SHARED / test["file"]), lo, hi)

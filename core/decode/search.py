@@ -9,8 +9,8 @@ can ban EOS for the first `min_len` steps. The bans are applied after the softma
 `token_logprobs` of a hypothesis are the model's own log-probabilities.
 
 Beam search follows the paper's setup (§6.1): beam size 4, length penalty α = 0.6, maximum output
-length = input length + 50, terminating early when possible. Lengths count pieces: the input's
-without its EOS, the output's with the EOS that ends it (every scored piece).
+length = input length + 50, terminating early when possible (`_still_searching`). Lengths count pieces: the
+input's without its EOS, the output's with the EOS that ends it (every scored piece).
 
 The self-attention caches are preallocated for the step limit (`start_state(capacity=...)`), so a
 step writes one position in place instead of copying the cache.
@@ -25,6 +25,7 @@ import torch
 
 from core.errors import ConfigError
 from core.model.attention import HeadMask
+from core.model.step import FusedStep, fused_step
 from core.model.transformer import DecoderState, Encoded, Transformer
 
 EXTRA_LEN = 50  # output may run this many pieces past the source length (§6.1)
@@ -83,14 +84,20 @@ def next_logprobs(
     banned: torch.Tensor,
     ban_eos: bool,
     head_mask: HeadMask | None = None,
+    fused: FusedStep | None = None,
 ) -> torch.Tensor:
     """One decoder step over the cache: step_input (N, 1) -> log p(next piece) (N, vocab), bans applied.
+
+    `fused` (core/model/step.py) computes the same step with fewer operations; None runs the modules.
 
     Greedy search needs only the argmax and its log-probability, but on the CPU the fused
     log_softmax is 2-3x cheaper than the logsumexp that would skip it (bench/README.md), so every
     rule takes the full log-softmax.
     """
-    logits = model.decode(step_input, enc, state=state, head_mask=head_mask).logits[:, -1]  # (N, vocab)
+    if fused is not None:
+        logits = fused(step_input, enc, state)  # (N, vocab)
+    else:
+        logits = model.decode(step_input, enc, state=state, head_mask=head_mask).logits[:, -1]  # (N, vocab)
     logprobs = logits.float().log_softmax(-1)
     logprobs.index_fill_(1, banned, float("-inf"))
     if ban_eos:
@@ -140,8 +147,11 @@ def _pick_loop(
     lengths = limits.clone()  # pieces scored per row, EOS included
     alive = torch.arange(b, device=device)  # the original row of each live batch row
     step_input = torch.full((b, 1), cfg.bos_id, dtype=torch.long, device=device)
+    fused = fused_step(model) if head_mask is None else None
     for step in range(steps):
-        lp = next_logprobs(model, step_input, enc, state, banned=banned, ban_eos=step < min_len, head_mask=head_mask)
+        lp = next_logprobs(
+            model, step_input, enc, state, banned=banned, ban_eos=step < min_len, head_mask=head_mask, fused=fused
+        )
         chosen = pick(lp)  # (n,)
         tokens[alive, step] = chosen
         logprobs[alive, step] = lp.gather(1, chosen[:, None]).squeeze(1)
@@ -285,9 +295,10 @@ def beam_search(
     Every sentence keeps `beam_size` live beams as rows of one (B·beam) batch through the cache.
     At each step the 2·beam best extensions are taken per sentence (at most one EOS per beam, so
     at least `beam` of them go on): an EOS among the top `beam` finishes a hypothesis, the best
-    `beam` others are the next beams. A sentence is done when `beam_size` hypotheses have finished,
-    or at its length limit (live beams then finish as they are). Finished hypotheses are ranked by
-    log p(Y|X) / lp(Y), lp the GNMT length penalty with |Y| the number of scored pieces.
+    `beam` others are the next beams. A sentence is done once `beam_size` hypotheses have finished
+    and, at some step, its best candidate was one of them (the search goes on until its top beam
+    has ended), or at its length limit (live beams then finish as they are). Finished hypotheses
+    are ranked by log p(Y|X) / lp(Y), lp the GNMT length penalty with |Y| the number of scored pieces.
     n_best=None returns every finished hypothesis. `on_step` (beam_steps uses it) sees sentence
     0's candidates at every step.
     """
@@ -306,10 +317,12 @@ def beam_search(
         scores=torch.zeros(b, 1, device=device),
         seqs=torch.empty(b, 0, dtype=torch.long, device=device),
         seq_lps=torch.empty(b, 0, device=device),
+        top_finished=[False] * b,
     )
     step_input = torch.full((b, 1), cfg.bos_id, dtype=torch.long, device=device)
+    fused = fused_step(model)
     for step in range(max(limits)):
-        lp = next_logprobs(model, step_input, enc, state, banned=banned, ban_eos=step < min_len)  # (n·k, V)
+        lp = next_logprobs(model, step_input, enc, state, banned=banned, ban_eos=step < min_len, fused=fused)
         c = _extend(beams, lp, beam_size, cfg.eos_id)
         if on_step is not None and beams.alive[0] == 0:
             on_step(step, _sentence_zero(c, beams.seqs, beam_size))
@@ -335,6 +348,7 @@ class _Beams:
     scores: torch.Tensor  # (n, k) raw log-probabilities of the live beams
     seqs: torch.Tensor  # (n·k, t) output so far
     seq_lps: torch.Tensor  # (n·k, t) log p of each of those pieces
+    top_finished: list[bool]  # per live sentence: at some step its best candidate was an EOS
 
 
 @dataclass
@@ -406,6 +420,8 @@ def _sentence_zero(c: _Extensions, seqs: torch.Tensor, beam: int) -> StepCandida
 
 def _finish(c: _Extensions, beams: _Beams, finished: list, eos_id: int) -> None:
     """File this step's finished hypotheses under their sentences: a few per step, so a Python loop is cheap."""
+    for s, top in enumerate(c.finishing[:, 0].tolist()):
+        beams.top_finished[s] = beams.top_finished[s] or top
     for s, j in c.finishing.nonzero().tolist():
         row = s * beams.k + int(c.parent[s, j])
         pieces = beams.seqs[row].tolist() + [eos_id]
@@ -432,9 +448,13 @@ def _reorder(c: _Extensions, beams: _Beams, enc: Encoded, state: DecoderState) -
 
 
 def _still_searching(beams: _Beams, step: int, limits: list[int], finished: list, beam: int) -> list[int]:
-    """The live sentences that go on. Early stopping as in fairseq: once `beam` hypotheses have
-    finished, the rest are dropped. At its length limit a sentence's live beams finish as they are,
-    even when this same step also brought the finished count to `beam`: one may outrank those."""
+    """The live sentences that go on. A sentence stops once `beam` hypotheses have finished and its
+    best candidate at some step was an EOS (CTranslate2's rule). Stopping at the `beam`-th finished
+    hypothesis alone (fairseq's early stop) can cut off a live beam that was ahead of every finished
+    one: "I don't have a car." (−0.49) lost to "I have no car." (−1.46) that way. Searching on
+    only adds hypotheses, so the best normalised score can only rise. At its length limit a
+    sentence's live beams finish as they are, even when this same step also completed the
+    stop rule: one may outrank those."""
     keep = []
     no_live_beam = (beams.scores[:, 0] == float("-inf")).tolist()  # (n,): beams sort best first
     for s, sent in enumerate(beams.alive):
@@ -448,7 +468,7 @@ def _still_searching(beams: _Beams, step: int, limits: list[int], finished: list
                         (float(beams.scores[s, j]), beams.seqs[row].tolist(), beams.seq_lps[row].tolist())
                     )
             continue
-        if len(finished[sent]) >= beam:
+        if len(finished[sent]) >= beam and beams.top_finished[s]:
             continue
         keep.append(s)
     return keep
@@ -463,6 +483,7 @@ def _drop_sentences(beams: _Beams, keep: list[int], enc: Encoded, state: Decoder
     beams.scores = beams.scores.index_select(0, sent_index)
     beams.seqs, beams.seq_lps = beams.seqs.index_select(0, row_index), beams.seq_lps.index_select(0, row_index)
     beams.alive = [beams.alive[s] for s in keep]
+    beams.top_finished = [beams.top_finished[s] for s in keep]
     return enc
 
 
