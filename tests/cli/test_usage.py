@@ -84,3 +84,29 @@ def test_a_sentence_after_double_dash_and_a_flag_before_it_translate():
     result = tt("translate", "--greedy", "--", "- Oui, dit-il.", "true")
     assert result.returncode == 0, result.stderr
     assert len(result.stdout.splitlines()) == 2  # both are sentences once after --
+
+
+def test_sampling_options_without_sample_are_an_error():
+    result = runner.invoke(app, ["translate", "--top-k", "5", "--top-p", "0.9", "Le chat dort."])
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr == "tt: error: --top-k and --top-p shape sampling only: add --sample (or leave them out)\n"
+    alone = runner.invoke(app, ["translate", "--temperature", "0.5", "Le chat dort."])
+    assert alone.exit_code == 1 and "--temperature shape sampling only" in alone.stderr
+
+
+def test_a_bad_model_path_from_tt_model_says_so(tmp_path):
+    missing = tmp_path / "nope"
+    from_env = runner.invoke(app, ["translate", "Le chat."], env={"TT_MODEL": str(missing)})
+    assert from_env.exit_code == 1
+    assert from_env.stderr == (
+        f"tt: error: {missing}: no such model directory (the path is $TT_MODEL's; unset it for the shipped model)\n"
+    )
+    typed = runner.invoke(app, ["translate", "--model", str(missing), "Le chat."], env={"TT_MODEL": str(tmp_path)})
+    assert typed.stderr == f"tt: error: {missing}: no such model directory\n"  # --model wins and is named alone
+
+
+def test_a_model_given_as_a_file_says_it_is_a_file(tmp_path):
+    (tmp_path / "model.safetensors").write_bytes(b"")
+    result = runner.invoke(app, ["translate", "--model", str(tmp_path / "model.safetensors"), "Le chat."])
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"tt: error: {tmp_path / 'model.safetensors'}: not a directory (a model is a")
