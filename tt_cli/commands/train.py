@@ -64,8 +64,9 @@ def parse_duration(text: str | None, option: str = "--max-time") -> float:
 
 
 class Notices:
-    """What the start of a run says that the user did not ask for: a smaller vocabulary than
-    --vocab-size (SentencePiece stops when the text holds no more pieces); and where it began."""
+    """What the start of a run says that the user did not ask for: a warmup the run never finishes
+    (the learning rate stays near zero), a smaller vocabulary than --vocab-size (SentencePiece stops
+    when the text holds no more pieces); and the step it began at."""
 
     def __init__(self, cfg, err) -> None:
         self.cfg, self.err, self.start_step = cfg, err, None
@@ -76,6 +77,16 @@ class Notices:
         self.start_step = event.step
         learned = (event.data.get("model_config") or {}).get("vocab_size")
         trained_here = not (event.data.get("resumed") or self.cfg.spm_model or self.cfg.init_from)
+        cfg = self.cfg
+        if not event.data.get("resumed") and cfg.max_steps and cfg.warmup >= cfg.max_steps:
+            self.err.print(
+                f"tt: note: --warmup {cfg.warmup} is not shorter than --max-steps {cfg.max_steps}: the learning "
+                "rate stays on its ramp near zero and the model learns little (an untrained model ends every "
+                f"translation at once: empty lines); try --warmup {max(1, cfg.max_steps // 10)}",
+                highlight=False,
+                markup=False,
+                soft_wrap=True,
+            )
         if trained_here and learned is not None and learned < self.cfg.vocab_size:
             self.err.print(
                 f"tt: note: the vocabulary has {learned} pieces, fewer than --vocab-size {self.cfg.vocab_size}: "
