@@ -37,14 +37,14 @@ def commands(command, path=("tt",)):
         yield from commands(sub, (*path, name))
 
 
-def options(command) -> list[str]:
-    """Each option's long names (and the --no- side of a switch), as --help shows them."""
+def options(command) -> list[tuple[str, list[str]]]:
+    """Each option as --help shows it (its long name), with every name a test may use for it
+    (-I for --interactive, --no-save for --save)."""
     found = []
     for p in command.params:
-        if p.param_type_name != "option":
-            continue
-        names = [n for n in (*p.opts, *p.secondary_opts) if n.startswith("--") and n not in SKIP]
-        found.extend(names)
+        names = [n for n in (*p.opts, *p.secondary_opts) if n not in SKIP]
+        if p.param_type_name == "option" and names:
+            found.append((next(n for n in names if n.startswith("--")), names))
     return found
 
 
@@ -69,8 +69,8 @@ def main() -> int:
     if not args.missing:
         print("| command | option | tests that pass it |\n|---|---|---|")
     for path, command in commands(get_command(app)):
-        for option in options(command):
-            files = tests_passing(option, path.split()[-1], sources)
+        for option, names in options(command):
+            files = sorted({f for name in names for f in tests_passing(name, path.split()[-1], sources)})
             if path in EVERY_OPTION and option not in ("--resume", "--quiet", "--threads"):
                 files = [EVERY_OPTION[path], *(f for f in files if f != EVERY_OPTION[path])]
             missing += not files
