@@ -68,13 +68,15 @@ class Notices:
     (the learning rate stays near zero), a smaller vocabulary than --vocab-size (SentencePiece stops
     when the text holds no more pieces); and the step it began at."""
 
-    def __init__(self, cfg, err) -> None:
-        self.cfg, self.err, self.start_step = cfg, err, None
+    def __init__(self, cfg, err, quiet: bool) -> None:
+        self.cfg, self.err, self.quiet, self.start_step = cfg, err, quiet, None
 
     def __call__(self, event) -> None:
         if event.kind != "start" or self.start_step is not None:
             return
         self.start_step = event.step
+        if self.quiet:  # only errors and the result
+            return
         learned = (event.data.get("model_config") or {}).get("vocab_size")
         trained_here = not (event.data.get("resumed") or self.cfg.spm_model or self.cfg.init_from)
         cfg = self.cfg
@@ -451,7 +453,7 @@ def train(
     set_threads(threads, few=False)
     cfg = _config_from_options(ctx, options)
     err = Console(stderr=True)
-    notices = Notices(cfg, err)
+    notices = Notices(cfg, err, quiet)
     with TrainProgress(err, quiet) as progress:
         trainer = Trainer(cfg, [progress, notices], resume=resume)
         result = trainer.run()
