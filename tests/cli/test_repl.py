@@ -210,6 +210,7 @@ def terminal(tiny_model_dir, tmp_path):
         t.kill()
 
 
+@pytest.mark.slow  # a subprocess that imports torch and loads a model
 def test_a_session_translates_runs_commands_cancels_and_quits(terminal, tmp_path, tiny_translation):
     tty = terminal("--greedy")
     tty.read_until("fr> ")
@@ -248,6 +249,7 @@ def test_a_session_translates_runs_commands_cancels_and_quits(terminal, tmp_path
     assert history == ["Je suis étudiant.", ":json on", "Il est médecin.", ":beam 0", ":json off", "Le chat dort."]
 
 
+@pytest.mark.slow  # a subprocess that imports torch and loads a model
 def test_history_persists_to_the_next_session(terminal, tmp_path, tiny_translation):
     cold = re.escape(tiny_translation("Il fait froid.", "--greedy")) + r"\n.*fr> "
     first = terminal("--greedy")
@@ -269,6 +271,7 @@ def test_history_persists_to_the_next_session(terminal, tmp_path, tiny_translati
     assert second.wait() == 0
 
 
+@pytest.mark.slow  # a subprocess that imports torch and loads a model
 def test_attention_and_inspect_show_the_last_sentence(terminal, tiny_translation):
     cat = tiny_translation("Le chat dort.")  # beam 4, the session's default
     tty = terminal()

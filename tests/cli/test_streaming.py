@@ -39,6 +39,7 @@ def read_line(stream, deadline: float) -> bytes:
     return data
 
 
+@pytest.mark.slow  # a subprocess that imports torch and loads a model
 @pytest.mark.parametrize("method", [["--greedy"], ["--beam", "2"]])
 def test_each_line_is_answered_before_the_next_is_sent(tiny_model_dir, tiny_translation, method):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

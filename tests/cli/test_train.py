@@ -249,6 +249,7 @@ def wait_for(predicate, proc: subprocess.Popen, timeout: float = 120.0) -> None:
         time.sleep(0.02)
 
 
+@pytest.mark.slow  # a subprocess that imports torch and loads a model
 def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path, tiny_model_dir):
     # A shared tokenizer, so both runs see the very same pieces.
     common = [
@@ -281,6 +282,7 @@ def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path, tiny_model_d
     assert [a[s] for s in range(1, 121)] == [b[s] for s in range(1, 121)]
 
 
+@pytest.mark.slow  # a subprocess that imports torch and loads a model
 @pytest.mark.parametrize("sig, code, word", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
 def test_signal_saves_a_checkpoint_before_exiting(tmp_path, sig, code, word):
     out = tmp_path / "run"
@@ -311,6 +313,7 @@ def _spm(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow  # a subprocess that imports torch and loads a model
 def test_one_run_directory_one_writer(tmp_path):
     out, spm = tmp_path / "run", _spm(tmp_path)
     first = start(tiny_args(out, "--max-steps", "100000", "--save-every", "5", "--spm-model", str(spm)), tmp_path)
