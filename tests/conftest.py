@@ -29,25 +29,16 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 TINY_TSV = FIXTURES / "tiny.tsv"
 
 
-@pytest.fixture(scope="session")
-def tiny_model_dir(tmp_path_factory) -> Path:
-    """A model directory (tiny preset, ~120-piece vocabulary) trained on tests/fixtures/tiny.tsv.
-
-    Deterministic: fixed seed, one thread. It learns the fixture well enough that greedy decoding
-    of a training sentence gives sensible English, which is all the CLI and TUI tests need.
-    """
+def tiny_train_config(out, **changes):
+    """The TrainConfig of the tests' tiny training runs (tiny preset, ~120-piece vocabulary, the
+    fixture corpus, seed 1, no validation, no checkpoints); a test changes only what it studies."""
     from core.train.config import TrainConfig
-    from core.train.trainer import Trainer
 
-    out = tmp_path_factory.mktemp("tiny_run")
-    cfg = TrainConfig(
+    base = dict(
         data=[str(TINY_TSV)],
         out=str(out),
         preset="tiny",
         vocab_size=120,
-        max_steps=300,
-        warmup=100,
-        lr_scale=1.0,
         max_tokens=512,
         valid_every=0,
         save_every=0,
@@ -55,10 +46,30 @@ def tiny_model_dir(tmp_path_factory) -> Path:
         seed=1,
         model_overrides={"max_len": 64},
     )
-    Trainer(cfg).run()
+    return TrainConfig(**{**base, **changes})
+
+
+@pytest.fixture(scope="session")
+def tiny_run_dir(tmp_path_factory) -> Path:
+    """The training run behind `tiny_model_dir`, shared by every test that needs a run: 300 steps on
+    tests/fixtures/tiny.tsv, checkpoints at steps 100, 200 and 300 (saving one changes no weight).
+
+    Deterministic: fixed seed, one thread. It learns the fixture well enough that greedy decoding
+    of a training sentence gives sensible English, which is all the CLI and TUI tests need.
+    """
+    from core.train.trainer import Trainer
+
+    out = tmp_path_factory.mktemp("tiny_run")
+    Trainer(tiny_train_config(out, max_steps=300, warmup=100, save_every=100, keep_last=0)).run()
+    return out
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tiny_run_dir, tmp_path_factory) -> Path:
+    """The model directory of `tiny_run_dir` (its last weights), on its own so no test sees the run."""
     model_dir = tmp_path_factory.mktemp("tiny_model")
     for name in ("model.safetensors", "spm.model"):
-        shutil.copy(out / name, model_dir / name)
+        shutil.copy(tiny_run_dir / name, model_dir / name)
     return model_dir
 
 

@@ -21,8 +21,9 @@ from tt_cli.commands.train import train
 from tt_cli.commands.translate import translate
 from tt_cli.errors import guard
 from tt_cli.serve.command import serve
+from tt_cli.usage import Typer
 
-app = typer.Typer(
+app = Typer(
     name="tt",
     help="Train, run and open up the Transformer of 'Attention Is All You Need' (French→English by default).",
     no_args_is_help=True,
@@ -65,7 +66,7 @@ app.add_typer(analyze_app, name="analyze")
 
 
 def main() -> None:
-    app()
+    app(prog_name="tt")  # the same name in messages under `python -m tt_cli.main` and torchrun
 
 
 if __name__ == "__main__":

@@ -32,10 +32,32 @@ ThreadsOpt = Annotated[
 def load_model_for(model: Path | None, device: str = "auto", *, packed: bool = True):
     """The model a command runs on: --model (else $TT_MODEL, else the shipped model) on --device.
     packed: oneDNN-packed Linear layers for CPU inference (False when the weights will be quantized)."""
+    import os
+
     from core.checkpoint import load_model
     from core.device import resolve_device
+    from core.errors import CheckpointError
 
-    return load_model(model, device=resolve_device(device), packed=packed)
+    try:
+        return load_model(model, device=resolve_device(device), packed=packed)
+    except CheckpointError as exc:
+        if model is None and os.environ.get("TT_MODEL"):  # a path the user did not type here
+            raise CheckpointError(f"{exc} (the path is $TT_MODEL's; unset it for the shipped model)") from None
+        raise
+
+
+def check_sampling(sample: bool, *, temperature: float, top_k: int, top_p: float) -> None:
+    """--temperature, --top-k and --top-p shape sampling only: given without --sample they would be
+    silently ignored, so they are an error instead (the defaults are 1.0, 0 and 1.0)."""
+    from core.errors import ConfigError
+
+    given = [
+        name
+        for name, off in [("--temperature", temperature == 1.0), ("--top-k", top_k == 0), ("--top-p", top_p == 1.0)]
+        if not off
+    ]
+    if given and not sample:
+        raise ConfigError(f"{' and '.join(given)} shape sampling only: add --sample (or leave them out)")
 
 
 def method_of(greedy: bool, sample: bool = False) -> str:

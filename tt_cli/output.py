@@ -126,8 +126,11 @@ def show_attention(console, t: Translation, layer: int, head: int | None) -> Non
     which = "mean over heads" if head is None else f"head {head}"
     n_layers = len(t.steps[0].cross)
     title = f"cross-attention, layer {'last' if layer % n_layers == n_layers - 1 else layer % n_layers}, {which}"
-    console.print(heatmap(matrix, t.source_trace.pieces, [s.piece for s in t.steps], title=title))
-    console.print(legend())
+    colour = console.color_system is not None  # else the cells show their weights
+    pieces = [s.piece for s in t.steps]
+    table = heatmap(matrix, t.source_trace.pieces, pieces, title=title, show_values=not colour, width=console.width)
+    console.print(table)
+    console.print(legend(colour))
 
 
 class Writer(Protocol):

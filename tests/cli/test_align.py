@@ -94,6 +94,18 @@ def test_gold_prints_the_score_on_stderr(tt, files):
     assert result.stderr == ("tt: AER 62.5  precision 23.1  recall 100.0  (13 links; gold 3 sure, 4 possible)\n")
 
 
+def test_gold_order_src_tgt_reads_the_columns_the_other_way(tt, files):
+    # The same links as a.wa with the source position first: the same score once --gold-order says so.
+    (files / "a.sw").write_text("1 1 1 S\n1 2 2 S\n1 3 4 S\n1 3 3 P\n", encoding="utf-8")
+    args = ["--method", "diagonal", "--src", str(files / "a.fr"), "--tgt", str(files / "a.en")]
+    tgt_first = tt(*args, "--gold", str(files / "a.wa"))
+    src_first = tt(*args, "--gold", str(files / "a.sw"), "--gold-order", "src-tgt")
+    assert src_first.exit_code == 0, src_first.stderr
+    assert src_first.stderr == tgt_first.stderr and "AER 62.5" in src_first.stderr
+    # Read in the default order, the swapped file names a source word pair 1 does not have.
+    assert tt(*args, "--gold", str(files / "a.sw")).exit_code == 1
+
+
 def test_find_heads_stores_the_rule_that_align_and_translate_then_use(tt, files, tiny_model_dir, tmp_path):
     model = tmp_path / "model"
     shutil.copytree(tiny_model_dir, model)
@@ -129,13 +141,17 @@ def test_find_heads_stores_the_rule_that_align_and_translate_then_use(tt, files,
     assert by_default.exit_code == 0 and by_default.stdout == given.stdout
 
 
-def test_reverse_model_symmetrizes(tt, files, tiny_model_dir):
+def test_reverse_model_symmetrizes(tt, files, tiny_model_dir, tiny_loaded):
     args = ["--src", str(files / "a.fr"), "--tgt", str(files / "a.en")]
     forward = tt(*args).stdout.splitlines()
-    both = tt(*args, "--reverse-model", str(tiny_model_dir), "--symmetrize", "intersection")
-    assert both.exit_code == 0, both.stderr
-    for f, b in zip(forward, both.stdout.splitlines()):
-        assert set(b.split()) <= set(f.split())  # the intersection keeps only links both directions give
+    reverse = pair_attention(tiny_loaded, [(t, s) for s, t in PAIRS])  # the reverse model reads target→source
+    for how in ("intersection", "union"):
+        both = tt(*args, "--reverse-model", str(tiny_model_dir), "--symmetrize", how)
+        assert both.exit_code == 0, both.stderr
+        expected = align(pair_attention(tiny_loaded, PAIRS), reverse=reverse, symmetrization=how)
+        assert both.stdout.splitlines() == [pharaoh((i, j) for i, j, _ in links) for links in expected]
+        # The reverse direction changes the links here, so an ignored --reverse-model (or --symmetrize) shows.
+        assert both.stdout.splitlines() != forward
 
 
 @pytest.mark.parametrize(

@@ -41,6 +41,7 @@ def expected(tiny_model_dir) -> str:
     return result.stdout
 
 
+@pytest.mark.slow  # a subprocess that imports torch and loads a model
 def test_dash_and_dev_stdout_write_through_stdout(tiny_model_dir, expected, tmp_path):
     model = ["--model", str(tiny_model_dir), "--greedy"]
     dash = tt_process("translate", *model, "-o", "-", SENTENCE, cwd=tmp_path)
@@ -58,6 +59,7 @@ def test_dash_and_dev_stdout_write_through_stdout(tiny_model_dir, expected, tmp_
     assert null.returncode == 0 and null.stdout == b"" and stat.S_ISCHR(os.stat("/dev/null").st_mode)
 
 
+@pytest.mark.slow  # a subprocess that imports torch and loads a model
 def test_eval_dash_keeps_translations_and_scores_in_order(tiny_model_dir, expected, tmp_path):
     (tmp_path / "a.fr").write_text(SENTENCE + "\n", encoding="utf-8")
     (tmp_path / "a.en").write_text("I am a student.\n", encoding="utf-8")
@@ -68,6 +70,7 @@ def test_eval_dash_keeps_translations_and_scores_in_order(tiny_model_dir, expect
     assert hypothesis + "\n" == expected and "bleu" in json.loads(scores)
 
 
+@pytest.mark.slow  # a subprocess that imports torch and loads a model
 def test_a_fifo_is_written_in_place(tiny_model_dir, expected, tmp_path):
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)

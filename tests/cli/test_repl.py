@@ -145,6 +145,24 @@ class Terminal:
                     raise AssertionError(f"the program ended before {pattern!r}; it showed:\n{text}")
                 self.seen += chunk
 
+    def waiting_for_a_key(self) -> None:
+        """Return once the child sleeps in readline's select() on the terminal (Linux: its wchan).
+
+        CPython's readline checks for signals only when that select() is interrupted: a Ctrl-C that
+        lands between echoing a key and re-entering select() waits for the next key. Waiting for
+        the state, not for a clock, makes the Ctrl-C land where a person's always does."""
+        deadline = time.monotonic() + WAIT
+        while time.monotonic() < deadline:
+            try:
+                with open(f"/proc/{self.pid}/wchan", encoding="ascii") as f:
+                    where = f.read()
+            except OSError:  # no /proc (not Linux): nothing to read the state from
+                return
+            if "select" in where or "poll" in where:
+                return
+            select.select([], [], [], 0.005)  # yield the CPU to the child
+        raise AssertionError(f"the child never came back to wait for a key (wchan {where!r})")
+
     def type(self, keys: str) -> None:
         os.write(self.fd, keys.encode())
 
@@ -192,6 +210,7 @@ def terminal(tiny_model_dir, tmp_path):
         t.kill()
 
 
+@pytest.mark.slow  # a subprocess that imports torch and loads a model
 def test_a_session_translates_runs_commands_cancels_and_quits(terminal, tmp_path, tiny_translation):
     tty = terminal("--greedy")
     tty.read_until("fr> ")
@@ -215,10 +234,7 @@ def test_a_session_translates_runs_commands_cancels_and_quits(terminal, tmp_path
     # Ctrl-C drops the half-typed line and gives a new prompt; the session goes on.
     tty.type("Le chien ma")
     tty.read_until("Le chien ma")
-    # CPython's readline loop checks for signals only when its select() is interrupted: a Ctrl-C that
-    # lands between echoing a key and re-entering select() waits for the next key. A person never
-    # types that fast; a loaded machine can deschedule the child right there, so give it a moment.
-    time.sleep(0.5)
+    tty.waiting_for_a_key()
     tty.type("\x03")
     tty.read_until("fr> ")
     tty.type("Le chat dort.\r")
@@ -233,6 +249,7 @@ def test_a_session_translates_runs_commands_cancels_and_quits(terminal, tmp_path
     assert history == ["Je suis étudiant.", ":json on", "Il est médecin.", ":beam 0", ":json off", "Le chat dort."]
 
 
+@pytest.mark.slow  # a subprocess that imports torch and loads a model
 def test_history_persists_to_the_next_session(terminal, tmp_path, tiny_translation):
     cold = re.escape(tiny_translation("Il fait froid.", "--greedy")) + r"\n.*fr> "
     first = terminal("--greedy")
@@ -254,6 +271,7 @@ def test_history_persists_to_the_next_session(terminal, tmp_path, tiny_translati
     assert second.wait() == 0
 
 
+@pytest.mark.slow  # a subprocess that imports torch and loads a model
 def test_attention_and_inspect_show_the_last_sentence(terminal, tiny_translation):
     cat = tiny_translation("Le chat dort.")  # beam 4, the session's default
     tty = terminal()

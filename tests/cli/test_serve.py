@@ -173,6 +173,7 @@ def test_v1_translate_returns_the_records_tt_translate_json_prints(client, optio
     assert_same(reply.json()["translations"], cli_json(*flags, *SENTENCES[:2]))
 
 
+@pytest.mark.slow  # a subprocess that imports torch and loads a model
 def test_v1_warnings_are_numbered_within_the_request(client):
     long = "Le chat dort. " * 120  # past the model's 256 pieces: cut, with a warning
     reply = client.post("/v1/translate", {"q": ["Bonjour.", long], "greedy": True})
@@ -389,6 +390,7 @@ def test_tt_and_the_client_import_neither_the_web_stack_nor_torch():
     assert shown.stdout.strip() == "[]"
 
 
+@pytest.mark.slow  # a subprocess that imports torch and loads a model
 @given(st.text())
 def test_a_plain_text_put_back_around_its_own_sentences_is_the_text(text):
     document = plain(text)

@@ -221,6 +221,7 @@ def start(*args: str) -> tuple[subprocess.Popen, str]:
     return process, event["url"]
 
 
+@pytest.mark.slow  # a subprocess that imports torch and loads a model
 def test_tt_serve_passes_every_option_to_the_server(tmp_path):
     model = tmp_path / "model"
     shutil.copytree(ROOT / "weights", model)
@@ -257,6 +258,7 @@ def test_tt_serve_passes_every_option_to_the_server(tmp_path):
         process.wait(timeout=60)
 
 
+@pytest.mark.slow  # a subprocess that imports torch and loads a model
 def test_sigterm_answers_the_request_in_flight_then_exits(translator):
     process, url = start("--greedy", "--batch-wait", "1500")
     try:

@@ -17,6 +17,7 @@ import time
 
 import pytest
 
+from core.decode import translate
 from core.decode.translate import _chunks
 from tests.conftest import ROOT
 
@@ -38,6 +39,7 @@ def read_line(stream, deadline: float) -> bytes:
     return data
 
 
+@pytest.mark.slow  # a subprocess that imports torch and loads a model
 @pytest.mark.parametrize("method", [["--greedy"], ["--beam", "2"]])
 def test_each_line_is_answered_before_the_next_is_sent(tiny_model_dir, tiny_translation, method):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -66,20 +68,33 @@ def test_each_line_is_answered_before_the_next_is_sent(tiny_model_dir, tiny_tran
     assert answers[2] == tiny_translation("Il est médecin.", *method)
 
 
-def test_a_file_or_fast_pipe_still_fills_whole_chunks():
+def test_a_file_or_fast_pipe_still_fills_whole_chunks(monkeypatch):
     # A generator (how stdin and files arrive) of 100 lines available at once: full chunks of 32.
+    # The grace between lines is made long, so a reader thread descheduled on a loaded machine
+    # cannot end a chunk early: what is checked is that available lines fill the chunk, not a clock.
+    monkeypatch.setattr(translate, "LINE_GRACE_S", DEADLINE_S)
     assert [len(c) for c in _chunks((f"l{i}" for i in range(100)), 32)] == [32, 32, 32, 4]
     assert [len(c) for c in _chunks([f"l{i}" for i in range(5)], 2)] == [2, 2, 1]
 
 
-def test_a_slow_source_gives_the_lines_already_there_without_waiting_for_the_rest():
-    release = threading.Event()
+def test_a_slow_source_gives_the_lines_already_there_without_waiting_for_the_rest(monkeypatch):
+    release, handed_over = threading.Event(), threading.Event()
 
     def slow():
         yield from ["a", "b", "c"]  # available at once
+        handed_over.set()  # the reader has queued a, b and c: it asks for "d" only after putting "c"
         release.wait(DEADLINE_S)  # then nothing until the consumer has had its first chunk
         yield "d"
 
+    def read_ahead_then_wait(lines, limit):
+        # The consumer starts once a, b and c are queued: however the two threads are scheduled, the
+        # first chunk is the three lines there, and it ends on the missing "d", not on a timer.
+        queued = read_ahead(lines, limit)
+        assert handed_over.wait(DEADLINE_S)
+        return queued
+
+    read_ahead = translate._read_ahead
+    monkeypatch.setattr(translate, "_read_ahead", read_ahead_then_wait)
     chunks = _chunks(slow(), 32)
     assert next(chunks) == ["a", "b", "c"]
     release.set()

@@ -249,6 +249,7 @@ def wait_for(predicate, proc: subprocess.Popen, timeout: float = 120.0) -> None:
         time.sleep(0.02)
 
 
+@pytest.mark.slow  # a subprocess that imports torch and loads a model
 def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path, tiny_model_dir):
     # A shared tokenizer, so both runs see the very same pieces.
     common = [
@@ -281,6 +282,7 @@ def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path, tiny_model_d
     assert [a[s] for s in range(1, 121)] == [b[s] for s in range(1, 121)]
 
 
+@pytest.mark.slow  # a subprocess that imports torch and loads a model
 @pytest.mark.parametrize("sig, code, word", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
 def test_signal_saves_a_checkpoint_before_exiting(tmp_path, sig, code, word):
     out = tmp_path / "run"
@@ -311,6 +313,7 @@ def _spm(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow  # a subprocess that imports torch and loads a model
 def test_one_run_directory_one_writer(tmp_path):
     out, spm = tmp_path / "run", _spm(tmp_path)
     first = start(tiny_args(out, "--max-steps", "100000", "--save-every", "5", "--spm-model", str(spm)), tmp_path)
@@ -353,3 +356,21 @@ def test_resume_reads_a_run_saved_when_the_length_filter_was_called_max_len(tmp_
     resumed = runner.invoke(app, ["train", "--out", str(out), "--resume", "--max-steps", "10", "--quiet"])
     assert resumed.exit_code == 0, resumed.stderr
     assert json.loads((list_checkpoints(out)[-1] / "trainer.json").read_text())["train_config"]["max_pieces"] == 77
+
+
+def test_a_smaller_vocabulary_is_reported_and_resuming_a_finished_run_says_so(tmp_path):
+    out = tmp_path / "r"
+    args = tiny_args(out, "--max-steps", "2")
+    args[args.index("--vocab-size") + 1] = "5000"  # far more than 40 short sentence pairs hold
+    first = runner.invoke(app, args)
+    assert first.exit_code == 0, first.stderr
+    learned = load_model(out).tokenizer.vocab_size
+    assert learned < 5000
+    assert f"tt: note: the vocabulary has {learned} pieces, fewer than --vocab-size 5000" in first.stderr
+    again = runner.invoke(app, ["train", "--out", str(out), "--resume"])
+    assert again.exit_code == 0, again.stderr
+    assert "tt: the run is already at --max-steps 2: nothing to train" in again.stderr
+    assert again.stdout == f"{out}\n"
+    longer = runner.invoke(app, ["train", "--out", str(out), "--resume", "--max-steps", "3"])
+    assert longer.exit_code == 0 and "already at" not in longer.stderr
+    assert list_checkpoints(out)[-1].name == "step_00000003"

@@ -123,7 +123,10 @@ def test_tt_model_chooses_the_model_of_translate_and_eval(tiny_model_dir, tiny_l
     assert result.exit_code == 0, result.stderr
     result = runner.invoke(app, ["translate", "Le chien mange."], env=nowhere)
     assert (
-        result.exit_code == 1 and result.stderr.strip() == f"tt: error: {tmp_path / 'nowhere'}: no such model directory"
+        result.exit_code == 1
+        and result.stderr.strip()
+        == f"tt: error: {tmp_path / 'nowhere'}: no such model directory "
+        "(the path is $TT_MODEL's; unset it for the shipped model)"
     )
 
 

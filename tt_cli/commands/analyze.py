@@ -16,8 +16,9 @@ import typer
 
 from tt_cli.errors import EXIT_USAGE, fail, guard
 from tt_cli.options import AttributionChoice, DeviceOpt, ModelOpt
+from tt_cli.usage import Typer
 
-app = typer.Typer(
+app = Typer(
     help="Analyses that test what the pictures claim: reference mode, attention sinks, head ablation, "
     "attribution, logit lens, checkpoint scrubbing.",
     no_args_is_help=True,

@@ -10,8 +10,9 @@ import typer
 
 from tt_cli.errors import guard
 from tt_cli.options import CacheDirOpt
+from tt_cli.usage import Typer
 
-app = typer.Typer(
+app = Typer(
     help="Fetch public French–English corpora (Tatoeba, Multi30k, any OPUS corpus such as opus:Europarl) into a "
     "local cache: resumable, sha256-recorded, placed atomically. `tt data list` shows what is there.",
     no_args_is_help=True,

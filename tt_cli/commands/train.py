@@ -63,6 +63,42 @@ def parse_duration(text: str | None, option: str = "--max-time") -> float:
     return h * 3600 + m * 60 + s
 
 
+class Notices:
+    """What the start of a run says that the user did not ask for: a warmup the run never finishes
+    (the learning rate stays near zero), a smaller vocabulary than --vocab-size (SentencePiece stops
+    when the text holds no more pieces); and the step it began at."""
+
+    def __init__(self, cfg, err, quiet: bool) -> None:
+        self.cfg, self.err, self.quiet, self.start_step = cfg, err, quiet, None
+
+    def __call__(self, event) -> None:
+        if event.kind != "start" or self.start_step is not None:
+            return
+        self.start_step = event.step
+        if self.quiet:  # only errors and the result
+            return
+        learned = (event.data.get("model_config") or {}).get("vocab_size")
+        trained_here = not (event.data.get("resumed") or self.cfg.spm_model or self.cfg.init_from)
+        cfg = self.cfg
+        if not event.data.get("resumed") and cfg.max_steps and cfg.warmup >= cfg.max_steps:
+            self.err.print(
+                f"tt: note: --warmup {cfg.warmup} is not shorter than --max-steps {cfg.max_steps}: the learning "
+                "rate stays on its ramp near zero and the model learns little (an untrained model ends every "
+                f"translation at once: empty lines); try --warmup {max(1, cfg.max_steps // 10)}",
+                highlight=False,
+                markup=False,
+                soft_wrap=True,
+            )
+        if trained_here and learned is not None and learned < self.cfg.vocab_size:
+            self.err.print(
+                f"tt: note: the vocabulary has {learned} pieces, fewer than --vocab-size {self.cfg.vocab_size}: "
+                "the training text holds no more (more text, or a smaller --vocab-size, makes them agree)",
+                highlight=False,
+                markup=False,
+                soft_wrap=True,
+            )
+
+
 def _config_from_options(ctx: typer.Context, options: dict[str, Any]):
     """A TrainConfig from the options; with --resume, the run's stored one with the given options on top."""
     from dataclasses import fields
@@ -417,10 +453,21 @@ def train(
     set_threads(threads, few=False)
     cfg = _config_from_options(ctx, options)
     err = Console(stderr=True)
+    notices = Notices(cfg, err, quiet)
     with TrainProgress(err, quiet) as progress:
-        trainer = Trainer(cfg, [progress], resume=resume)
+        trainer = Trainer(cfg, [progress, notices], resume=resume)
         result = trainer.run()
     status, step = result["status"], result["step"]
+    if resume and status == "finished" and step == notices.start_step and cfg.max_steps and step >= cfg.max_steps:
+        err.print(
+            f"tt: the run is already at --max-steps {cfg.max_steps}: nothing to train; "
+            f"give a larger --max-steps to go on (tt train --out {cfg.out} --resume --max-steps N)",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
+        print(cfg.out)
+        return
     if not trainer.is_main:  # rank 0 speaks for the run; the others only report how it ended
         raise typer.Exit(EXIT_BY_STATUS.get(status, 0))
     if status in EXIT_BY_STATUS:

@@ -23,6 +23,7 @@ from tt_cli.options import (
     GreedyOpt,
     ModelOpt,
     ThreadsOpt,
+    check_sampling,
     load_model_for,
     method_of,
     set_threads,
@@ -142,6 +143,8 @@ def translate(
 
     Exit codes: 0 ok · 1 bad input, model or option · 2 usage · 130 interrupted.
     """
+    if not interactive:  # the prompt's :sample may use them later
+        check_sampling(sample, temperature=temperature, top_k=top_k, top_p=top_p)
     # How to decode; the prompt takes these as its starting mode, the rest apply to a run over lines.
     decoding = dict(
         beam=beam,

@@ -13,6 +13,7 @@ from core.analysis.ablate import (
     Head,
     ablate_heads,
     all_heads,
+    evaluate,
     head_mask,
     prune_curve,
     reference_logprob,
@@ -82,6 +83,26 @@ def test_bleu_metric_of_the_intact_model_is_its_greedy_bleu(tiny_loaded):
     ablation = ablate_heads(tiny_loaded, PAIRS, metric="bleu", heads=[Head("cross", 1, 0)])
     hyps = [t.text for t in translate_lines(tiny_loaded, [p[0] for p in PAIRS], TranslateOptions(method="greedy"))]
     assert ablation.intact == corpus_scores(hyps, [[p[1] for p in PAIRS]]).bleu
+
+
+@pytest.mark.isa
+def test_bleu_metric_decodes_under_the_head_mask(tiny_loaded):
+    from core.decode.search import greedy
+    from core.evaluate import corpus_scores
+
+    cfg, tok, model = tiny_loaded.cfg, tiny_loaded.tokenizer, tiny_loaded.model
+    cross = [h for h in all_heads(cfg) if h.family == "cross"]
+    # Every cross head off: greedy decoding one sentence at a time under that mask, scored alone.
+    mask = head_mask(cfg, cross)
+    intact, blind = evaluate(tiny_loaded, PAIRS, [head_mask(cfg, []), mask], "bleu")
+    with torch.inference_mode():
+        hyps = [
+            tok.decode(greedy(model, torch.tensor([tok.encode(s) + [cfg.eos_id]]), head_mask=mask)[0].tokens)
+            for s, _ in PAIRS
+        ]
+    assert blind == corpus_scores(hyps, [[r for _, r in PAIRS]]).bleu
+    # Without the source the translations fall apart: a mask left out of the decode would show here.
+    assert blind < intact
 
 
 def test_cli_heads_json_table_and_prune(tiny_model_dir, tmp_path):

@@ -45,13 +45,24 @@ def test_layer_logits_stack_matches_decode(tiny_loaded):
 
 def test_agreement_over_pairs(tiny_loaded):
     found = layer_agreement(tiny_loaded, PAIRS, max_tokens=20)
-    tok = tiny_loaded.tokenizer
+    cfg, tok = tiny_loaded.cfg, tiny_loaded.tokenizer
     assert found.steps == sum(len(tok.encode(r)) + 1 for _, r in PAIRS)
     assert found.final[-1] == 1.0
-    assert all(0.0 <= x <= 1.0 for x in found.final + found.input)
+    # The same shares counted one sentence at a time from the per-step lens: layer l's top piece
+    # against the last layer's at the same step, and against the piece the decoder read there.
+    final, copied = [0] * cfg.n_decoder_layers, [0] * cfg.n_decoder_layers
+    for src, ref in PAIRS:
+        out = tok.encode(ref) + [cfg.eos_id]
+        for step, read in zip(logit_lens(tiny_loaded, tok.encode(src), out, top_k=1), [cfg.bos_id, *out[:-1]]):
+            for layer in step.layers:
+                final[layer.layer] += layer.top[0].token == step.layers[-1].top[0].token
+                copied[layer.layer] += layer.top[0].token == read
+    assert found.final == pytest.approx([n / found.steps for n in final])
+    assert found.input == pytest.approx([n / found.steps for n in copied])
+    assert found.final[0] < 1.0  # layer 0 disagrees somewhere, so comparing it with itself would show
 
 
-def test_cli_lens_sentence_file_and_usage(tiny_model_dir, tmp_path):
+def test_cli_lens_sentence_file_and_usage(tiny_model_dir, tiny_loaded, tmp_path):
     runner = CliRunner()
     result = runner.invoke(
         app, ["analyze", "lens", "--model", str(tiny_model_dir), "--json", "--top-k", "2", "Je suis étudiant."]
@@ -68,5 +79,14 @@ def test_cli_lens_sentence_file_and_usage(tiny_model_dir, tmp_path):
     )
     assert table.exit_code == 0, table.stderr
     assert "decoder layer 0:" in table.stdout
+    as_json = runner.invoke(
+        app, ["analyze", "lens", "--model", str(tiny_model_dir), "--src", str(src), "--ref", str(ref), "--json"]
+    )
+    found = layer_agreement(tiny_loaded, PAIRS)
+    obj = json.loads(as_json.stdout)
+    assert obj["steps"] == found.steps and obj["sentences"] == len(PAIRS)
+    assert obj["final"] == pytest.approx(found.final, abs=1e-4) and obj["input"] == pytest.approx(found.input, abs=1e-4)
+    first = f"decoder layer 0: top piece = the final top piece at {100 * found.final[0]:.1f}% of {found.steps} steps"
+    assert table.stdout.startswith(first)
     neither = runner.invoke(app, ["analyze", "lens"])
     assert neither.exit_code == 2 and "give a sentence" in neither.stderr

@@ -11,40 +11,19 @@ from core.analysis.scrub import run_checkpoints, scrub
 from core.checkpoint import load_model
 from core.decode.translate import TranslateOptions, translate_lines
 from core.errors import CheckpointError
-from tests.conftest import TINY_TSV
 from tt_cli.main import app
 
 PROBE = "Je suis étudiant."
 
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory):
-    from core.train.config import TrainConfig
-    from core.train.trainer import Trainer
-
-    out = tmp_path_factory.mktemp("scrub_run")
-    cfg = TrainConfig(
-        data=[str(TINY_TSV)],
-        out=str(out),
-        preset="tiny",
-        vocab_size=120,
-        max_steps=200,
-        warmup=100,
-        max_tokens=512,
-        valid_every=0,
-        save_every=100,
-        keep_last=0,
-        bleu_sample=0,
-        seed=1,
-        model_overrides={"max_len": 64},
-    )
-    Trainer(cfg).run()
-    return out
+def run_dir(tiny_run_dir):
+    return tiny_run_dir  # the session's tiny run: checkpoints at 100, 200 and 300
 
 
 def test_one_point_per_checkpoint_oldest_first(run_dir):
     points = list(scrub(run_dir, PROBE, top_k=3))
-    assert [p.step for p in points] == [100, 200]
+    assert [p.step for p in points] == [100, 200, 300]
     for p in points:
         loaded = load_model(p.path)
         t = next(translate_lines(loaded, [PROBE], TranslateOptions(method="greedy")))
@@ -66,7 +45,7 @@ def test_cli_run_json_and_table(run_dir, tmp_path):
     result = CliRunner().invoke(app, ["analyze", "run", "--run", str(run_dir), PROBE, "--json"])
     assert result.exit_code == 0, result.stderr
     obj = json.loads(result.stdout)
-    assert [c["step"] for c in obj["checkpoints"]] == [100, 200]
+    assert [c["step"] for c in obj["checkpoints"]] == [100, 200, 300]
     last = obj["checkpoints"][-1]
     assert len(last["cross"]) == len(last["output_pieces"]) and len(last["cross"][0]) == len(last["source_pieces"])
     table = CliRunner().invoke(app, ["analyze", "run", "--run", str(run_dir), PROBE])

@@ -63,10 +63,23 @@ def test_an_unknown_mode_is_refused(shipped):
 
 
 @pytest.mark.parametrize("mode", ["int8", "bf16"])
-def test_the_cli_option(mode):
-    result = CliRunner().invoke(app, ["translate", "--quantize", mode, "--greedy", "--json", "Je suis étudiant."])
-    assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["translation"] == "I am a student."
+def test_the_cli_option(shipped, mode):
+    def cli(*options):
+        result = CliRunner().invoke(app, ["translate", *options, "--greedy", "--json", "Je suis étudiant."])
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)
+
+    quantized, plain = cli("--quantize", mode), cli()
+    assert quantized["translation"] == "I am a student."
+    # The log-probabilities are the quantized model's, which differ from fp32's in the 4th place:
+    # an ignored --quantize (or one mode wired to the other) fails here.
+    from dataclasses import replace
+
+    fast = replace(shipped, model=fast_model(shipped.model, mode))
+    options = TranslateOptions(method="greedy")
+    expected = next(translate_lines(fast, ["Je suis étudiant."], options)).to_dict()["token_logprobs"]
+    assert quantized["token_logprobs"] == pytest.approx(expected, abs=2e-4)
+    assert quantized["token_logprobs"] != pytest.approx(plain["token_logprobs"], abs=2e-4)
 
 
 @pytest.mark.slow

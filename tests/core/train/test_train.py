@@ -20,31 +20,16 @@ from core.train.config import TrainConfig
 from core.train.lock import LOCK_FILE, RunLock, lock_run_dir
 from core.train.state import average_checkpoints, list_checkpoints
 from core.train.trainer import Trainer, label_smoothed_loss, noam_lr
-from tests.conftest import TINY_TSV
+from tests.conftest import TINY_TSV, tiny_train_config
 
 # Rests on the floats of a model trained or decoded here: .ci/run runs it again under a second CPU ISA.
 pytestmark = pytest.mark.isa
 
 
 def tiny_cfg(out, **changes) -> TrainConfig:
-    base = dict(
-        data=[str(TINY_TSV)],
-        out=str(out),
-        preset="tiny",
-        vocab_size=120,
-        warmup=50,
-        max_tokens=256,
-        valid_every=0,
-        save_every=0,
-        bleu_sample=0,
-        log_every=1,
-        max_steps=20,
-        seed=3,
-        # Dropout on, so resuming must restore the RNG too, not only weights and Adam moments.
-        model_overrides={"dropout": 0.1, "max_len": 64},
-    )
-    base.update(changes)
-    return TrainConfig(**base)
+    # Dropout on, so resuming must restore the RNG too, not only weights and Adam moments.
+    base = dict(warmup=50, max_tokens=256, log_every=1, max_steps=20, seed=3)
+    return tiny_train_config(out, **{**base, "model_overrides": {"dropout": 0.1, "max_len": 64}, **changes})
 
 
 def step_losses(run_dir) -> dict[int, float]:
