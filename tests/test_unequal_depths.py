@@ -16,7 +16,7 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from tests.conftest import ROOT, TINY_TSV
+from tests.conftest import ROOT, TINY_TSV, tiny_train_config
 from tt_cli.main import app
 
 pytestmark = pytest.mark.slow
@@ -28,21 +28,13 @@ runner = CliRunner()
 
 @pytest.fixture(scope="module")
 def deep_model(tmp_path_factory):
-    from core.train.config import TrainConfig
     from core.train.trainer import Trainer
 
     out = tmp_path_factory.mktemp("deep_run")
-    cfg = TrainConfig(
-        data=[str(TINY_TSV)],
-        out=str(out),
-        preset="tiny",
-        vocab_size=120,
+    cfg = tiny_train_config(
+        out,
         max_steps=200,
         warmup=100,
-        max_tokens=512,
-        valid_every=0,
-        save_every=0,
-        bleu_sample=0,
         seed=3,
         model_overrides={"max_len": 64, "n_encoder_layers": ENCODER, "n_decoder_layers": DECODER},
     )
