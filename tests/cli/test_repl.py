@@ -205,7 +205,9 @@ def test_a_session_translates_runs_commands_cancels_and_quits(terminal, tmp_path
     shown = tty.read_until(r"\}\n.*fr> ")
     obj = json.loads(next(line for line in shown.splitlines() if line.startswith("{")))
     assert obj["translation"] == tiny_translation("Il est médecin.", "--greedy") and obj["source"] == "Il est médecin."
-    assert obj["tokens"] and len(obj["token_logprobs"]) == len(obj["tokens"]) + 1  # EOS's log-prob last
+    [sentence] = obj["sentences"]  # the REPL writes tt translate's --json object
+    assert sentence["tokens"] and len(sentence["token_logprobs"]) == len(sentence["tokens"]) + 1  # EOS's last
+    assert 0 < obj["confidence"] <= 1 and 0 <= obj["coverage"] <= 1
 
     tty.type(":beam 0\r")
     assert ":beam takes a beam size" in tty.read_until("fr> ")
