@@ -278,3 +278,16 @@ def test_attention_and_inspect_show_the_last_sentence(terminal, tiny_translation
     assert ":sample [T]" in tty.read_until(r":quit.*\n.*fr> ")
     tty.type(":q\r")
     assert tty.wait() == 0
+
+
+def test_the_prompt_runs_the_text_pipeline_with_the_commands_text_options(terminal):
+    line = "Je suis étudiant. Il est médecin."
+    for flags, n_sentences in (((), 2), (("--no-split",), 1)):
+        tty = terminal("--greedy", "--json", *flags)
+        tty.read_until("fr> ")
+        tty.type(line + "\r")
+        shown = tty.read_until(r"\}\n.*fr> ")
+        obj = json.loads(next(text for text in shown.splitlines() if text.startswith("{")))
+        assert len(obj["sentences"]) == n_sentences
+        tty.type("\x04")
+        assert tty.wait() == 0
