@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import subprocess
 import sys
 import tempfile
@@ -47,7 +48,10 @@ def cli_translate(sources: list[str], flags: list[str], model: str | None) -> tu
         if done.returncode != 0:
             sys.exit(f"{' '.join(cmd)} failed: {done.stderr.strip()}")
         lines = out.read_text(encoding="utf-8").split("\n")[:-1]
-        return lines, done.stderr.count("tt: warning:")
+        # tt shows the first warnings and then a count of the rest: "tt: warning: N more warning(s) not shown"
+        more = re.search(r"^tt: warning: (\d+) more warning", done.stderr, re.MULTILINE)
+        shown = done.stderr.count("tt: warning:") - (1 if more else 0)
+        return lines, shown + (int(more.group(1)) if more else 0)
 
 
 def main_cli(args) -> None:
