@@ -202,23 +202,10 @@ def translate(
         top_p=top_p,
         seed=seed,
     )
+    settings = dict(split=split, protect=protect, glossary=glossary)  # what core/text does around the model
     if interactive:
-        if quantize is not None:
-            raise fail("--quantize is not available with -I yet", EXIT_USAGE)
-        from core.decode.translate import TranslateOptions
-        from tt_cli.repl import interactive as repl
-        from tt_cli.textrun import text_options
-
         other_input = bool(text) or input_file is not None or output is not None
-        return repl(
-            model,
-            device,
-            TranslateOptions(**decoding),
-            json_out=json_out,
-            threads=threads,
-            other_input=other_input,
-            text=text_options(split=split, protect=protect, glossary=glossary),
-        )
+        return _interactive(model, device, decoding, quantize, json_out, threads, other_input, settings)
     # Usage checks first: they need neither torch nor the model, so a mistake is reported at once.
     model_view = n_best > 1 or attention != AttentionChoice.none or align or attribution or trace_file or show_attention
     fmt = _check_text_usage(model_view, input_file, doc_format, glossary, flag_below)
@@ -259,19 +246,8 @@ def translate(
         check_output(path)  # a bad output path fails before the model loads
     set_threads(threads, few=not from_stdin and input_file is None)
     if not model_view:
-        text_job = TextJob(
-            input_file,
-            args if not from_stdin else None,
-            output,
-            fmt,
-            split,
-            protect,
-            glossary,
-            json_out,
-            flag_below,
-            errors.value,
-        )
-        return _translate_text(lambda: _load(model, device, quantize, layer, head), text_job, options)
+        job = TextJob(input_file, None if from_stdin else args, output, fmt, settings, json_out, flag_below, errors)
+        return _translate_text(lambda: _load(model, device, quantize, layer, head), job, options)
     loaded = _load(model, device, quantize, layer, head)
     job = Job(
         writer=_writer(loaded, json_out, n_best, attention, align, attribution),
@@ -284,6 +260,19 @@ def translate(
         lines = _lines(stack, input_file, args if not from_stdin else None, errors.value)
         out = _output(stack, output)
         run(loaded, lines, options, out, job, to_terminal=output is None and sys.stdout.isatty())
+
+
+def _interactive(model, device, decoding: dict, quantize, json_out: bool, threads: int, other_input: bool, settings):
+    """`tt translate -I`: the prompt, starting with these decoding options and text settings."""
+    if quantize is not None:
+        raise fail("--quantize is not available with -I yet", EXIT_USAGE)
+    from core.decode.translate import TranslateOptions
+    from tt_cli.repl import interactive as repl
+    from tt_cli.textrun import text_options
+
+    options = TranslateOptions(**decoding)
+    text = text_options(**settings)
+    return repl(model, device, options, json_out=json_out, threads=threads, other_input=other_input, text=text)
 
 
 def _check_text_usage(model_view, input_file, doc_format, glossary, flag_below) -> str:
@@ -304,12 +293,10 @@ class TextJob:
     args: list[str] | None  # the sentences given as arguments; None: read --input or stdin
     output: Path | None
     fmt: str  # text, srt or md
-    split: bool
-    protect: bool
-    glossary: Path | None
+    settings: dict  # text_options' keywords: split, protect, glossary
     json_out: bool
     flag_below: float | None
-    errors: str
+    errors: ErrorsChoice
 
 
 def _translate_text(load, job: TextJob, options) -> None:
@@ -319,7 +306,7 @@ def _translate_text(load, job: TextJob, options) -> None:
 
     if job.fmt != "text" and job.args is not None:
         raise fail("--format srt|md translates a document: give it with --input FILE or on stdin", EXIT_USAGE)
-    text = text_options(split=job.split, protect=job.protect, glossary=job.glossary)
+    text = text_options(**job.settings)
     document = read_document(job.input_file, job.fmt) if job.fmt != "text" else None
     loaded = load()
     with ExitStack() as stack:
@@ -327,7 +314,7 @@ def _translate_text(load, job: TextJob, options) -> None:
         if document is not None:
             report = Report(job.flag_below, "segment")
             return run_document(loaded, document, options, text, out, json_out=job.json_out, report=report)
-        lines = _lines(stack, job.input_file, job.args, job.errors)
+        lines = _lines(stack, job.input_file, job.args, job.errors.value)
         run_text(loaded, lines, options, text, out, json_out=job.json_out, report=Report(job.flag_below))
 
 
