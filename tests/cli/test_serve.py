@@ -136,7 +136,7 @@ def test_a_form_body_as_libretranslate_clients_send_it(client, translator):
 
 # ----------------------------------------------------------------------------- tt's own API
 def cli_json(*args: str) -> list[dict]:
-    result = CliRunner().invoke(app, ["translate", "--json", *args])
+    result = CliRunner().invoke(app, ["translate", "--json", "--raw", *args])  # the model's own record
     assert result.exit_code == 0, result.output
     return [json.loads(line) for line in result.stdout.splitlines()]
 

@@ -75,6 +75,13 @@ def test_every_number_url_and_emoji_of_the_copy_list_survives_through_the_cli():
     assert missing == []
 
 
+def test_raw_is_the_model_alone_on_the_line_as_given():
+    raw = ok("--raw", "--json", THREE)
+    [obj] = records(raw)
+    assert "sentences" not in obj and obj["token_ids"]  # the model's own record, one for the line
+    assert obj["translation"] != ok(THREE).stdout.strip()  # the whole line in one go comes out otherwise
+
+
 def test_no_protect_hands_numbers_to_the_model():
     [on, off] = [records(ok("--json", *flag, "Elle est née en 1987."))[0] for flag in ((), ("--no-protect",))]
     assert on["translation"] == "She was born in 1987."

@@ -50,7 +50,7 @@ class FormatChoice(str, Enum):
 
 # Options that show what the model itself does with a line: they hand it the line as given (no
 # splitting, protection or case), so their output is the model's own.
-MODEL_VIEW = "--n-best, --attention, --align, --attribution, --trace and --show-attention"
+MODEL_VIEW = "--raw, --n-best, --attention, --align, --attribution, --trace and --show-attention"
 
 
 def translate(
@@ -176,6 +176,14 @@ def translate(
         Optional[Path],
         typer.Option(help="A French<TAB>English TSV of terms to force (a term that cannot be placed is reported)."),
     ] = None,
+    raw: Annotated[
+        bool,
+        typer.Option(
+            "--raw",
+            help="The model alone on each line as given: no splitting, protection or case; --json writes the "
+            "model's own record (tokens, token_ids, token_logprobs, score), as tt serve's /v1/translate does.",
+        ),
+    ] = False,
     flag_below: Annotated[
         Optional[float],
         typer.Option(
@@ -207,7 +215,9 @@ def translate(
         other_input = bool(text) or input_file is not None or output is not None
         return _interactive(model, device, decoding, quantize, json_out, threads, other_input, settings)
     # Usage checks first: they need neither torch nor the model, so a mistake is reported at once.
-    model_view = n_best > 1 or attention != AttentionChoice.none or align or attribution or trace_file or show_attention
+    model_view = (
+        raw or n_best > 1 or attention != AttentionChoice.none or align or attribution or trace_file or show_attention
+    )
     fmt = _check_text_usage(model_view, input_file, doc_format, glossary, flag_below)
     if (attention != AttentionChoice.none or align) and not json_out:
         raise fail("--attention and --align need --json", EXIT_USAGE)
