@@ -178,7 +178,7 @@ def test_v1_warnings_are_numbered_within_the_request(client):
     reply = client.post("/v1/translate", {"q": ["Bonjour.", long], "greedy": True})
     records = reply.json()["translations"]
     assert [r["index"] for r in records] == [0, 1] and records[1]["truncated"] is True
-    printed = CliRunner().invoke(app, ["translate", "--greedy", long])
+    printed = CliRunner().invoke(app, ["translate", "--greedy", "--raw", long])
     warning = printed.stderr.splitlines()[0].removeprefix("tt: warning: line 1: ")
     assert reply.json()["warnings"] == [{"index": 1, "message": warning}]
 
