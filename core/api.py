@@ -3,8 +3,14 @@
     from core import Translator
 
     translator = Translator()                       # $TT_MODEL, else the shipped model
-    results = translator.translate(["Je suis étudiant."])
-    results[0].text, results[0].to_dict()           # to_dict(): the keys of `tt translate --json`
+    results = translator.translate(["Je suis étudiant."])      # the model alone, one sentence a line
+    results[0].text, results[0].to_dict()
+
+    lines = translator.translate_text(["Je suis étudiant. Il fait froid.", "Elle est née en 1987."])
+    lines[0].text, lines[0].to_dict()               # to_dict(): the object `tt translate --json` writes
+
+`translate_text` is what `tt translate` and its prompt run: sentences split, numbers, URLs, emoji and
+markup protected, case kept, glossary terms forced, confidences (core/text, docs/text.md).
 
 This module is the stable surface; everything it returns is plain data. `import core` stays light
 (torch loads on first use of `core.Translator`).
@@ -12,17 +18,24 @@ This module is the stable surface; everything it returns is plain data. `import 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from core.decode.translate import Alternative, Translation
+
+if TYPE_CHECKING:
+    from core.checkpoint import LoadedModel
+    from core.decode.translate import TranslateOptions
+    from core.text.pipeline import TextOptions, TextResult
 
 # What `translate` returns: the one record of a translated sentence that `tt translate` writes too
 # (text, pieces, token_ids, token_logprobs, score, logprob, truncated, warnings, n_best; with
 # trace=True source_trace and steps, and attention()). `to_dict()` gives the keys of --json.
 Result = Translation
 
-__all__ = ["Alternative", "Result", "Translation", "Translator"]
+__all__ = ["Alternative", "Result", "Translation", "Translator", "text_batch", "translate_text_lines"]
 
 
 class Translator:
@@ -55,6 +68,100 @@ class Translator:
             raise TypeError("translate() takes a list of sentences; for one: translate([text])[0]")
         options = _checked(lambda: replace(self.options, with_attention=trace, **decoding).validate())
         return list(translate_lines(self.loaded, list(sentences), options))
+
+    def translate_text(
+        self,
+        lines: Sequence[str],
+        *,
+        split: bool = True,
+        protect: bool = True,
+        case: bool = True,
+        glossary: str | Path | Iterable[tuple[str, str]] | None = None,
+        coverage: bool = False,
+        **decoding,
+    ) -> list[TextResult]:
+        """One TextResult per line, in order: `tt translate`'s pipeline (core/text) around the model.
+
+        split: sentences of a line translated apart and joined with the line's spacing; protect:
+        numbers, times, URLs, e-mail, emoji, code and markup copied; case: ALL-CAPS and Title Case kept;
+        glossary: a terms.tsv path or (French, English) pairs, forced; coverage: also the source
+        coverage signal (one teacher-forced pass more per sentence). The decoding keywords are translate's.
+        """
+        from core.text.pipeline import TextOptions
+
+        if isinstance(lines, str):
+            raise TypeError("translate_text() takes a list of lines; for one: translate_text([text])[0]")
+        options = _checked(lambda: replace(self.options, **decoding).validate())
+        text = TextOptions(split=split, protect=protect, case=case, terms=tuple(_terms(glossary)))
+        return list(translate_text_lines(self.loaded, list(lines), options, text, coverage=coverage))
+
+
+def _terms(glossary) -> list[tuple[str, str]]:
+    if glossary is None:
+        return []
+    if isinstance(glossary, (str, Path)):
+        from core.text.glossary import read_glossary
+
+        return read_glossary(glossary)
+    return [(fr, en) for fr, en in glossary]
+
+
+def text_batch(
+    loaded: LoadedModel, options: TranslateOptions, *, coverage: bool = False
+) -> Callable[[list[str]], list[Translation]]:
+    """The translate_batch of core.text.pipeline over a loaded model: one Translation per sentence, with
+    `cross` (the last layer's cross-attention, mean of the heads) when `coverage` is asked."""
+    from core.decode.translate import translate_lines
+
+    traced = replace(options, with_attention=coverage, n_best=1)
+
+    def run(sentences: list[str]) -> list[Translation]:
+        results = list(translate_lines(loaded, sentences, traced))
+        for t in results:
+            # translate_lines numbers its warnings by position in this batch; the caller names the line
+            t.warnings = [w.split(": ", 1)[1] if w.startswith("line ") else w for w in t.warnings]
+            t.cross = t.attention("cross", -1) if coverage and t.steps else None
+        return results
+
+    return run
+
+
+def translate_text_lines(
+    loaded: LoadedModel,
+    lines: Iterable[str],
+    options: TranslateOptions,
+    text: TextOptions | None = None,
+    *,
+    coverage: bool = False,
+) -> Iterator[TextResult]:
+    """One TextResult per line, streamed: lines are taken as they arrive (a pipe is answered line by line,
+    a file fills whole batches), control characters become spaces (a warning says how many)."""
+    from core.decode.source import clean_text
+    from core.decode.translate import _chunks
+    from core.text.pipeline import TextOptions, translate_chunks
+    from core.text.protect import unknown_characters
+
+    text = text or TextOptions()
+    notes: dict[int, str] = {}
+
+    def cleaned(chunks: Iterable[list[str]]) -> Iterator[list[str]]:
+        done = 0
+        for chunk in chunks:
+            out = []
+            for i, line in enumerate(chunk):
+                line, replaced = clean_text(line)
+                if replaced:
+                    notes[done + i] = f"replaced {replaced} control character(s) with spaces"
+                out.append(line)
+            done += len(chunk)
+            yield out
+
+    batch = text_batch(loaded, options, coverage=coverage)
+    unknown = unknown_characters(loaded.tokenizer)
+    for r in translate_chunks(cleaned(_chunks(lines, options.batch_size * 4)), batch, text, unknown):
+        if r.index in notes:
+            r.line_warnings = [notes.pop(r.index)]
+        yield r
 
 
 def _checked(make):

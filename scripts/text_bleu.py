@@ -2,12 +2,17 @@
 (sacreBLEU, beam 4), on newstest2013 (first 500 lines) and the Tatoeba test split.
 
     python scripts/text_bleu.py [--news-lines 500] [--model DIR]
+    python scripts/text_bleu.py --cli      # end to end: `tt translate --input` with and without
+                                           # --no-split --no-protect, as a user runs it
 """
 
 from __future__ import annotations
 
 import argparse
+import re
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -26,12 +31,59 @@ RUNS = {
 }
 
 
+CLI_RUNS = {
+    "tt translate --no-split --no-protect": ["--no-split", "--no-protect"],
+    "tt translate (default: split + protect)": [],
+}
+
+
+def cli_translate(sources: list[str], flags: list[str], model: str | None) -> tuple[list[str], int]:
+    """`tt translate --input FILE --output FILE` in a child process: the outputs and the warnings it gave."""
+    with tempfile.TemporaryDirectory() as tmp:
+        src, out = Path(tmp) / "src.fr", Path(tmp) / "out.en"
+        src.write_text("".join(line + "\n" for line in sources), encoding="utf-8")
+        cmd = [sys.executable, "-m", "tt_cli.main", "translate", "--threads", "1", "-i", str(src), "-o", str(out)]
+        cmd += flags + (["--model", model] if model else [])
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            sys.exit(f"{' '.join(cmd)} failed: {done.stderr.strip()}")
+        lines = out.read_text(encoding="utf-8").split("\n")[:-1]
+        # tt shows the first warnings and then a count of the rest: "tt: warning: N more warning(s) not shown"
+        more = re.search(r"^tt: warning: (\d+) more warning", done.stderr, re.MULTILINE)
+        shown = done.stderr.count("tt: warning:") - (1 if more else 0)
+        return lines, shown + (int(more.group(1)) if more else 0)
+
+
+def main_cli(args) -> None:
+    print("| set | run | BLEU | chrF | warnings | seconds |")
+    print("|---|---|---:|---:|---:|---:|")
+    scores = None
+    for name, run, flags, sources, refs in _runs(args, CLI_RUNS):
+        started = time.perf_counter()
+        outputs, warned = cli_translate(sources, flags, args.model)
+        seconds = time.perf_counter() - started
+        assert len(outputs) == len(sources), f"{len(outputs)} lines out for {len(sources)} in"
+        scores = corpus_scores(outputs, [refs])
+        print(f"| {name} | {run} | {scores.bleu:.2f} | {scores.chrf:.2f} | {warned} | {seconds:.0f} |", flush=True)
+    print(f"\nBLEU signature: {scores.bleu_signature}")
+
+
+def _runs(args, runs: dict):
+    """(set name, run name, its settings, sources, references) for every set and run."""
+    for name, (sources, refs) in dev_sets(args.news_lines, args.tatoeba_lines).items():
+        for run, settings in runs.items():
+            yield name, run, settings, sources, refs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--news-lines", type=int, default=500)
     parser.add_argument("--tatoeba-lines", type=int, default=None, help="the split's first N pairs (default all)")
     parser.add_argument("--model", default=None)
+    parser.add_argument("--cli", action="store_true", help="through `tt translate` (on vs --no-split --no-protect)")
     args = parser.parse_args()
+    if args.cli:
+        return main_cli(args)
 
     import torch
 
@@ -43,23 +95,21 @@ def main() -> None:
     unknown = unknown_characters(translator.loaded.tokenizer)
     print("| set | run | BLEU | chrF | lines split | spans protected | spans lost | seconds |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")
-    signature = ""
-    for name, (sources, refs) in dev_sets(args.news_lines, args.tatoeba_lines).items():
-        for run, options in RUNS.items():
-            started = time.perf_counter()
-            results = translate_text(sources, translator_batch(translator), options, unknown)
-            seconds = time.perf_counter() - started
-            scores = corpus_scores([r.text for r in results], [refs])
-            signature = scores.bleu_signature
-            n_split = sum(len(r.sentences) > 1 for r in results)
-            n_spans = sum(len(s.spans) for r in results for s in r.sentences)
-            n_lost = sum(len(s.lost) for r in results for s in r.sentences)
-            print(
-                f"| {name} | {run} | {scores.bleu:.2f} | {scores.chrf:.2f} | {n_split} | {n_spans} | {n_lost} "
-                f"| {seconds:.0f} |",
-                flush=True,
-            )
-    print(f"\nBLEU signature: {signature}")
+    scores = None
+    for name, run, options, sources, refs in _runs(args, RUNS):
+        started = time.perf_counter()
+        results = translate_text(sources, translator_batch(translator), options, unknown)
+        seconds = time.perf_counter() - started
+        scores = corpus_scores([r.text for r in results], [refs])
+        n_split = sum(len(r.sentences) > 1 for r in results)
+        n_spans = sum(len(s.spans) for r in results for s in r.sentences)
+        n_lost = sum(len(s.lost) for r in results for s in r.sentences)
+        print(
+            f"| {name} | {run} | {scores.bleu:.2f} | {scores.chrf:.2f} | {n_split} | {n_spans} | {n_lost} "
+            f"| {seconds:.0f} |",
+            flush=True,
+        )
+    print(f"\nBLEU signature: {scores.bleu_signature}")
 
 
 if __name__ == "__main__":

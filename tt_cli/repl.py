@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # imported for real only when the prompt starts: core.decode pulls in torch
     from core.decode.translate import TranslateOptions
+    from core.text.pipeline import TextOptions
 
 PROMPT = "fr> "
 HISTORY_LENGTH = 1000
@@ -33,7 +34,7 @@ Type a French sentence and press Enter. Commands:
   :greedy        greedy search (fastest)
   :sample [T]    sample at temperature T (default 1.0)
   :json on|off   print the --json object instead of the plain translation
-  :attention     cross-attention heatmap of the last sentence
+  :attention     cross-attention heatmap of the last sentence (of the last line)
   :inspect       open tt inspect on the last sentence (q returns here)
   :help          this list
   :quit          leave (Ctrl-D too); Ctrl-C cancels the current line"""
@@ -91,6 +92,7 @@ class Settings:
 
     options: TranslateOptions
     json: bool = False
+    text: TextOptions | None = None  # splitting, protection, glossary (None: the defaults)
 
     def apply(self, command: Command) -> tuple[Settings, str]:
         """The settings after a decoding command, and the line that says what changed."""
@@ -211,15 +213,17 @@ class Repl:
         return True
 
     def translate(self, line: str) -> None:
-        from core.decode.translate import translate_lines
-        from tt_cli.output import json_line, translation_json
+        """The line through `tt translate`'s pipeline (core.api.translate_text_lines): sentences,
+        protected spans, case, glossary; :attention and :inspect then show its last sentence."""
+        from core.api import translate_text_lines
+        from tt_cli.output import json_line
 
-        t = next(translate_lines(self.loaded, [line], self.settings.options))
-        for w in t.warnings:
+        s = self.settings
+        r = next(translate_text_lines(self.loaded, [line], s.options, s.text, coverage=s.json))
+        for w in r.warnings:
             say(f"tt: warning: {w}")
-        text = json_line(translation_json(t)) if self.settings.json else t.text
-        print(text, flush=True)
-        self.last = t
+        print(json_line(r.to_dict()) if s.json else r.text, flush=True)
+        self.last = r.sentences[-1].decoded if r.sentences else None
 
     def attention(self) -> None:
         if self.last is None:
@@ -259,6 +263,7 @@ def interactive(
     json_out: bool = False,
     threads: int = 0,
     other_input: bool = False,
+    text=None,
 ) -> None:
     """`tt translate -I`: check the terminal, load the model once, run the prompt."""
     from tt_cli.errors import EXIT_USAGE, fail
@@ -272,4 +277,4 @@ def interactive(
 
     set_threads(threads, few=True)  # one sentence at a time: one thread is fastest
     loaded = load_model_for(model, device)
-    Repl(loaded, Settings(options.validate(), json_out), history_path()).run()
+    Repl(loaded, Settings(options.validate(), json_out, text), history_path()).run()

@@ -13,13 +13,23 @@ line's own spacing.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from core.text.case import NATURAL, apply_case, case_shape, natural_case
 from core.text.confidence import Confidence, confidence
 from core.text.documents import Document
-from core.text.protect import DEFAULT_SCHEME, FALLBACK_SCHEMES, Protected, Scheme, Span, find_spans, protect, restore
+from core.text.protect import (
+    DEFAULT_SCHEME,
+    ELEMENT_TEXT,
+    FALLBACK_SCHEMES,
+    Protected,
+    Scheme,
+    Span,
+    find_spans,
+    protect,
+    restore,
+)
 from core.text.split import join_sentences, sentence_spans
 
 
@@ -57,16 +67,22 @@ class SentenceResult:
     lost: list[Span] = field(default_factory=list)  # spans (terms included) missing from the output
     confidence: Confidence | None = None
     warnings: list[str] = field(default_factory=list)
+    decoded: Decoded | None = None  # what translate_batch returned for it (core.Result in the CLI and API)
 
     def to_dict(self) -> dict:
         obj = {
             "source": self.source,
             "translation": self.text,
+            "model_input": self.model_input,
+            "model_output": self.model_output,
             "protected": [{"kind": s.kind, "source": s.original, "output": s.output} for s in self.spans],
             "lost": [{"kind": s.kind, "source": s.original} for s in self.lost],
         }
         if self.confidence is not None:
             obj.update(self.confidence.to_dict())
+        if self.decoded is not None:
+            obj["tokens"] = list(self.decoded.pieces)
+            obj["token_logprobs"] = [round(x, 4) for x in self.decoded.token_logprobs]
         return obj
 
 
@@ -76,6 +92,7 @@ class TextResult:
     source: str  # the line as given
     text: str  # its translation: one line
     sentences: list[SentenceResult] = field(default_factory=list)
+    line_warnings: list[str] = field(default_factory=list)  # about the line as a whole (control characters)
 
     @property
     def confidence(self) -> float | None:
@@ -84,16 +101,27 @@ class TextResult:
         return min(values) if values else None
 
     @property
+    def coverage(self) -> float | None:
+        """The line's source coverage: its least covered sentence's (None without attention)."""
+        values = [s.confidence.coverage for s in self.sentences if s.confidence and s.confidence.coverage is not None]
+        return min(values) if values else None
+
+    @property
     def warnings(self) -> list[str]:
-        return [w for s in self.sentences for w in s.warnings]
+        return self.line_warnings + [w for s in self.sentences for w in s.warnings]
 
     def to_dict(self) -> dict:
+        def rounded(x: float | None) -> float | None:
+            return None if x is None else round(x, 4)
+
         return {
             "index": self.index,
             "source": self.source,
             "translation": self.text,
-            "confidence": None if self.confidence is None else round(self.confidence, 4),
+            "confidence": rounded(self.confidence),
+            "coverage": rounded(self.coverage),
             "sentences": [s.to_dict() for s in self.sentences],
+            "warnings": self.warnings,
         }
 
 
@@ -139,19 +167,47 @@ def _translate(prepared: list[_Prepared], translate_batch, options: TextOptions)
         cased = apply_case(output, p.shape, p.placeholders)
         restored = restore(cased, p.protected)
         conf = confidence(d.pieces, d.token_logprobs, getattr(d, "cross", None))
+        warnings = list(getattr(d, "warnings", [])) + restored.warnings  # the decoder's (truncation) first
         sentences.append(
             SentenceResult(
-                p.source,
-                restored.text,
-                p.model_input,
-                d.text,
-                p.protected.spans,
-                restored.lost,
-                conf,
-                restored.warnings,
+                p.source, restored.text, p.model_input, d.text, p.protected.spans, restored.lost, conf, warnings, d
             )
         )
     return sentences
+
+
+def _element_texts(prepared: list[_Prepared], translate_batch, options: TextOptions, unknown) -> dict[str, str]:
+    """The translation of the text inside each inline element (`<b>Envoyer</b>` → Send), one batch for all:
+    the element is one placeholder in its sentence, so neither tag can be lost on its own."""
+    inner = {
+        m.group(2).strip()
+        for p in prepared
+        for s in p.protected.spans
+        if s.kind == "element" and (m := ELEMENT_TEXT.match(s.original)) and any(c.isalpha() for c in m.group(2))
+    }
+    texts = sorted(inner)
+    # A fragment alone is far from the sentences the model learned from; with a period it reads as
+    # one ("Envoyer" → "Sendery it", "Envoyer." → "Sending."), and the period goes again after.
+    stopped = [t if t.endswith(_STOPS) else t + "." for t in texts]
+    inside = [_prepare(-1, t, options, unknown, options.scheme) for t in stopped]
+    out = {}
+    for text, full, r in zip(texts, stopped, _translate(inside, translate_batch, options)):
+        out[text] = r.text[:-1] if full != text and r.text.endswith(".") else r.text
+    return out
+
+
+def _with_elements(p: _Prepared, translated: dict[str, str]) -> _Prepared:
+    """`p` with each element span's output holding its text's translation between the original tags."""
+    spans = []
+    for s in p.protected.spans:
+        m = ELEMENT_TEXT.match(s.original) if s.kind == "element" else None
+        if m and m.group(2).strip() in translated:
+            text = m.group(2)
+            lead, trail = text[: len(text) - len(text.lstrip())], text[len(text.rstrip()) :]
+            s = replace(s, output=m.group(1) + lead + translated[text.strip()] + trail + m.group(3))
+        spans.append(s)
+    p.protected = replace(p.protected, spans=spans)
+    return p
 
 
 def translate_text(
@@ -177,12 +233,17 @@ def translate_text(
             spans = [(line.index(stripped), line.index(stripped) + len(stripped))] if stripped else []
         per_line.append(spans)
         prepared += [_prepare(i, line[a:b], options, unknown, options.scheme) for a, b in spans]
+    elements = _element_texts(prepared, translate_batch, options, unknown)
+    prepared = [_with_elements(p, elements) for p in prepared]
     sentences = _translate(prepared, translate_batch, options)
     for scheme in options.fallbacks:
         retry = [i for i, s in enumerate(sentences) if s.lost]
         if not retry:
             break
-        again = [_prepare(prepared[i].line, prepared[i].source, options, unknown, scheme) for i in retry]
+        again = [
+            _with_elements(_prepare(prepared[i].line, prepared[i].source, options, unknown, scheme), elements)
+            for i in retry
+        ]
         for i, second in zip(retry, _translate(again, translate_batch, options)):
             if len(second.lost) < len(sentences[i].lost):
                 sentences[i] = second
@@ -204,22 +265,34 @@ def translate_stream(
 ) -> Iterator[TextResult]:
     """translate_text over a stream (a file, stdin), `chunk` lines at a time so memory stays flat;
     indices run on across chunks."""
-    batch: list[str] = []
-    done = 0
 
-    def flush() -> Iterator[TextResult]:
-        for r in translate_text(batch, translate_batch, options, unknown):
+    def chunks() -> Iterator[list[str]]:
+        batch: list[str] = []
+        for line in lines:
+            batch.append(line)
+            if len(batch) == chunk:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
+
+    return translate_chunks(chunks(), translate_batch, options, unknown)
+
+
+def translate_chunks(
+    chunks: Iterable[list[str]],
+    translate_batch: Callable[[list[str]], Sequence[Decoded]],
+    options: TextOptions | None = None,
+    unknown: Callable[[str], bool] | None = None,
+) -> Iterator[TextResult]:
+    """translate_text over lists of lines as they come (a caller that reads a pipe hands over what is
+    there, so each line is answered without waiting for the next); indices run on across lists."""
+    done = 0
+    for lines in chunks:
+        for r in translate_text(lines, translate_batch, options, unknown):
             r.index += done
             yield r
-
-    for line in lines:
-        batch.append(line)
-        if len(batch) == chunk:
-            yield from flush()
-            done += len(batch)
-            batch = []
-    if batch:
-        yield from flush()
+        done += len(lines)
 
 
 @dataclass

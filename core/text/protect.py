@@ -4,7 +4,8 @@
     model: "See Kyoto Osaka"      ──restore──▶  "See https://exemple.fr 🙂"
 
 What is protected (earlier kinds win where they overlap): glossary terms, inline code, Markdown links
-(core.text.documents translates their text on its own), markup,
+(core.text.documents translates their text on its own), inline elements such as `<b>Envoyer</b>`
+(the pipeline translates their text on its own and puts it back between the tags), other markup,
 URLs, e-mail addresses, dates in digits, times (14 h 35, 14h35, 14:35), numbers of two or more
 digits (a single digit is left to the model, which writes "three" for 3 as a translator would), and
 any word holding a character outside the model's vocabulary (emoji, other scripts).
@@ -55,7 +56,7 @@ FALLBACK_SCHEMES = (SCHEMES["names-kyoto"], SCHEMES["typed"])  # further tries f
 class Span:
     """One protected piece of the source."""
 
-    kind: str  # term, code, link, markup, url, email, date, time, number, unknown
+    kind: str  # term, code, link, element, markup, url, email, date, time, number, unknown
     start: int  # where it is in the text given to protect()
     end: int
     original: str  # the source text
@@ -90,6 +91,9 @@ _SP = r"[ \u00a0\u202f]"  # French writes 1 000 and 14 h 35 with plain or no-bre
 _PATTERNS: list[tuple[str, re.Pattern]] = [
     ("code", re.compile(r"`[^`\n]+`")),
     ("link", re.compile(r"!?\[[^\[\]\n]*\]\([^()\s]*(?:\([^()\s]*\)[^()\s]*)*(?:\s+\"[^\"]*\")?\)")),  # Markdown
+    # An inline element whose text holds no further markup: one span, so its closing tag cannot be
+    # lost on its own; the pipeline translates the text between the tags (ELEMENT_TEXT).
+    ("element", re.compile(r"<([A-Za-z][\w:-]*)(?:\s+[^<>]*)?>[^<>\n]*</\1\s*>")),
     ("markup", re.compile(r"</?[A-Za-z][\w:-]*(?:\s+[^<>]*)?/?>|\{\{[^{}]*\}\}|\{\w*\}|%[sd]")),
     ("url", re.compile(r"(?:https?://|ftp://|www\.)[^\s<>«»\"]+[^\s<>«»\".,;:!?)\]'’]")),
     ("email", re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}")),
@@ -113,6 +117,9 @@ def _unknown_words(text: str, unknown: Callable[[str], bool]) -> Iterable[tuple[
             continue
         a = start + word.index(stripped)
         yield a, a + len(stripped)
+
+
+ELEMENT_TEXT = re.compile(r"^(<[^<>]+>)(.*)(</[^<>]+>)$", re.DOTALL)  # an element's tags and its text
 
 
 def _render(kind: str, text: str) -> str:

@@ -18,14 +18,21 @@ from __future__ import annotations
 
 import re
 
-# Abbreviations that take a period and are followed by more of the same sentence. Lower-cased, without
-# the final period; "p. ex." is matched on its last part ("ex") after "p.".
-ABBREVIATIONS = frozenset(
+# Abbreviations that take a period and are followed by more of the same sentence, without the final
+# period; "p. ex." is matched on its last part ("ex") after "p.". Titles and company words match in any
+# case (M., Mme, Dr, Inc.).
+TITLE_ABBREVIATIONS = frozenset(
     """
-    m mm mme mmes mlle mlles dr drs pr me mgr st ste sts stes cie éd éds
-    av apr env cf ex p pp ex vol chap fig art al réf tél no nº n° coll dir trad
-    bd boul av ch min max sq sqq ibid op cit c.-à-d j.-c
-    mr mrs ms jr sr prof gen col lt sgt rev vs e.g i.e approx dept est inc ltd co corp
+    m mm mme mmes mlle mlles dr drs pr me mgr st ste sts stes cie
+    mr mrs ms jr sr prof gen col lt sgt rev inc ltd corp
+    """.split()
+)
+# The others only as written in lower case: capitalised they are names or words that end sentences
+# ("Il s'appelle Max. Il dort.", "Art. Il…").
+ABBREVIATIONS = TITLE_ABBREVIATIONS | frozenset(
+    """
+    éd éds av apr env cf ex p pp vol chap fig art al réf tél no nº n° coll dir trad
+    bd boul ch min max sq sqq ibid op cit c.-à-d j.-c vs e.g i.e approx dept co
     janv févr avr juil sept oct nov déc
     """.split()
 )
@@ -72,7 +79,9 @@ def _blocked_by_abbreviation(before: str, following: str) -> bool:
         return True  # an initial: J. K. Rowling, M. Dupont
     if key in WEAK_ABBREVIATIONS or last.lower() in WEAK_ABBREVIATIONS:
         return not following[:1].isupper()
-    return key in ABBREVIATIONS or last.lower() in ABBREVIATIONS
+    if key in TITLE_ABBREVIATIONS or last.lower() in TITLE_ABBREVIATIONS:
+        return True
+    return word in ABBREVIATIONS or last in ABBREVIATIONS
 
 
 def sentence_spans(line: str) -> list[tuple[int, int]]:

@@ -224,7 +224,9 @@ def test_a_session_translates_runs_commands_cancels_and_quits(terminal, tmp_path
     shown = tty.read_until(r"\}\n.*fr> ")
     obj = json.loads(next(line for line in shown.splitlines() if line.startswith("{")))
     assert obj["translation"] == tiny_translation("Il est médecin.", "--greedy") and obj["source"] == "Il est médecin."
-    assert obj["tokens"] and len(obj["token_logprobs"]) == len(obj["tokens"]) + 1  # EOS's log-prob last
+    [sentence] = obj["sentences"]  # the REPL writes tt translate's --json object
+    assert sentence["tokens"] and len(sentence["token_logprobs"]) == len(sentence["tokens"]) + 1  # EOS's last
+    assert 0 < obj["confidence"] <= 1 and 0 <= obj["coverage"] <= 1
 
     tty.type(":beam 0\r")
     assert ":beam takes a beam size" in tty.read_until("fr> ")
@@ -294,3 +296,16 @@ def test_attention_and_inspect_show_the_last_sentence(terminal, tiny_translation
     assert ":sample [T]" in tty.read_until(r":quit.*\n.*fr> ")
     tty.type(":q\r")
     assert tty.wait() == 0
+
+
+def test_the_prompt_runs_the_text_pipeline_with_the_commands_text_options(terminal):
+    line = "Je suis étudiant. Il est médecin."
+    for flags, n_sentences in (((), 2), (("--no-split",), 1)):
+        tty = terminal("--greedy", "--json", *flags)
+        tty.read_until("fr> ")
+        tty.type(line + "\r")
+        shown = tty.read_until(r"\}\n.*fr> ")
+        obj = json.loads(next(text for text in shown.splitlines() if text.startswith("{")))
+        assert len(obj["sentences"]) == n_sentences
+        tty.type("\x04")
+        assert tty.wait() == 0

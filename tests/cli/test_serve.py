@@ -136,7 +136,7 @@ def test_a_form_body_as_libretranslate_clients_send_it(client, translator):
 
 # ----------------------------------------------------------------------------- tt's own API
 def cli_json(*args: str) -> list[dict]:
-    result = CliRunner().invoke(app, ["translate", "--json", *args])
+    result = CliRunner().invoke(app, ["translate", "--json", "--raw", *args])  # the model's own record
     assert result.exit_code == 0, result.output
     return [json.loads(line) for line in result.stdout.splitlines()]
 
@@ -179,7 +179,7 @@ def test_v1_warnings_are_numbered_within_the_request(client):
     reply = client.post("/v1/translate", {"q": ["Bonjour.", long], "greedy": True})
     records = reply.json()["translations"]
     assert [r["index"] for r in records] == [0, 1] and records[1]["truncated"] is True
-    printed = CliRunner().invoke(app, ["translate", "--greedy", long])
+    printed = CliRunner().invoke(app, ["translate", "--greedy", "--raw", long])
     warning = printed.stderr.splitlines()[0].removeprefix("tt: warning: line 1: ")
     assert reply.json()["warnings"] == [{"index": 1, "message": warning}]
 

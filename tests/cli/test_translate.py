@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import pty
 import subprocess
@@ -88,19 +89,33 @@ def test_control_characters_and_long_lines_warn_but_translate(tt):
     assert result.exit_code == 0, result.stderr
     assert result.stdout.count("\n") == 3 and len(result.stdout.splitlines()) == 3
     assert "line 1: replaced 3 control character(s)" in result.stderr
+    assert "translated the first" not in result.stderr  # split: 40 short sentences, none cut
+    result = tt("--greedy", "--no-split", input=f"Je suis étudiant.\n{long_line}\n")
+    assert result.exit_code == 0 and len(result.stdout.splitlines()) == 2
     assert "line 2:" in result.stderr and "translated the first" in result.stderr
 
 
-def test_json_has_tokens_logprobs_and_score(tt):
+def test_json_has_sentences_tokens_logprobs_and_confidence(tt):
     result = tt("--greedy", "--json", "Je suis étudiant.", "")
     assert result.exit_code == 0, result.stderr
     first, empty = (json.loads(line) for line in result.stdout.splitlines())
     assert first["source"] == "Je suis étudiant." and first["translation"] == "I am a student."
-    assert "".join(first["tokens"]).replace("▁", " ").strip() == "I am a student."
-    assert len(first["token_logprobs"]) == len(first["tokens"]) + 1  # EOS's log-probability last
-    assert first["score"] == pytest.approx(sum(first["token_logprobs"]), abs=1e-3)
+    [sentence] = first["sentences"]
+    assert "".join(sentence["tokens"]).replace("▁", " ").strip() == "I am a student."
+    assert len(sentence["token_logprobs"]) == len(sentence["tokens"]) + 1  # EOS's log-probability last
+    mean = sum(sentence["token_logprobs"]) / len(sentence["token_logprobs"])
+    assert first["confidence"] == pytest.approx(math.exp(mean), abs=1e-3)
     assert "attention" not in first and "alignment" not in first
-    assert empty["translation"] == "" and empty["tokens"] == []
+    assert empty["translation"] == "" and empty["sentences"] == [] and empty["confidence"] is None
+
+
+def test_json_with_a_model_view_option_is_the_models_own_record(tt):
+    result = tt("--json", "--n-best", "2", "Je suis étudiant.")
+    assert result.exit_code == 0, result.stderr
+    obj = json.loads(result.stdout)
+    assert "sentences" not in obj and len(obj["n_best"]) == 2
+    assert "".join(obj["tokens"]).replace("▁", " ").strip() == obj["translation"]
+    assert obj["score"] == pytest.approx(obj["n_best"][0]["score"], abs=1e-3)
 
 
 def test_json_attention_matrices_and_alignment(tt, tiny_loaded):

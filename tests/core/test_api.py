@@ -60,12 +60,14 @@ def test_results_match_translate_lines_and_the_json_keys(translator, tiny_loaded
     expected = list(translate_lines(tiny_loaded, sentences, TranslateOptions(method="greedy")))
     assert [r.text for r in results] == [t.text for t in expected] == ["I am a student.", "", "He is a doctor."]
     assert [r.index for r in results] == [0, 1, 2] and all(isinstance(r, Result) for r in results)
-    # to_dict() has exactly the keys and values of `tt translate --json` for the same sentence.
+    # translate_text's to_dict() has exactly the keys and values of `tt translate --json` for the same line.
     cli = CliRunner().invoke(
         app, ["translate", "--model", str(tiny_model_dir), "--greedy", "--json", "Je suis étudiant."]
     )
     assert cli.exit_code == 0, cli.stderr
-    assert results[0].to_dict() == json.loads(cli.stdout)
+    [line] = translator.translate_text(["Je suis étudiant."], coverage=True)
+    assert line.to_dict() == json.loads(cli.stdout)
+    assert line.sentences[0].decoded.token_ids == results[0].token_ids  # the pipeline runs the same model
     assert json.loads(json.dumps(results[1].to_dict()))["translation"] == ""
 
 
@@ -107,7 +109,7 @@ def test_tt_model_chooses_the_model_of_translate_and_eval(tiny_model_dir, tiny_l
     result = runner.invoke(app, ["translate", "--greedy", "--json", "Le chien mange."], env=env)
     assert result.exit_code == 0, result.stderr
     expected = next(translate_lines(tiny_loaded, ["Le chien mange."], TranslateOptions(method="greedy")))
-    assert json.loads(result.stdout)["token_ids"] == expected.token_ids  # the tiny model's 120-piece ids
+    assert json.loads(result.stdout)["sentences"][0]["tokens"] == expected.pieces  # the tiny model's pieces
 
     (tmp_path / "s.fr").write_text("Le chien mange.\n", encoding="utf-8")
     (tmp_path / "r.en").write_text("The dog is eating.\n", encoding="utf-8")

@@ -29,8 +29,7 @@ from tt_cli.options import (
     set_threads,
 )
 from tt_cli.output import JsonWriter, Writer, show_attention, write_n_best, write_plain
-
-MAX_WARNINGS = 20  # after this many, only a count at the end (a huge file must not flood stderr)
+from tt_cli.textrun import MAX_WARNINGS
 
 
 class AttentionChoice(str, Enum):
@@ -42,6 +41,17 @@ class AttentionChoice(str, Enum):
 class QuantizeChoice(str, Enum):
     int8 = "int8"
     bf16 = "bf16"
+
+
+class FormatChoice(str, Enum):
+    text = "text"
+    srt = "srt"
+    md = "md"
+
+
+# Options that show what the model itself does with a line: they hand it the line as given (no
+# splitting, protection or case), so their output is the model's own.
+MODEL_VIEW = "--raw, --n-best, --attention, --align, --attribution, --trace and --show-attention"
 
 
 def translate(
@@ -76,7 +86,12 @@ def translate(
     threads: ThreadsOpt = 0,
     json_out: Annotated[
         bool,
-        typer.Option("--json", help="One JSON object per line: source, translation, tokens, token_logprobs, score."),
+        typer.Option(
+            "--json",
+            help="One JSON object per line: source, translation, confidence, coverage, and its sentences with "
+            "their protected spans, glossary terms, word confidences and pieces (README: JSON output). With "
+            f"{MODEL_VIEW}: the model's own record of the line (tokens, token_logprobs, score, …).",
+        ),
     ] = False,
     attention: Annotated[
         AttentionChoice,
@@ -136,6 +151,49 @@ def translate(
             "attention, candidates, attribution when asked) to FILE (safetensors), to replay without the model.",
         ),
     ] = None,
+    split: Annotated[
+        bool,
+        typer.Option(
+            "--split/--no-split",
+            help="Split a line into sentences, translate them in one batch and join them with the line's spacing.",
+        ),
+    ] = True,
+    protect: Annotated[
+        bool,
+        typer.Option(
+            "--protect/--no-protect",
+            help="Copy numbers, times, dates, URLs, e-mail, emoji, inline code and markup instead of translating them.",
+        ),
+    ] = True,
+    doc_format: Annotated[
+        Optional[FormatChoice],
+        typer.Option(
+            "--format",
+            help="text: one output line per input line · srt: subtitles (numbers and timestamps kept) · md: "
+            "Markdown (code, URLs and link targets kept). Default: from the --input extension (.srt, .md), else text.",
+        ),
+    ] = None,
+    glossary: Annotated[
+        Optional[Path],
+        typer.Option(help="A French<TAB>English TSV of terms to force (a term that cannot be placed is reported)."),
+    ] = None,
+    raw: Annotated[
+        bool,
+        typer.Option(
+            "--raw",
+            help="The model alone on each line as given: no splitting, protection or case; --json writes the "
+            "model's own record (tokens, token_ids, token_logprobs, score), as tt serve's /v1/translate does.",
+        ),
+    ] = False,
+    flag_below: Annotated[
+        Optional[float],
+        typer.Option(
+            help="Name on stderr each line whose confidence (0–1: the geometric-mean probability of the "
+            "output pieces of its weakest sentence) is below X.",
+            min=0.0,
+            max=1.0,
+        ),
+    ] = None,
 ) -> None:
     """Translate French to English. Defaults: beam search, beam 4, length penalty α 0.6 (the paper's).
 
@@ -155,17 +213,15 @@ def translate(
         top_p=top_p,
         seed=seed,
     )
+    settings = dict(split=split, protect=protect, glossary=glossary)  # what core/text does around the model
     if interactive:
-        if quantize is not None:
-            raise fail("--quantize is not available with -I yet", EXIT_USAGE)
-        from core.decode.translate import TranslateOptions
-        from tt_cli.repl import interactive as repl
-
         other_input = bool(text) or input_file is not None or output is not None
-        return repl(
-            model, device, TranslateOptions(**decoding), json_out=json_out, threads=threads, other_input=other_input
-        )
+        return _interactive(model, device, decoding, quantize, json_out, threads, other_input, settings)
     # Usage checks first: they need neither torch nor the model, so a mistake is reported at once.
+    model_view = (
+        raw or n_best > 1 or attention != AttentionChoice.none or align or attribution or trace_file or show_attention
+    )
+    fmt = _check_text_usage(model_view, input_file, doc_format, glossary, flag_below)
     if (attention != AttentionChoice.none or align) and not json_out:
         raise fail("--attention and --align need --json", EXIT_USAGE)
     if attribution is not None and not (json_out or trace_file):
@@ -202,6 +258,9 @@ def translate(
     for path in (p for p in (output, trace_file) if p is not None):
         check_output(path)  # a bad output path fails before the model loads
     set_threads(threads, few=not from_stdin and input_file is None)
+    if not model_view:
+        job = TextJob(input_file, None if from_stdin else args, output, fmt, settings, json_out, flag_below, errors)
+        return _translate_text(lambda: _load(model, device, quantize, layer, head), job, options)
     loaded = _load(model, device, quantize, layer, head)
     job = Job(
         writer=_writer(loaded, json_out, n_best, attention, align, attribution),
@@ -214,6 +273,62 @@ def translate(
         lines = _lines(stack, input_file, args if not from_stdin else None, errors.value)
         out = _output(stack, output)
         run(loaded, lines, options, out, job, to_terminal=output is None and sys.stdout.isatty())
+
+
+def _interactive(model, device, decoding: dict, quantize, json_out: bool, threads: int, other_input: bool, settings):
+    """`tt translate -I`: the prompt, starting with these decoding options and text settings."""
+    if quantize is not None:
+        raise fail("--quantize is not available with -I yet", EXIT_USAGE)
+    from core.decode.translate import TranslateOptions
+    from tt_cli.repl import interactive as repl
+    from tt_cli.textrun import text_options
+
+    options = TranslateOptions(**decoding)
+    text = text_options(**settings)
+    return repl(model, device, options, json_out=json_out, threads=threads, other_input=other_input, text=text)
+
+
+def _check_text_usage(model_view, input_file, doc_format, glossary, flag_below) -> str:
+    """The text format of this run (text, srt, md); the model-view options cannot mix with the text ones."""
+    from tt_cli.textrun import document_format
+
+    fmt = document_format(input_file, doc_format.value if doc_format else None)
+    if model_view and (glossary is not None or flag_below is not None or fmt != "text"):
+        raise fail(f"--glossary, --flag-below and --format srt|md cannot be used with {MODEL_VIEW}", EXIT_USAGE)
+    return fmt
+
+
+@dataclass(frozen=True)
+class TextJob:
+    """What a run on real text reads, does and writes (the options beside decoding's)."""
+
+    input_file: Path | None
+    args: list[str] | None  # the sentences given as arguments; None: read --input or stdin
+    output: Path | None
+    fmt: str  # text, srt or md
+    settings: dict  # text_options' keywords: split, protect, glossary
+    json_out: bool
+    flag_below: float | None
+    errors: ErrorsChoice
+
+
+def _translate_text(load, job: TextJob, options) -> None:
+    """Lines or a document through core/text: the glossary and the document are read before the model
+    loads (`load()`), so a bad file is one error line and nothing is written."""
+    from tt_cli.textrun import Report, read_document, run_document, run_text, text_options
+
+    if job.fmt != "text" and job.args is not None:
+        raise fail("--format srt|md translates a document: give it with --input FILE or on stdin", EXIT_USAGE)
+    text = text_options(**job.settings)
+    document = read_document(job.input_file, job.fmt) if job.fmt != "text" else None
+    loaded = load()
+    with ExitStack() as stack:
+        out = _output(stack, job.output)
+        if document is not None:
+            report = Report(job.flag_below, "segment")
+            return run_document(loaded, document, options, text, out, json_out=job.json_out, report=report)
+        lines = _lines(stack, job.input_file, job.args, job.errors.value)
+        run_text(loaded, lines, options, text, out, json_out=job.json_out, report=Report(job.flag_below))
 
 
 def _load(model: Path | None, device: str, quantize: QuantizeChoice | None, layer: int, head: int | None):

@@ -31,7 +31,9 @@ def unknown():
         ("Écris à jean.dupont@exemple.fr demain.", "email", "jean.dupont@exemple.fr", None),
         ("Le 12/03/2024 au matin.", "date", "12/03/2024", None),
         ("Tape `ls -l` ici.", "code", "`ls -l`", None),
-        ("Clique <b>ici</b>.", "markup", "<b>", None),
+        ("Clique <b>ici</b>.", "element", "<b>ici</b>", None),
+        ('Voir <a href="x.html">la page</a>.', "element", '<a href="x.html">la page</a>', None),
+        ("Une ligne<br/>puis <b>une <i>autre</i>.", "markup", "<br/>", None),
     ],
 )
 def test_find_spans(text, kind, original, output):

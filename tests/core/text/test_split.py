@@ -47,3 +47,15 @@ def test_round_trip_on_any_text(line):
     assert join_sentences(line, spans, [line[a:b] for a, b in spans]) == line
     assert all(a < b for a, b in spans)
     assert all(b1 <= a2 for (_, b1), (a2, _) in zip(spans, spans[1:]))
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Il s'appelle Max. Il aime courir.",  # max. is an abbreviation only in lower case
+        "Le chat est là où il est. Il dort.",  # est ends French sentences
+        "On lit l'Art. Puis on dort.",
+    ],
+)
+def test_words_that_look_like_abbreviations_still_end_sentences(line):
+    assert len(split_sentences(line)) == 2

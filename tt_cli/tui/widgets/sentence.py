@@ -42,6 +42,31 @@ def changed(intact: list[str], ablated: list[str]) -> set[int]:
     return set(range(len(ablated))) - same
 
 
+# Word confidence (core.text.confidence: exp of the mean log p of a word's pieces) below these is drawn
+# yellow, below the second red: where to doubt the output, as `tt translate --flag-below` says per line.
+DOUBTFUL, UNLIKELY = 0.5, 0.2
+
+
+def confident_words(text: str, steps, style: str) -> Text:
+    """“text”, each word coloured by the model's confidence in it: `style` when sure, yellow when
+    doubtful, red when unlikely. The words are the output pieces joined at "▁" (EOS left out)."""
+    from core.text.confidence import word_confidences
+
+    pieces = [(s.piece, s.logprob) for s in steps if s.piece != "</s>"]
+    words = word_confidences([p for p, _ in pieces], [lp for _, lp in pieces])
+    out = Text("“", style=style)
+    if " ".join(w for w, _ in words) != text:  # the text is not the pieces' words: nothing to colour by
+        out.append(text, style=style)
+    else:
+        for i, (word, conf) in enumerate(words):
+            if i:
+                out.append(" ", style=style)
+            doubt = "italic bold red" if conf < UNLIKELY else "italic yellow" if conf < DOUBTFUL else None
+            out.append(word, style=doubt or style)
+    out.append("”", style=style)
+    return out
+
+
 class SentenceView(Static):
     DEFAULT_CSS = """
     SentenceView { height: auto; padding: 0 1; }
@@ -65,7 +90,7 @@ class SentenceView(Static):
             )
             status = "done" if line.finished else f"step {nth(len(steps) - 1, d.limit)}"
             summary = Text(" " * 9)
-            summary.append(f"“{line.text}”", style="italic green" if active else "italic")
+            summary.append_text(confident_words(line.text, steps, "italic green" if active else "italic"))
             summary.append(f"  {status} · log p {line.score:.2f}", style="dim")
             lines.append(summary)
         if d.ablated is not None:
