@@ -1,13 +1,14 @@
-"""The `tt` executable: a warm `tt translate` goes straight to a running server; everything else
-goes to the Typer app (tt_cli.main).
+"""The `tt` executable: the common forms of `tt translate` start without the Typer app; everything
+else goes to it (tt_cli.main).
 
-With a `tt serve` running, a one-sentence translation is a few milliseconds of work; what a user
-waits for is start-up. Typer and click alone take ~0.3 s to import on a busy 2-core machine, as much
-as the whole warm call may take, so the common forms of `tt translate` are read here with the
-standard library: sentences or `-`, and the options below. Anything else — another option, a
-mistake, --help, no server for this model — goes to the full command, which checks it, reports it
-and finds the server just the same. tests/cli/test_warm.py holds these names and defaults to the
-Typer command's.
+A one-sentence translation is mostly start-up. Typer and click take ~0.3 s to import on a busy
+2-core machine — as much as a whole warm call may take — and Typer's option parsing imports
+pydantic and builds every command of the app, which a cold `tt translate` pays before its model
+loads. So the common forms (sentences or `-`, and the options in OPTIONS) are read here with the
+standard library: with a `tt serve` of the model running, the lines go to it without Typer or torch;
+else the `translate` command function is called directly (its own checks, errors and exit codes).
+Anything else — another option, a mistake, --help — goes to the Typer app, which reads and reports
+it. tests/cli/test_warm.py holds these names and defaults to the Typer command's.
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ def parse(args: list[str]) -> tuple[dict, list[str]] | None:
 
 
 def fast_translate(args: list[str]) -> int | None:
-    """The exit code of `tt translate ARGS` done by a running server; None: not done, run the full command."""
+    """The exit code of `tt translate ARGS`, run here; None: not a form read here, run the Typer app."""
     parsed = parse(args)
     if parsed is None:
         return None
@@ -107,29 +108,38 @@ def fast_translate(args: list[str]) -> int | None:
         few=not from_stdin and values["input_file"] is None,
     )
     warm = remote.connect(request)
-    if warm is None:
-        return None
+    if warm is not None:
+        return _guarded(
+            remote.run, warm, request, None if from_stdin else sentences, values["input_file"], values["output"]
+        )
+    from tt_cli.commands.translate import translate
+
+    paths = {
+        name: Path(values[name]) if values[name] is not None else None for name in ("model", "input_file", "output")
+    }
+    # local=True: the server question is answered (no second warning about $TT_SERVER)
+    return _guarded(translate, text=sentences or None, **{**values, **paths}, local=True)
+
+
+def _guarded(function, *args, **kwargs) -> int:
+    """The exit code of `function(...)` under the one error policy of every command (tt_cli.errors.guard)."""
     try:
-        remote.run(warm, request, None if from_stdin else sentences, values["input_file"], values["output"])
-    except BaseException as exc:  # noqa: BLE001 - the one error policy, tt_cli.errors.guard, decides
-        return _exit_code(exc)
-    return 0
-
-
-def _exit_code(exc: BaseException) -> int:
-    """What `tt` exits with after `exc`, the message printed as every command prints it."""
+        function(*args, **kwargs)
+        return 0
+    except BaseException as exc:  # noqa: BLE001 - guard decides, as it does for the Typer app
+        failure = exc
     import typer  # only on this path: the error policy lives with the Typer commands
 
     from tt_cli.errors import guard
 
     def again() -> None:
-        raise exc
+        raise failure
 
     try:
         guard(again)()
     except typer.Exit as stop:
         return stop.exit_code
-    return 1
+    return 0
 
 
 def main() -> None:

@@ -253,6 +253,27 @@ def test_the_fast_lane_prints_what_the_command_prints(monkeypatch, url, tmp_path
     )
 
 
+def test_a_cold_call_of_a_common_form_skips_the_typer_app(monkeypatch, tmp_path):
+    """No server: the fast lane calls the command function itself, so neither pydantic (which Typer's
+    option parsing imports) nor the other commands load — and the output and errors are the same."""
+    probe = NO_TORCH.replace("torch", "pydantic")
+    env = {**os.environ, "TT_SERVER": "", "PYTHONPATH": str(ROOT)}
+    args = ["translate", "--greedy", "--json", SENTENCES[0]]
+    done = subprocess.run(
+        [sys.executable, "-c", probe.format(module="tt_cli.launch"), *args], capture_output=True, text=True, env=env
+    )
+    assert (done.returncode, done.stderr) == (0, "no pydantic\n")
+    assert done.stdout == tt(monkeypatch, args).stdout
+    missing = ["translate", "-i", str(tmp_path / "none.fr")]
+    done = subprocess.run([sys.executable, "-m", "tt_cli.launch", *missing], capture_output=True, text=True, env=env)
+    typer_app = tt(monkeypatch, missing)
+    assert (
+        (done.returncode, done.stderr)
+        == (typer_app.exit_code, typer_app.stderr)
+        == (1, f"tt: error: {missing[2]}: no such file\n")
+    )
+
+
 # ------------------------------------------------------------------------------ announcement
 def test_an_announced_server_is_found_and_a_stale_one_ignored(monkeypatch, translator, url, tmp_path):
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
