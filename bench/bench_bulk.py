@@ -5,9 +5,10 @@ Each row is one whole command, start-up included (every process imports torch an
 on the first --lines lines of newstest2013.fr, beam 4 (tt's default) unless --greedy:
 
     1 × 1   tt translate --threads 1                       (the reference: speed-ups are against it)
-    1 × 2   tt translate --threads 2                       (one process, torch's intra-op threads)
     2 × 1   torchrun --nproc-per-node 2 … --threads 1      (two processes, the lines shared out)
+    1 × 2   tt translate --threads 2                       (one process, torch's intra-op threads)
 
+Rows are printed as they finish.
 The outputs are compared with the reference's: 2 × 1 must be byte-identical (each process decodes
 whole chunks exactly as one process does); 1 × 2 may differ in a last digit of a --json float, as
 any change of thread count may, so the plain text is compared.
@@ -33,7 +34,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from bench_serve import cpu  # noqa: E402
 
 SHARED = Path(os.environ.get("TT_SHARED_DATA", ROOT.parent / "shared" / "data"))
-CONFIGS = [(1, 1), (1, 2), (2, 1)]  # (processes, threads per process); the first is the reference
+CONFIGS = [(1, 1), (2, 1), (1, 2)]  # (processes, threads per process); the first is the reference
 
 
 def command(procs: int, threads: int, extra: list[str]) -> list[str]:
@@ -55,8 +56,13 @@ def main() -> None:
         raise SystemExit(f"{source_file}: not found (set TT_SHARED_DATA)")
     lines = source_file.read_text(encoding="utf-8").splitlines()[: args.lines]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TT_SERVER": "", "OMP_NUM_THREADS": "1"}
-    load_before = os.getloadavg()[0]
-    rows = []
+    print(f"CPU: {cpu()}")
+    print(
+        f"newstest2013.fr, first {len(lines)} lines; {'greedy' if args.greedy else 'beam 4'}, batch size "
+        f"{args.batch_size}; load average {os.getloadavg()[0]:.1f} at the start"
+    )
+    print(f"{'processes × threads':<20} {'wall s':>8} {'lines/s':>8} {'speed-up':>9}  output vs 1 × 1", flush=True)
+    reference = None
     with tempfile.TemporaryDirectory() as tmp:
         source = Path(tmp) / "in.fr"
         source.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -71,17 +77,14 @@ def main() -> None:
             wall = time.perf_counter() - start
             if done.returncode != 0:
                 raise SystemExit(f"{procs} × {threads} failed:\n{done.stderr}")
-            rows.append((procs, threads, wall, out.read_bytes()))
-    ref_wall, ref_out = rows[0][2], rows[0][3]
-    print(f"CPU: {cpu()}")
-    print(
-        f"newstest2013.fr, first {len(lines)} lines; {'greedy' if args.greedy else 'beam 4'}, batch size "
-        f"{args.batch_size}; load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after"
-    )
-    print(f"{'processes × threads':<20} {'wall s':>8} {'lines/s':>8} {'speed-up':>9}  output vs 1 × 1")
-    for procs, threads, wall, out in rows:
-        same = "byte-identical" if out == ref_out else _text_same(out, ref_out)
-        print(f"{f'{procs} × {threads}':<20} {wall:8.1f} {len(lines) / wall:8.2f} {ref_wall / wall:8.2f}×  {same}")
+            data = out.read_bytes()
+            reference = reference or (wall, data)
+            same = "byte-identical" if data == reference[1] else _text_same(data, reference[1])
+            print(
+                f"{f'{procs} × {threads}':<20} {wall:8.1f} {len(lines) / wall:8.2f} {reference[0] / wall:8.2f}×  {same}",
+                flush=True,
+            )
+    print(f"load average {os.getloadavg()[0]:.1f} at the end")
 
 
 def _text_same(out: bytes, ref: bytes) -> str:
