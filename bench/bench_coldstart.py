@@ -3,7 +3,7 @@ to a running `tt serve` (a warm call), against a bare `import torch`.
 
 A one-sentence translation is mostly start-up: Python, torch, the model file, the tokenizer. torch's
 import is the floor a local call cannot go under, so it is the reference, measured in the same run;
-the bars (README, issue "fast where users feel it"): local ≤ import torch + 0.4 s, via a server
+the bars: local ≤ import torch + 0.4 s, via a server
 ≤ 0.3 s. The warm call runs what the installed `tt` runs (tt_cli.launch:main): the server is found
 through its announcement (a private $XDG_RUNTIME_DIR for this run), with no option set.
 
