@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -24,6 +26,12 @@ from tests.ci_gate import (  # noqa: F401  (pytest finds the hooks by their name
 
 # Tests run on one thread: tiny models are faster that way, and results are reproducible.
 torch.set_num_threads(1)
+
+# A `tt serve` the developer left running must not answer the tests' `tt translate` calls, and the
+# servers tests start must not announce themselves to the developer's: warm calls only where a test
+# asks for one (TT_SERVER=URL), announcements in a directory of this run's own.
+os.environ["TT_SERVER"] = ""
+os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="tt-test-runtime-")
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 TINY_TSV = FIXTURES / "tiny.tsv"

@@ -7,6 +7,7 @@ The plain line, the Moses n-best lines and the `--json` object all read the one 
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TextIO
 
@@ -14,6 +15,26 @@ if TYPE_CHECKING:
     from core.align.links import AlignRule
     from core.analysis.attribute import Attribution
     from core.decode.translate import Translation
+
+
+MAX_WARNINGS = 20  # after this many, only a count at the end (a huge file must not flood stderr)
+
+
+class Warnings:
+    """Warnings on stderr as they come, one line each; past MAX_WARNINGS only a count, at `close`."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __call__(self, warnings: list[str]) -> None:
+        for w in warnings:
+            self.count += 1
+            if self.count <= MAX_WARNINGS:
+                print(f"tt: warning: {w}", file=sys.stderr)  # one line each, never wrapped
+
+    def close(self) -> None:
+        if self.count > MAX_WARNINGS:
+            print(f"tt: warning: {self.count - MAX_WARNINGS} more warning(s) not shown", file=sys.stderr)
 
 
 def json_line(obj: dict) -> str:

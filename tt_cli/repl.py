@@ -11,6 +11,7 @@ Ctrl-D on an empty line, or :quit, leaves.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from dataclasses import dataclass, replace
@@ -133,13 +134,16 @@ def say(message: str) -> None:
 
 
 class Repl:
-    def __init__(self, loaded, settings: Settings, history: Path) -> None:
+    def __init__(self, loaded, settings: Settings, history: Path, warm=None, load=None) -> None:
+        """warm: a running server (tt_cli.remote.Warm) that translates the lines; then the model is
+        loaded, by `load`, only when :attention or :inspect needs it."""
+        self.warm, self._load = warm, load
         try:
             import readline  # importing it is what gives input() line editing
         except ImportError:  # a Python built without it (Windows): plain input, no history
             readline = None
             say("tt: warning: no readline module in this Python: no line editing or history")
-        self.readline, self.loaded, self.settings, self.history = readline, loaded, settings, history
+        self.readline, self._loaded, self.settings, self.history = readline, loaded, settings, history
         self.last = None  # the last Translation: what :attention and :inspect show
         self.history_ok = readline is not None
         if readline is None:
@@ -151,6 +155,12 @@ class Repl:
             pass
         except OSError as exc:
             say(f"tt: warning: {history}: cannot read the history ({exc.strerror}); starting without it")
+
+    @property
+    def loaded(self):
+        if self._loaded is None:
+            self._loaded = self._load()
+        return self._loaded
 
     def save_history(self) -> None:
         """Written after every line, so a killed session keeps what was typed; private (0600), as
@@ -166,7 +176,8 @@ class Repl:
             say(f"tt: warning: {self.history}: cannot save the history ({exc.strerror})")
 
     def run(self) -> None:
-        say(f"tt {describe(self.settings.options)} · {self.loaded.path} · :help for commands, Ctrl-D to quit")
+        where = f"served by {self.warm.url}" if self.warm else self.loaded.path
+        say(f"tt {describe(self.settings.options)} · {where} · :help for commands, Ctrl-D to quit")
         while True:
             try:
                 line = input(PROMPT)
@@ -234,7 +245,7 @@ class Repl:
         from core.decode.trace import trace_steps
         from tt_cli.output import show_attention
 
-        t = self.last
+        t = self.last = self.local_last()
         if (
             t.steps is None and t.source_tokens
         ):  # traced on demand: a teacher-forced pass costs about one decoding step per piece
@@ -252,7 +263,15 @@ class Repl:
         from tt_cli.tui.app import make_app
 
         o = self.settings.options
-        make_app(self.loaded, self.last.source, beam_size=o.beam, alpha=o.alpha).run()
+        make_app(self.loaded, self.local_last().source, beam_size=o.beam, alpha=o.alpha).run()
+
+    def local_last(self):
+        """The last Translation, rebuilt with the model here when a server made it."""
+        from tt_cli import remote
+
+        if isinstance(self.last, remote.Remote):
+            self.last = remote.translation_of(self.last, self.loaded)
+        return self.last
 
 
 def interactive(
@@ -276,5 +295,8 @@ def interactive(
     from tt_cli.options import load_model_for, set_threads
 
     set_threads(threads, few=True)  # one sentence at a time: one thread is fastest
+    # The prompt runs tt translate's text pipeline (sentences, protected spans, case, glossary), which
+    # a server does not run yet: its lines are translated here, with the model loaded once.
     loaded = load_model_for(model, device)
-    Repl(loaded, Settings(options.validate(), json_out, text), history_path()).run()
+    load = functools.partial(load_model_for, model, device)
+    Repl(loaded, Settings(options.validate(), json_out, text), history_path(), None, load).run()

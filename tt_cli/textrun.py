@@ -14,13 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from tt_cli.output import json_line
+from tt_cli.output import MAX_WARNINGS, json_line
 
 if TYPE_CHECKING:
     from core.text.documents import Document
     from core.text.pipeline import TextOptions, TextResult
 
-MAX_WARNINGS = 20  # after this many, only a count at the end (a huge file must not flood stderr)
 DOCUMENT_FORMATS = ("srt", "md")
 
 

@@ -10,17 +10,17 @@ Translation and the caller decides how to show them.
 
 from __future__ import annotations
 
-import queue
-import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import BinaryIO, Literal
+from typing import Literal
 
 from core.checkpoint import LoadedModel
+from core.decode.lines import chunks as _chunks
+from core.decode.lines import read_lines  # noqa: F401 - the commands read their input from here
 from core.decode.search import EXTRA_LEN, check_sampling
 from core.decode.source import prepare_source
 from core.decode.trace import SourceTrace, StepTrace, attention_matrix, trace_steps
-from core.errors import ConfigError, DataError, TTError
+from core.errors import ConfigError, TTError
 
 Method = Literal["beam", "greedy", "sample"]
 METHODS: tuple[Method, ...] = ("beam", "greedy", "sample")
@@ -150,27 +150,6 @@ class Translation:
 
 
 # --------------------------------------------------------------------------------------- input
-def read_lines(stream: BinaryIO, name: str, errors: str = "strict") -> Iterator[str]:
-    """Lines of a binary stream decoded as UTF-8, one at a time (no whole-file read).
-
-    errors="strict" turns a bad byte into a DataError naming `name:line`; "replace" puts U+FFFD there.
-    """
-    if errors not in ("strict", "replace"):
-        raise ConfigError(f"--errors must be 'strict' or 'replace', got {errors!r}")
-    for lineno, raw in enumerate(stream, start=1):
-        if raw.endswith(b"\n"):
-            raw = raw[:-1]
-        if raw.endswith(b"\r"):
-            raw = raw[:-1]
-        try:
-            yield raw.decode("utf-8", errors=errors)
-        except UnicodeDecodeError as exc:
-            raise DataError(
-                f"{name}:{lineno}: invalid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); "
-                "use --errors replace to translate it anyway"
-            ) from None
-
-
 def one_line(text: str) -> str:
     """Text with every line-break character turned into a space."""
     return text.translate(_LINE_BREAKS)
@@ -204,62 +183,6 @@ def _decode_batch(loaded: LoadedModel, sources: list[list[int]], options: Transl
     return decoding.beam_search(
         model, src, beam_size=options.beam, alpha=options.alpha, extra_len=options.extra_len, n_best=options.n_best
     )
-
-
-# How long a chunk waits for the next line once it has one: a fast pipe or a file delivers thousands
-# of lines in this time (full batches); a person or a slow producer waits this much, not for EOF.
-LINE_GRACE_S = 0.01
-_END = object()
-
-
-def _read_ahead(lines: Iterable[str], limit: int) -> queue.Queue:
-    """A daemon thread reads `lines` into a bounded queue (at most `limit` lines, and one more waiting
-    to go in, ahead of the consumer, so memory stays flat); a reading error is queued in the line's
-    place, then the end marker."""
-    buffered: queue.Queue = queue.Queue(maxsize=limit)
-
-    def run() -> None:
-        try:
-            for line in lines:
-                buffered.put(line)
-        except BaseException as exc:  # noqa: BLE001 - handed to the consumer, raised there
-            buffered.put(exc)
-        buffered.put(_END)
-
-    threading.Thread(target=run, name="tt-read-lines", daemon=True).start()
-    return buffered
-
-
-def _chunks(lines: Iterable[str], size: int) -> Iterator[list[str]]:
-    """Lists of up to `size` lines: as many as are already available, never waiting for more.
-
-    A list comes in full chunks. Any other iterable (a file, stdin) is read by a thread: a chunk
-    starts with the next line (waiting for it) and takes every line that follows within
-    LINE_GRACE_S of the previous one, so a slow pipe gets each line answered as it arrives while
-    a file or a fast pipe still fills whole batches.
-    """
-    if isinstance(lines, (list, tuple)):
-        for start in range(0, len(lines), size):
-            yield list(lines[start : start + size])
-        return
-    buffered = _read_ahead(lines, size)
-    while True:
-        item = buffered.get()
-        chunk: list[str] = []
-        while item is not _END and not isinstance(item, BaseException):
-            chunk.append(item)
-            if len(chunk) == size:
-                break
-            try:
-                item = buffered.get(timeout=LINE_GRACE_S)
-            except queue.Empty:
-                break
-        if chunk:
-            yield chunk
-        if item is _END:
-            return
-        if isinstance(item, BaseException):
-            raise item
 
 
 def translate_lines(

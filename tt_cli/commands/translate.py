@@ -28,8 +28,7 @@ from tt_cli.options import (
     method_of,
     set_threads,
 )
-from tt_cli.output import JsonWriter, Writer, show_attention, write_n_best, write_plain
-from tt_cli.textrun import MAX_WARNINGS
+from tt_cli.output import MAX_WARNINGS, JsonWriter, Writer, show_attention, write_n_best, write_plain
 
 
 class AttentionChoice(str, Enum):
@@ -194,6 +193,14 @@ def translate(
             max=1.0,
         ),
     ] = None,
+    local: Annotated[
+        bool,
+        typer.Option(
+            "--local",
+            help="Translate in this process even when a `tt serve` of the same model is running "
+            "(by default the lines go to it: no model to load; TT_SERVER=URL names one, TT_SERVER= is --local).",
+        ),
+    ] = False,
 ) -> None:
     """Translate French to English. Defaults: beam search, beam 4, length penalty α 0.6 (the paper's).
 
@@ -240,6 +247,30 @@ def translate(
         )
     if input_file is not None and not input_file.is_file():
         raise fail(f"{input_file}: no such file" if not input_file.exists() else f"{input_file}: not a file")
+    from tt_cli import bulk, remote  # the standard library only, until one of them is used
+
+    few = not from_stdin and input_file is None
+    request = remote.Request(
+        model, decoding, n_best, batch_size, attention.value, align, json_out, threads, few, device
+    )
+    here = {
+        "--trace": trace_file,
+        "--attribution": attribution,
+        "--show-attention": show_attention,
+        "--quantize": quantize,
+    }
+    # A server and torchrun's shares run the model alone on each line (--raw and the other model
+    # views); the text pipeline — sentences, protected spans, case, glossary — runs in this process.
+    if bulk.distributed() and not model_view:
+        raise fail(
+            "under torchrun, tt translate shares out lines with --raw (the text pipeline runs in one process)",
+            EXIT_USAGE,
+        )
+    if bulk.distributed():  # under torchrun: the lines shared out among the processes, one output
+        lines = lambda stack: _lines(stack, input_file, None if from_stdin else args, errors.value)  # noqa: E731
+        return bulk.run(request, lines, output, refused=here)
+    if model_view and not (local or any(here.values()) or device != "auto") and (warm := remote.connect(request)):
+        return remote.run(warm, request, None if from_stdin else args, input_file, output, errors.value)
 
     from core.decode.translate import TranslateOptions
 
@@ -364,13 +395,9 @@ def _writer(loaded, json_out: bool, n_best: int, attention: AttentionChoice, ali
 
 
 def _lines(stack: ExitStack, input_file: Path | None, args: list[str] | None, errors: str):
-    from core.decode.translate import read_lines
+    from core.decode.lines import lines_of
 
-    if input_file is not None:
-        return read_lines(stack.enter_context(open(input_file, "rb")), str(input_file), errors)
-    if args is None:
-        return read_lines(sys.stdin.buffer, "<stdin>", errors)
-    return iter(args)
+    return lines_of(stack, input_file, args, errors)
 
 
 def _output(stack: ExitStack, output: Path | None):

@@ -12,8 +12,10 @@
     batcher   one worker thread decodes concurrent requests together (the model runs one call at a time)
     keys      API keys
     logs      JSON lines on stderr: the access log and server events
-    client    a standard-library client (tests, bench/bench_serve.py, programs)
+    client    a standard-library client (tests, bench/bench_serve.py, tt_cli.remote, programs)
+    announce  the per-user file that tells `tt translate` a server is running, and for which model
 
-Only `command` is imported by `tt` itself, and `client` needs nothing but the standard library; the rest
-imports Starlette and uvicorn (the `serve` extra).
+Only `command` is imported by `tt` itself; `client` and `announce` need nothing but the standard
+library (warm `tt translate` calls use them without torch); the rest imports Starlette and uvicorn
+(the `serve` extra).
 """

@@ -20,6 +20,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from tt_cli.serve import libre, v1
+from tt_cli.serve.announce import announced
 from tt_cli.serve.body import ApiError
 from tt_cli.serve.logs import AccessLog, JsonLog
 from tt_cli.serve.service import Service
@@ -35,8 +36,20 @@ def make_app(translator, settings: ServeSettings) -> Starlette:
     @contextlib.asynccontextmanager
     async def lifespan(app):
         service.batcher.start()
-        log("listening", url=settings.url, model=str(translator.path), source=settings.source, target=settings.target)
-        yield
+        # Announced while the server runs (before the log says so), and removed on shutdown, before
+        # uvicorn re-raises a SIGTERM.
+        keyed = bool(settings.api_keys)
+        with (
+            announced(settings.url, translator.path, api_keys=keyed) if settings.announce else contextlib.nullcontext()
+        ):
+            log(
+                "listening",
+                url=settings.url,
+                model=str(translator.path),
+                source=settings.source,
+                target=settings.target,
+            )
+            yield
         service.batcher.close()
         log("stopped", **{k: v for k, v in service.batcher.snapshot().items() if k in ("decode_calls", "requests")})
 

@@ -43,10 +43,14 @@ class Job:
 
     @property
     def key(self) -> tuple:
-        """Jobs with equal keys may share a decode call. A seeded sample stays alone: its output must
-        not depend on who else was decoded with it."""
+        """Jobs with equal keys may share a decode call. A seeded sample, or a job that names its own
+        batch size, stays alone: its output must not depend on who else was decoded with it."""
         key = (self.trace, tuple(sorted(self.decoding.items())))
-        return key + (id(self),) if self.decoding.get("seed") is not None else key
+        return key + (id(self),) if self.alone else key
+
+    @property
+    def alone(self) -> bool:
+        return self.decoding.get("seed") is not None or "batch_size" in self.decoding
 
 
 @dataclass
@@ -129,7 +133,7 @@ class Batcher:
             if not self._queue:
                 return None
             first = self._queue[0]
-            while not self._closing and self._waiting(first.key) < size:
+            while not self._closing and not first.alone and self._waiting(first.key) < size:
                 left = first.arrived + wait - time.monotonic()
                 if left <= 0:
                     break

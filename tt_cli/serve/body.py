@@ -31,8 +31,9 @@ class Body:
     def has(self, name: str) -> bool:
         return self.values.get(name) is not None
 
-    def sentences(self, name: str = "q") -> tuple[list[str], bool]:
-        """The texts of field `name` (a string or a list of strings) and whether a list was given."""
+    def sentences(self, name: str = "q", blank: bool = False) -> tuple[list[str], bool]:
+        """The texts of field `name` (a string or a list of strings) and whether a list was given.
+        blank: a list of blank lines is lines to translate (each gives an empty line), not a mistake."""
         value = self.values.get(name)
         if value is None:
             raise ApiError(400, f"missing {name}: the text to translate (a string or a list of strings)")
@@ -42,7 +43,7 @@ class Body:
             texts, many = value, True
         else:
             raise ApiError(400, f"{name} must be a string or a list of strings, got {_kind(value)}")
-        if not any(texts):
+        if not texts or not (any(texts) or blank and many):
             raise ApiError(400, f"{name} is empty: nothing to translate")
         return texts, many
 

@@ -51,6 +51,8 @@ def serve(
     """Serve translations over HTTP: LibreTranslate's API (POST /translate, GET /languages) and tt's own (POST /v1/translate: the --json record; GET /v1/model), with GET /health. Concurrent requests are decoded together in batches. Needs the serve extra: pip install -e ".\\[serve]".
 
     The log (one JSON object per line: each request, server events) goes to stderr. Ctrl-C or SIGTERM stops accepting, answers what is in flight, then exits.
+
+    While it runs, `tt translate` and `tt translate -I` of the same user and model send their sentences here instead of loading the model (the server announces itself in $XDG_RUNTIME_DIR/tt); they keep their output and exit codes. tt translate --local (or TT_SERVER= in the environment) translates in the process.
     """
     from tt_cli.serve.settings import ServeSettings
 
@@ -62,6 +64,7 @@ def serve(
         max_sentences=max_sentences,
         timeout_s=timeout,
         cors_origins=tuple(cors or ()),
+        announce=True,
     )
     problems = settings.problems() + ([f"--port must be 0..65535, got {port}"] if not 0 <= port <= 65535 else [])
     if problems:

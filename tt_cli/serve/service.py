@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from core.errors import TTError
+from tt_cli.serve.announce import model_id
 from tt_cli.serve.batcher import Batcher, QueueFull
 from tt_cli.serve.body import ApiError, Body, read_body
 from tt_cli.serve.keys import allowed, key_of
@@ -41,12 +42,12 @@ class Service:
         self._align_rule = None
 
     # -- checks, in the order a handler makes them -------------------------------------------------------
-    async def accept(self, request, *, pair_required: bool) -> tuple[Body, list[str], bool]:
+    async def accept(self, request, *, pair_required: bool, blank: bool = False) -> tuple[Body, list[str], bool]:
         """A translate request's body, with its key, its q and its language pair checked; the texts of q
-        and whether q was a list."""
+        and whether q was a list (of blank lines only, when `blank`)."""
         body = await read_body(request, self.settings.max_body_bytes)
         self.authorize(request, body)
-        texts, many = body.sentences("q")
+        texts, many = body.sentences("q", blank=blank)
         self.check_pair(body.text("source"), body.text("target"), required=pair_required)
         return body, texts, many
 
@@ -140,6 +141,7 @@ class Service:
         return {
             "status": "ok",
             "model": str(self.translator.path),
+            "model_id": model_id(self.translator.path),  # what a warm `tt translate` compares with its --model
             "source": self.settings.source,
             "target": self.settings.target,
             "threads": torch.get_num_threads(),

@@ -26,6 +26,7 @@ class ServeSettings:
     log: TextIO | None = None  # where the JSON-lines log goes (None = stderr)
     retry_after_s: int = 1  # the Retry-After of a 503
     url: str = ""  # where the server listens, for the log
+    announce: bool = False  # tell this user's `tt translate` where the server is (serve.announce)
 
     @property
     def max_body_bytes(self) -> int:

@@ -1,14 +1,18 @@
 """tt's own API: the full record of `tt translate --json`, and the model card.
 
     POST /v1/translate  {q: str | [str], source?, target?, beam?, alpha?, greedy?, sample?, n_best?,
-                         temperature?, top_k?, top_p?, seed?, attention?: none|cross|all, align?: bool}
+                         temperature?, top_k?, top_p?, seed?, attention?: none|cross|all, align?: bool,
+                         batch_size?}
                         → {translations: [one --json record per item of q, in order],
                            warnings: [{index, message}]}   (what `tt translate` prints on stderr)
     GET  /v1/model      → {model, source, target, decoding: the server's defaults, card: card.json or null}
 
 Each item of q is one line of `tt translate`'s input and gets exactly the record `tt translate --json`
-prints for it ("index" is its position in q). Options left out take the server's defaults (its
---beam, --alpha, --greedy); a client such as `tt translate` sends its own.
+prints for it ("index" is its position in q); a blank item gives an empty translation, as a blank
+line does. Options left out take the server's defaults (its --beam, --alpha, --greedy); a client such
+as `tt translate` sends its own. With batch_size the request is decoded on its own, in batches of
+that many sentences, exactly as `tt translate --batch-size N` decodes the same lines — its floats
+then match the command's to the last bit, which sharing a batch with other requests would not give.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from tt_cli.serve.settings import MAX_BEAM
 
 async def translate(request) -> dict:
     service = request.app.state.service
-    body, texts, _ = await service.accept(request, pair_required=False)
+    body, texts, _ = await service.accept(request, pair_required=False, blank=True)
     attention = body.text("attention", "none", ("none", "cross", "all"))
     align = body.flag("align", False)
     decoding = {
@@ -38,6 +42,7 @@ async def translate(request) -> dict:
             ("top_k", body.integer("top_k", None, 0, 1 << 20)),
             ("top_p", body.number("top_p", None)),
             ("seed", body.integer("seed", None, 0, (1 << 63) - 1)),
+            ("batch_size", body.integer("batch_size", None, 1, service.settings.max_sentences)),
         )
         if value is not None
     }

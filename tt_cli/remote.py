@@ -1,0 +1,344 @@
+"""Warm shell calls: `tt translate` sends its lines to a running `tt serve` instead of loading the model.
+
+    which server: --local or TT_SERVER= (empty): none · $TT_SERVER: that one · else the servers this
+    user announced (tt_cli.serve.announce) for the very model the command would load
+    ──GET /health: alive, same model, no key needed──▶ Warm
+    lines ──the local path's chunks──▶ POST /v1/translate {q, the command's decoding, batch_size}
+          ──▶ one Remote per line: the --json record the server built, warnings numbered as here
+
+The server decodes each chunk on its own in batches of --batch-size, as the command would, so every
+record is the one `tt translate` prints locally, to the last digit. What the server cannot take — a
+chunk past its size limits, options it refuses, a server gone mid-way — is translated here, with
+the model loaded on first need, so the output is the same either way and nothing is lost.
+
+Nothing here imports torch until a chunk has to be translated locally: that is the point.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from core.decode.lines import chunks
+from core.errors import TTError
+from tt_cli.output import Warnings, json_line, write_n_best, write_plain
+from tt_cli.serve.announce import model_id, servers
+
+if TYPE_CHECKING:
+    from tt_cli.serve.client import Client
+
+HEALTH_TIMEOUT_S = 2.0  # a server that does not say it is alive within this is passed over
+BUSY_RETRIES = 20  # a 503 (queue full) is retried after its Retry-After, this many times
+
+
+@dataclass(frozen=True)
+class Request:
+    """What `tt translate` asks for, in the words of POST /v1/translate."""
+
+    model: Path | None  # --model (None: $TT_MODEL, else the shipped model)
+    decoding: dict  # beam, alpha, method, temperature, top_k, top_p, seed: the command's, defaults included
+    n_best: int = 1
+    batch_size: int = 32
+    attention: str = "none"  # with --json: none, cross or all
+    align: bool = False
+    json: bool = False
+    threads: int = 0  # --threads, and whether the lines are a few arguments: for a fallback here
+    few: bool = False
+    device: str = "auto"  # where a fallback here (or a rank of a torchrun) runs the model
+
+    def body(self, lines: list[str]) -> dict:
+        method = self.decoding.get("method", "beam")
+        options = {k: v for k, v in self.decoding.items() if k != "method" and v is not None}
+        return {
+            "q": lines,
+            **options,
+            "greedy": method == "greedy",
+            "sample": method == "sample",
+            "n_best": self.n_best,
+            "batch_size": self.batch_size,
+            "attention": self.attention,
+            "align": self.align,
+        }
+
+    @property
+    def servable(self) -> bool:
+        """A seeded sample draws per batch of the whole run (core.decode.translate): a chunk sent on its
+        own would restart the draws, so it is decoded here."""
+        return not (self.decoding.get("method") == "sample" and self.decoding.get("seed") is not None)
+
+
+@dataclass(frozen=True)
+class Alternative:
+    text: str
+    score: float
+
+
+@dataclass
+class Remote:
+    """One translated line as a server (or the fallback here) recorded it; the writers read it as they
+    read a core Translation."""
+
+    record: dict  # the --json object
+    warnings: list[str] = field(default_factory=list)  # "line N: ..." as the local path says them
+
+    @property
+    def index(self) -> int:
+        return self.record["index"]
+
+    @property
+    def text(self) -> str:
+        return self.record["translation"]
+
+    @property
+    def n_best(self) -> list[Alternative]:
+        return [Alternative(a["translation"], a["score"]) for a in self.record.get("n_best", [])]
+
+
+def write_record(out: TextIO, t: Remote, attribution=None) -> None:
+    out.write(json_line(t.record) + "\n")
+
+
+class ServerError(TTError):
+    """The server answered with an error (`status`), or stopped answering (status 0)."""
+
+    def __init__(self, message: str, status: int = 0) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class Warm:
+    """A running server that serves the model a command asked for."""
+
+    def __init__(self, client: Client, url: str, health: dict) -> None:
+        self.url = url
+        limits = health.get("limits", {})
+        self.max_sentences = int(limits.get("max_sentences", 0))
+        self.max_chars = int(limits.get("max_chars", 0))
+        client.close()  # reopened on the next request with the longer timeout (loopback: no cost)
+        client.timeout = float(limits.get("timeout_s", 60.0)) + 10  # the server answers 504 before this
+        self.client = client
+
+    def takes(self, lines: list[str]) -> bool:
+        return len(lines) <= self.max_sentences and sum(len(line) for line in lines) <= self.max_chars
+
+    def post(self, body: dict) -> dict:
+        """POST /v1/translate; a full queue is waited out. ServerError: refused or gone."""
+        for _ in range(BUSY_RETRIES):
+            try:
+                reply = self.client.post("/v1/translate", body)
+            except (OSError, ValueError) as exc:
+                raise ServerError(f"the server at {self.url} stopped answering ({exc})") from None
+            if reply.status != 503:
+                break
+            time.sleep(float(reply.headers.get("retry-after", "1") or 1))
+        try:
+            data = reply.json()
+        except ValueError:
+            data = {}
+        if reply.status != 200 or not isinstance(data, dict) or "translations" not in data:
+            error = data.get("error", "?") if isinstance(data, dict) else "?"
+            raise ServerError(f"the server at {self.url} answered {reply.status}: {error}", reply.status)
+        return data
+
+
+def connect(request: Request) -> Warm | None:
+    """The server to send `request` to, or None: translate here."""
+    if not request.servable:
+        return None
+    named = os.environ.get("TT_SERVER")
+    if named is not None and not named.strip():
+        return None  # TT_SERVER= : translate here, whatever runs
+    wanted = model_id(_model_dir(request.model))
+    if wanted is None:
+        return None  # no model there: the local path says so
+    if named:
+        return _check(named.strip(), wanted, say=True)
+    for info in servers():
+        if info.get("model_id") == wanted and not info.get("api_keys"):
+            warm = _check(info["url"], wanted, say=False)
+            if warm is not None:
+                return warm
+    return None
+
+
+def _model_dir(model: Path | None) -> Path:
+    """The directory the command would load (core.checkpoint.default_model_dir, which imports torch)."""
+    if model is not None:
+        return model
+    if os.environ.get("TT_MODEL"):
+        return Path(os.environ["TT_MODEL"])
+    from weights import DIR
+
+    return DIR
+
+
+def _check(url: str, wanted: str, say: bool) -> Warm | None:
+    """A Warm for `url` when it answers /health in time, for this model, without a key."""
+    from tt_cli.serve.client import Client  # http.client: paid only when there is a server to ask
+
+    client = Client(url, timeout=HEALTH_TIMEOUT_S)
+    try:
+        reply = client.get("/health")
+        health = reply.json() if reply.status == 200 else None
+        problem = None
+    except (OSError, ValueError) as exc:
+        health, problem = None, f"no answer ({exc})"
+    if not isinstance(health, dict) or health.get("status") != "ok":
+        problem = problem or "not a tt server (GET /health)"
+    elif health.get("api_keys"):
+        problem = "it needs an API key"
+    elif health.get("model_id") != wanted:
+        problem = f"it serves another model ({health.get('model')})"
+    if problem is None:
+        return Warm(client, url, health)
+    client.close()
+    if say:
+        print(f"tt: warning: $TT_SERVER={url}: {problem}; translating here", file=sys.stderr)
+    return None
+
+
+def translations(warm: Warm, request: Request, lines: Iterable[str]) -> Iterator[Remote]:
+    """One Remote per line, in order, streamed: each chunk of lines as the local path would gather it,
+    by the server when it takes it, else here."""
+    local = Local(request)
+    index = 0
+    for chunk in chunks(lines, request.batch_size * 4):
+        data = None
+        if warm is not None and warm.takes(chunk):
+            try:
+                data = warm.post(request.body(chunk))
+            except ServerError as exc:
+                if exc.status != 400:  # a 400 is options it refuses: the check here says it in the command's words
+                    print(f"tt: warning: {exc}; translating here", file=sys.stderr)
+                warm = None
+        yield from (local.translate(chunk, index) if data is None else _remotes(data, index))
+        index += len(chunk)
+
+
+def _remotes(data: dict, start: int) -> Iterator[Remote]:
+    warnings: dict[int, list[str]] = {}
+    for w in data.get("warnings", []):
+        warnings.setdefault(w["index"], []).append(f"line {start + w['index'] + 1}: {w['message']}")
+    for i, record in enumerate(data["translations"]):
+        record["index"] = start + i
+        yield Remote(record, warnings.get(i, []))
+
+
+class Local:
+    """The fallback: the model of the request, loaded on first need, making the server's records."""
+
+    def __init__(self, request: Request) -> None:
+        self.request = request
+        self._loaded = self._options = self._rule = None
+
+    def translate(self, chunk: list[str], start: int) -> Iterator[Remote]:
+        from core.decode.translate import translate_lines
+        from tt_cli.output import translation_json
+
+        loaded, options = self._load()
+        for t in translate_lines(loaded, chunk, options):
+            prefix = f"line {t.index + 1}: "
+            warnings = [f"line {start + t.index + 1}: {w.removeprefix(prefix)}" for w in t.warnings]
+            t.index += start
+            yield Remote(translation_json(t, self.request.attention, self._rule, loaded.model), warnings)
+
+    def _load(self):
+        if self._loaded is None:
+            from core.decode.translate import TranslateOptions
+            from tt_cli.options import load_model_for, set_threads
+
+            r = self.request
+            self._options = TranslateOptions(
+                **r.decoding,
+                n_best=r.n_best,
+                batch_size=r.batch_size,
+                with_attention=r.attention != "none" or r.align,
+            ).validate()
+            set_threads(r.threads, few=r.few)
+            self._loaded = load_model_for(r.model, r.device)
+            if r.align:
+                from core.align.links import load_rule
+
+                cfg = self._loaded.cfg
+                self._rule = load_rule(self._loaded.path).check(cfg.n_decoder_layers, cfg.h)
+        return self._loaded, self._options
+
+
+def writer(request: Request):
+    """The writer of a warm run's output format (each reads a Remote)."""
+    if request.json:
+        return write_record
+    return write_n_best if request.n_best > 1 else write_plain
+
+
+def run(warm: Warm, request: Request, args: list[str] | None, input_file, output, errors: str = "strict") -> None:
+    """`tt translate` by `warm`: the lines of --input, the arguments, or stdin (args None), written to
+    --output (atomically) or stdout, warnings on stderr — as the command writes them."""
+    from contextlib import ExitStack
+
+    from core.decode.lines import lines_of
+
+    write, warn = writer(request), Warnings()
+    with ExitStack() as stack:
+        lines = lines_of(stack, Path(input_file) if input_file is not None else None, args, errors)
+        if output is None:
+            out = sys.stdout
+        else:
+            from core.files import open_output
+
+            out = stack.enter_context(open_output(output))
+        for t in translations(warm, request, lines):
+            warn(t.warnings)
+            write(out, t)
+            out.flush()
+    warn.close()
+
+
+# ------------------------------------------------------------------------------ the prompt (tt translate -I)
+def connect_prompt(model: Path | None, device: str) -> Warm | None:
+    """The server `tt translate -I` sends its lines to, or None (then it loads the model)."""
+    if device != "auto":
+        return None
+    return connect(Request(model, {}))
+
+
+def translate_line(repl, line: str) -> Remote | None:
+    """One line of the prompt translated by its server with its options; None when the server
+    cannot (the prompt stops using it, and translates here from then on)."""
+    options = repl.settings.options
+    decoding = {
+        name: getattr(options, name) for name in ("beam", "alpha", "method", "temperature", "top_k", "top_p", "seed")
+    }
+    request = Request(None, decoding, options.n_best, options.batch_size)
+    try:
+        return next(_remotes(repl.warm.post(request.body([line])), 0))
+    except ServerError as exc:
+        print(f"tt: warning: {exc}; translating here", file=sys.stderr)
+        repl.warm = None
+        return None
+
+
+def translation_of(t: Remote, loaded):
+    """The core Translation a served record stands for, rebuilt with the model (for :attention, :inspect)."""
+    from core.decode.source import prepare_source
+    from core.decode.translate import Translation
+
+    r = t.record
+    source = prepare_source(loaded.tokenizer, r["source"], loaded.cfg.max_len)
+    return Translation(
+        index=r["index"],
+        source=r["source"],
+        text=r["translation"],
+        token_ids=r["token_ids"],
+        pieces=r["tokens"],
+        token_logprobs=r["token_logprobs"],
+        score=r["score"],
+        source_tokens=source.ids,
+        truncated=r["truncated"],
+        warnings=t.warnings,
+    )
