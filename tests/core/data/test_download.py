@@ -363,3 +363,15 @@ def test_default_cache_follows_tt_cache_then_xdg(monkeypatch, tmp_path):
     assert corpora.default_cache_dir() == tmp_path / "tt" / "data"
     monkeypatch.setenv("TT_CACHE", str(tmp_path / "corpora"))
     assert corpora.default_cache_dir() == tmp_path / "corpora"
+
+
+def test_data_get_mirror_and_force_through_the_command(server, tmp_path, monkeypatch):
+    """`tt data get --mirror M` fetches M/<corpus directory>/<file> (ignored, it would go upstream and fail
+    here); `--force` fetches again what the cache holds (ignored, the second run would only verify)."""
+    monkeypatch.delenv("TT_DATA_MIRROR", raising=False)
+    server.files[f"/m/{TATOEBA.dirname}/fra-eng.zip"] = tatoeba_zip()
+    args = ["data", "get", "tatoeba", "--mirror", f"{server.base}/m", "--cache-dir", str(tmp_path)]
+    for extra, fetched in (([], 1), ([], 1), (["--force"], 2)):
+        result = CliRunner().invoke(app, [*args, *extra])
+        assert result.exit_code == 0, result.output
+        assert [p for p, _ in server.requests] == [f"/m/{TATOEBA.dirname}/fra-eng.zip"] * fetched
