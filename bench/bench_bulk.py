@@ -38,7 +38,7 @@ CONFIGS = [(1, 1), (2, 1), (1, 2)]  # (processes, threads per process); the firs
 
 
 def command(procs: int, threads: int, extra: list[str]) -> list[str]:
-    tt = ["-m", "tt_cli.main", "translate", "--threads", str(threads), *extra]
+    tt = ["-m", "tt_cli.main", "translate", "--raw", "--threads", str(threads), *extra]
     if procs == 1:
         return [sys.executable, *tt]
     return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={procs}", *tt]

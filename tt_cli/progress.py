@@ -121,3 +121,20 @@ class TrainProgress:
             self._line(
                 f"step {step}/{total}  loss {fields['loss']}  lr {fields['lr']}  {fields['speed']} tok/s  ETA {fields['eta']}"
             )
+
+
+def line_progress(total: int, what: str = "translating") -> Progress:
+    """A bar of lines done on stderr (`tt eval`, `tt translate --input`), drawn only when stderr is a
+    terminal and gone when done, so a log or a pipe never sees it."""
+    from rich.progress import MofNCompleteColumn, TimeRemainingColumn
+
+    err = Console(stderr=True, highlight=False)
+    return Progress(
+        TextColumn(what),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    )

@@ -1,4 +1,4 @@
-"""Bulk translation under torchrun: two real gloo processes on this CPU write, byte for byte, what
+"""Bulk translation under torchrun (`--raw`: the model alone on each line): two real gloo processes on this CPU write, byte for byte, what
 one process writes; a failure on the way leaves no output file; options a split run cannot honour
 are refused in one line."""
 
@@ -40,7 +40,7 @@ def test_two_processes_write_what_one_writes(tiny_model_dir, tmp_path, form):
     lines[3], lines[17], lines[30] = "", "   ", " ".join(french(40))
     source = tmp_path / "in.fr"
     source.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    common = ["translate", "--model", str(tiny_model_dir), "--threads", "1", "--batch-size", "2", *form]
+    common = ["translate", "--raw", "--model", str(tiny_model_dir), "--threads", "1", "--batch-size", "2", *form]
     one = tt(*common, "-i", str(source), "-o", str(tmp_path / "one.en"))
     two = tt(*common, "-i", str(source), "-o", str(tmp_path / "two.en"), procs=2)
     assert one.returncode == 0, one.stderr
@@ -54,7 +54,17 @@ def test_a_failure_stops_every_process_and_leaves_no_output(tiny_model_dir, tmp_
     source.write_bytes("\n".join(french(30)).encode() + b"\nLe \xff chat.\n")  # line 31: chunk 4, round 2
     out = tmp_path / "out.en"
     done = tt(
-        "translate", "--model", str(tiny_model_dir), "--batch-size", "2", "-i", str(source), "-o", str(out), procs=2
+        "translate",
+        "--raw",
+        "--model",
+        str(tiny_model_dir),
+        "--batch-size",
+        "2",
+        "-i",
+        str(source),
+        "-o",
+        str(out),
+        procs=2,
     )
     assert done.returncode != 0
     assert f"tt: error: {source}:31: invalid UTF-8 (byte 0xff at column 4)" in done.stderr
@@ -64,10 +74,12 @@ def test_a_failure_stops_every_process_and_leaves_no_output(tiny_model_dir, tmp_
 @pytest.mark.parametrize(
     "options, message",
     [
+        ([], "under torchrun, tt translate shares out lines with --raw (the text pipeline runs in one process)"),
         (["--sample", "--seed", "1"], "--sample --seed draws per batch of the whole run: run it in one process"),
         (["--quantize", "int8"], "--quantize: not available under torchrun (run it in one process)"),
     ],
 )
 def test_what_a_split_run_cannot_do_is_refused(tiny_model_dir, options, message):
-    done = tt("translate", "--model", str(tiny_model_dir), *options, "Bonjour.", procs=2)
+    raw = ["--raw"] if options else []  # without it, the text pipeline, which a split run refuses
+    done = tt("translate", *raw, "--model", str(tiny_model_dir), *options, "Bonjour.", procs=2)
     assert done.returncode != 0 and f"tt: error: {message}" in done.stderr

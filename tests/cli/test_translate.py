@@ -304,3 +304,46 @@ def test_align_with_a_full_context_rule_matches_tt_align(tiny_model_dir, tmp_pat
     )
     scores = lambda r: [[link["score"] for link in json.loads(line)["links"]] for line in r.stdout.splitlines()]  # noqa: E731
     assert scores(causal) != scores(full)
+
+
+@pytest.mark.slow
+def test_input_file_shows_progress_on_a_terminal_and_none_in_a_log(tiny_model_dir, tmp_path):
+    # stderr a pseudo-terminal: a bar counting the lines written (N/N at the end); stderr a file: nothing.
+    source = tmp_path / "in.fr"
+    source.write_text("Je suis étudiant.\nIl est médecin.\n" * 20, encoding="utf-8")
+    command = [sys.executable, "-m", "tt_cli.main", "translate", "--model", str(tiny_model_dir), "--greedy"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "COLUMNS": "100", "TERM": "xterm"}
+    leader, follower = pty.openpty()
+    try:
+        proc = subprocess.run(
+            [*command, "--input", str(source), "-o", str(tmp_path / "out.en")],
+            stderr=follower,
+            stdout=subprocess.DEVNULL,
+            timeout=300,
+            env=env,
+            cwd=ROOT,
+        )
+        os.close(follower)
+        drawn = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal closed: everything was read
+                break
+            if not chunk:
+                break
+            drawn += chunk
+    finally:
+        os.close(leader)
+    assert proc.returncode == 0
+    assert b"translating" in drawn and b"40/40" in drawn
+    assert len((tmp_path / "out.en").read_text(encoding="utf-8").splitlines()) == 40
+    logged = subprocess.run(
+        [*command, "--input", str(source), "-o", str(tmp_path / "again.en")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=ROOT,
+    )
+    assert logged.returncode == 0 and logged.stderr == ""

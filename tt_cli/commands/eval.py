@@ -132,25 +132,14 @@ class Report:
 
 def run(loaded, sources: list[str], references: list[list[str]], options) -> Report:
     """Translate `sources` (a progress bar on stderr when it is a terminal) and score them."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
     from core.decode.translate import translate_lines
     from core.evaluate import corpus_scores
+    from tt_cli.progress import line_progress
 
-    err = Console(stderr=True, highlight=False)
     hypotheses: list[str] = []
     warnings = 0
     start = time.perf_counter()
-    progress = Progress(
-        TextColumn("translating"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=err,
-        transient=True,
-        disable=not err.is_terminal,
-    )
+    progress = line_progress(len(sources))
     with progress:
         task = progress.add_task("translate", total=len(sources))
         for t in translate_lines(loaded, sources, options):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -359,7 +359,31 @@ def _translate_text(load, job: TextJob, options) -> None:
             report = Report(job.flag_below, "segment")
             return run_document(loaded, document, options, text, out, json_out=job.json_out, report=report)
         lines = _lines(stack, job.input_file, job.args, job.errors.value)
+        if job.input_file is not None and not (job.output is None and sys.stdout.isatty()):
+            out = stack.enter_context(_progress_of(out, job.input_file))  # a file to a file or a pipe
         run_text(loaded, lines, options, text, out, json_out=job.json_out, report=Report(job.flag_below))
+
+
+@contextmanager
+def _progress_of(out, input_file: Path):
+    """`out`, counting the lines written on a progress bar (stderr, when it is a terminal): one output
+    line per input line, so the bar counts what is translated, not what is read ahead."""
+    from tt_cli.progress import line_progress
+
+    with open(input_file, "rb") as f:
+        total = sum(1 for _ in f)
+    with line_progress(total) as progress:
+        task = progress.add_task("translate", total=total)
+
+        class Counted:
+            def write(self, s: str) -> int:
+                progress.advance(task, s.count("\n"))
+                return out.write(s)
+
+            def __getattr__(self, name):
+                return getattr(out, name)
+
+        yield Counted()
 
 
 def _load(model: Path | None, device: str, quantize: QuantizeChoice | None, layer: int, head: int | None):
