@@ -136,8 +136,8 @@ def translate_text_lines(
 ) -> Iterator[TextResult]:
     """One TextResult per line, streamed: lines are taken as they arrive (a pipe is answered line by line,
     a file fills whole batches), control characters become spaces (a warning says how many)."""
+    from core.decode.lines import chunks
     from core.decode.source import clean_text
-    from core.decode.translate import _chunks
     from core.text.pipeline import TextOptions, translate_chunks
     from core.text.protect import unknown_characters
 
@@ -158,7 +158,7 @@ def translate_text_lines(
 
     batch = text_batch(loaded, options, coverage=coverage)
     unknown = unknown_characters(loaded.tokenizer)
-    for r in translate_chunks(cleaned(_chunks(lines, options.batch_size * 4)), batch, text, unknown):
+    for r in translate_chunks(cleaned(chunks(lines, options.batch_size * 4)), batch, text, unknown):
         if r.index in notes:
             r.line_warnings = [notes.pop(r.index)]
         yield r

@@ -17,8 +17,8 @@ import time
 
 import pytest
 
-from core.decode import translate
-from core.decode.translate import _chunks
+from core.decode import lines as reading
+from core.decode.lines import chunks as _chunks
 from tests.conftest import ROOT
 
 DEADLINE_S = 120  # far above a tiny model's answer time, far below "waits for EOF" (forever)
@@ -72,7 +72,7 @@ def test_a_file_or_fast_pipe_still_fills_whole_chunks(monkeypatch):
     # A generator (how stdin and files arrive) of 100 lines available at once: full chunks of 32.
     # The grace between lines is made long, so a reader thread descheduled on a loaded machine
     # cannot end a chunk early: what is checked is that available lines fill the chunk, not a clock.
-    monkeypatch.setattr(translate, "LINE_GRACE_S", DEADLINE_S)
+    monkeypatch.setattr(reading, "LINE_GRACE_S", DEADLINE_S)
     assert [len(c) for c in _chunks((f"l{i}" for i in range(100)), 32)] == [32, 32, 32, 4]
     assert [len(c) for c in _chunks([f"l{i}" for i in range(5)], 2)] == [2, 2, 1]
 
@@ -93,8 +93,8 @@ def test_a_slow_source_gives_the_lines_already_there_without_waiting_for_the_res
         assert handed_over.wait(DEADLINE_S)
         return queued
 
-    read_ahead = translate._read_ahead
-    monkeypatch.setattr(translate, "_read_ahead", read_ahead_then_wait)
+    read_ahead = reading._read_ahead
+    monkeypatch.setattr(reading, "_read_ahead", read_ahead_then_wait)
     chunks = _chunks(slow(), 32)
     assert next(chunks) == ["a", "b", "c"]
     release.set()
