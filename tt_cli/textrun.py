@@ -104,8 +104,11 @@ def run_document(
 ) -> None:
     """The document with its text translated (everything else byte for byte), or with --json one
     object per segment."""
+    import dataclasses
+
     from core.api import translate_text_lines
 
+    text = dataclasses.replace(text, follow_stop=True)  # headings and cues keep their missing stop
     results = list(translate_text_lines(loaded, document.segments, options, text, coverage=json_out))
     for r in results:
         report(r)

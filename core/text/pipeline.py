@@ -49,7 +49,9 @@ class TextOptions:
     split: bool = True  # split lines into sentences (off: each line is one sentence)
     protect: bool = True  # numbers, URLs, e-mail, emoji, code, markup, unknown characters
     case: bool = True  # ALL-CAPS and Title Case through their natural case
-    follow_stop: bool = True  # drop the period the model adds to a source without a final stop (a heading)
+    # Drop the period the model adds to a source without a final stop: on for documents (a Markdown
+    # heading, a subtitle cue); off for typed lines, where "Je suis étudiant" means a sentence.
+    follow_stop: bool = False
     terms: tuple[tuple[str, str], ...] = ()  # glossary (French, English); forced even with protect off
     scheme: Scheme = DEFAULT_SCHEME
     # A sentence whose output lost a placeholder is translated again with each of these placeholder
@@ -323,6 +325,8 @@ def translate_document(
     options: TextOptions | None = None,
     unknown: Callable[[str], bool] | None = None,
 ) -> tuple[str, list[TextResult]]:
-    """The document with its segments translated (see core.text.documents), and each segment's result."""
+    """The document with its segments translated (see core.text.documents), and each segment's result.
+    A heading or a cue without a final stop gets none (follow_stop)."""
+    options = replace(options or TextOptions(), follow_stop=True)
     results = translate_text(document.segments, translate_batch, options, unknown)
     return document.render([r.text for r in results]), results

@@ -85,7 +85,7 @@ def test_the_ood_figure_is_reproduced_by_the_printed_command():
 
 @pytest.mark.slow
 def test_the_failures_shown_are_the_models_own():
-    result = CliRunner().invoke(app, ["translate", *(fr for fr, _, _ in LIMITS["hard"])], env={"TT_MODEL": ""})
+    result = CliRunner().invoke(app, ["translate", "--raw", *(fr for fr, _, _ in LIMITS["hard"])], env={"TT_MODEL": ""})
     assert result.exit_code == 0, result.stderr
     assert result.stdout.splitlines() == [en for _, en, _ in LIMITS["hard"]]
     readme = (ROOT / "README.md").read_text(encoding="utf-8")

@@ -160,7 +160,7 @@ def test_cli_sampling_options_that_mean_greedy(tt):
 
 def test_cli_sample_is_seeded_and_obeys_top_k(tt, tiny_loaded):
     lines = ["Je suis étudiant."] * 30
-    args = ["--sample", "--temperature", "3", "--top-k", "3", "--json"]
+    args = ["--raw", "--sample", "--temperature", "3", "--top-k", "3", "--json"]  # the model's record
     out = tt(*args, "--seed", "1", *lines)
     assert tt(*args, "--seed", "1", *lines) == out  # same seed, same outputs
     assert tt(*args, "--seed", "2", *lines) != out

@@ -65,7 +65,7 @@ def test_an_unknown_mode_is_refused(shipped):
 @pytest.mark.parametrize("mode", ["int8", "bf16"])
 def test_the_cli_option(shipped, mode):
     def cli(*options):
-        result = CliRunner().invoke(app, ["translate", *options, "--greedy", "--json", "Je suis étudiant."])
+        result = CliRunner().invoke(app, ["translate", "--raw", *options, "--greedy", "--json", "Je suis étudiant."])
         assert result.exit_code == 0, result.output
         return json.loads(result.stdout)
 

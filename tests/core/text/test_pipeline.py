@@ -178,7 +178,7 @@ def test_translate_stream_gives_the_same_results_in_chunks(translator):
     assert [(r.index, r.text) for r in streamed] == [(r.index, r.text) for r in whole]
 
 
-def test_the_period_the_model_adds_to_a_heading_is_dropped_unless_asked_not_to(run):
-    [on] = run(["Le chat dort"])
-    [off] = run(["Le chat dort"], TextOptions(follow_stop=False))
+def test_the_period_the_model_adds_to_a_heading_is_dropped_when_asked(run):
+    [on] = run(["Le chat dort"], TextOptions(follow_stop=True))
+    [off] = run(["Le chat dort"])  # a typed line is a sentence: "Je suis étudiant" → "I am a student."
     assert (on.text, off.text) == ("The cat is sleeping", "The cat is sleeping.")
