@@ -1,6 +1,7 @@
 """The token cache (core/data/cache.py) and what prepare_data does with it."""
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -63,3 +64,23 @@ def test_cache_dir_is_where_the_shards_go(tmp_path):
     meta = json.loads((shard / "meta.json").read_text())
     assert meta["corpus"] == "fixtures/tiny" and meta["counts"]["train_pairs"] > 0
     assert not (tmp_path / "run" / "cache").exists()
+
+
+def test_the_cache_follows_the_data_s_bytes_not_its_path_or_time(tmp_path):
+    """A corpus copied or restored elsewhere (new path, new mtime) opens the same shards; new bytes do not."""
+    run, data = tmp_path / "run", tmp_path / "a" / "tiny.tsv"
+    data.parent.mkdir()
+    data.write_bytes(TINY_TSV.read_bytes())
+    cfg = TrainConfig(data=[str(data)], out=str(run), vocab_size=120)
+    assert prepare_data(cfg, run, reuse_tokenizer=False).stats["cached"] is False
+    moved = tmp_path / "elsewhere" / "a" / "tiny.tsv"  # the corpus keeps its name (a/tiny)
+    moved.parent.mkdir(parents=True)
+    moved.write_bytes(data.read_bytes())
+    os.utime(moved, ns=(1, 1))  # another copy, another time
+    cfg.data = [str(moved)]
+    assert prepare_data(cfg, run, reuse_tokenizer=True).stats["cached"] is True
+    text = moved.read_text(encoding="utf-8")
+    first = text.split("\n", 1)[0]
+    moved.write_text(text.replace(first, first[::-1], 1), encoding="utf-8")  # same size, other bytes
+    os.utime(moved, ns=(1, 1))
+    assert prepare_data(cfg, run, reuse_tokenizer=True).stats["cached"] is False
