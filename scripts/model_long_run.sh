@@ -19,4 +19,8 @@ else
     --valid-every 500 --save-every 100 --bleu-sample 200 --log-every 20 --max-time 500h)
 fi
 OMP_NUM_THREADS=1 nohup nice -n 10 "${LAUNCH[@]}" "${ARGS[@]}" >> "$OUT.log" 2>&1 &
+# torchrun starts each rank in a session of its own, and with the kernel's autogroup scheduling a session's
+# nice value is what counts between sessions: give the ranks' groups a low priority too, so the run only
+# takes what the machine's other work leaves.
+( sleep 30; for p in $(pgrep -f -- "train --out $OUT "); do echo 15 > "/proc/$p/autogroup" 2>/dev/null || true; done ) &
 echo "training in the background: $OUT (log: $OUT.log)"
