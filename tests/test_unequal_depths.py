@@ -112,6 +112,11 @@ def test_inspect_walks_each_familys_own_layers(deep_model):
         assert seen == {"encoder_self": set(range(ENCODER)), "decoder_self": {0}, "cross": {0}}
         await keys(pilot, "g")  # the grid: one row per layer × head of the family shown
         assert len(app.query_one(Heatmap).data.rows) == app.view.n_layers * app.view.dims.h
+        for family, layers in (("decoder_self", DECODER), ("encoder_self", ENCODER)):
+            await keys(pilot, "f")  # a self-attention grid: a pattern-kind mark beside every head
+            marks = app.query_one(Heatmap).data.row_marks
+            assert app.view.family == family and len(marks) == layers * app.view.dims.h and " " not in marks
+        await keys(pilot, "f")  # back to cross-attention
         for key in ("y", "i", "b", "m", "r"):  # lens, attribution, beam, masks, run to the end
             await keys(pilot, key)
 

@@ -13,6 +13,11 @@ with the kind holding the most mass among those that pass the sinks' rule (at le
 the mass and PARK_RATIO × uniform), else "mixed". Also: the mean attention distance Σ w·|i − j|
 against uniform's, the share of saturated rows (max weight ≥ SATURATED) with and without the
 ÷√d_k, and how different the heads of one layer are (mean total-variation distance of their rows).
+
+`sentence_kinds` labels the heads of one decoded sentence from the weights its trace already holds
+(a live decoding's steps or a saved trace): no model, so a replay shows the kinds too. Cross-attention
+gets no kind: its keys are another sentence's pieces, so "the key before" or "the same word" relate
+nothing, and its parking is what core.analysis.sinks measures.
 """
 
 from __future__ import annotations
@@ -25,12 +30,37 @@ import torch
 from core.analysis.internals import unscaled_weights
 from core.analysis.reference import encode_pairs, pair_batches
 from core.analysis.sinks import PARK_RATIO, PARK_SHARE, is_punctuation
+from core.decode.trace import BOS_PIECE, SourceTrace, StepTrace
+from core.model.attention import Head
+from core.model.config import BOS_ID, EOS_ID
 from core.model.masks import subsequent_mask
 
 KINDS = ("previous", "next", "diagonal", "same word", "long range", "parked")
+MIXED = "mixed"  # the label of a head no kind passes for
+# One character per kind, for views that mark heads in a grid (tt inspect's g, the lesson's text):
+# arrows for where the key sits from the query, ≈ for a piece of its own word, ◇ for a parking head.
+KIND_MARKS = {
+    "previous": "←",
+    "next": "→",
+    "diagonal": "↘",
+    "same word": "≈",
+    "long range": "↔",
+    "parked": "◇",
+    MIXED: "·",
+}
+KIND_LEGEND = " ".join(f"{mark}{kind}" for kind, mark in KIND_MARKS.items())  # "←previous →next …"
 LONG_RANGE = 4  # pieces apart
 SATURATED = 0.99  # a row whose largest weight reaches this has a softmax with next to no gradient left
 PATTERN_FAMILIES = ("encoder_self", "decoder_self")
+
+
+@dataclass(frozen=True)
+class HeadKind:
+    """One head's kind on one sentence, and the shares it was read from."""
+
+    kind: str  # one of KINDS, or MIXED
+    shares: dict[str, float]  # kind -> the head's share of its mass on keys of that kind
+    uniform: dict[str, float]  # kind -> the share under uniform attention over the visible keys
 
 
 @dataclass
@@ -40,7 +70,7 @@ class HeadPattern:
     head: int
     shares: dict[str, float]  # kind -> mean share of the head's mass
     uniform: dict[str, float]  # kind -> the share under uniform attention
-    kind: str  # one of KINDS, or "mixed"
+    kind: str  # one of KINDS, or MIXED
     distance: float  # mean Σ_j w_ij |i − j|
     uniform_distance: float  # the same under uniform attention over the visible keys
     saturated_scaled: float  # share of rows with max weight ≥ SATURATED, softmax(QKᵀ/√d_k) as trained
@@ -67,7 +97,7 @@ class Patterns:
 
 def label(shares: dict[str, float], uniform: dict[str, float]) -> str:
     passing = [k for k in KINDS if shares[k] >= PARK_SHARE and shares[k] >= PARK_RATIO * uniform[k]]
-    return max(passing, key=lambda k: shares[k]) if passing else "mixed"
+    return max(passing, key=lambda k: shares[k]) if passing else MIXED
 
 
 def word_ids(pieces: list[str]) -> list[int]:
@@ -80,15 +110,19 @@ def word_ids(pieces: list[str]) -> list[int]:
     return out
 
 
-def _key_masks(tokens: torch.Tensor, pieces: list[list[str]], punct: torch.Tensor, eos_id: int) -> dict:
-    """Per kind, a (B, T_q, T_k) float mask of the keys of that kind for each query."""
+def _key_masks(tokens: torch.Tensor, pieces: list[list[str]]) -> dict:
+    """Per kind, a (B, T_q, T_k) float mask of the keys of that kind for each query.
+
+    tokens (B, T) padded; pieces: each row's real pieces (punctuation is read off them, as a trace
+    without its tokenizer can)."""
     b, t = tokens.shape
     i = torch.arange(t)[:, None]
     j = torch.arange(t)[None, :]
     wid = torch.full((b, t), -1, dtype=torch.long)
+    parked = tokens == EOS_ID  # (B, T)
     for r, ps in enumerate(pieces):
-        wid[r, : len(ps)] = torch.tensor(word_ids(ps))
-    parked = (tokens == eos_id) | torch.isin(tokens, punct)
+        wid[r, : len(ps)] = torch.tensor(word_ids(ps), dtype=torch.long)
+        parked[r, : len(ps)] |= torch.tensor([is_punctuation(p) for p in ps], dtype=torch.bool)
     parked[:, 0] = True
     return {
         "previous": (j == i - 1).float().expand(b, t, t),
@@ -112,13 +146,17 @@ class _Sums:
         self.tv = 0.0
         self.queries = 0
 
+    def shares_of(self, head: int) -> tuple[dict[str, float], dict[str, float]]:
+        """(the head's mean share per kind, uniform attention's) over the queries counted."""
+        n = max(self.queries, 1)
+        return {k: float(self.shares[k][head]) / n for k in KINDS}, {k: self.uniform[k] / n for k in KINDS}
+
 
 @torch.inference_mode()
 def head_patterns(loaded, pairs: Sequence[tuple[str, str]], *, max_tokens: int = 4000) -> Patterns:
     """Pattern shares, reach, saturation and head differences over (source, reference) pairs."""
     model, cfg, tok = loaded.model, loaded.cfg, loaded.tokenizer
     device = next(model.parameters()).device
-    punct = torch.tensor([i for i in range(cfg.vocab_size) if is_punctuation(tok.pieces([i])[0])], dtype=torch.long)
     ids = encode_pairs(loaded, pairs)
     sums: dict[tuple[str, int], _Sums] = {}
     for batch in pair_batches(ids, cfg.pad_id, cfg.bos_id, max_tokens, device):
@@ -133,15 +171,14 @@ def head_patterns(loaded, pairs: Sequence[tuple[str, str]], *, max_tokens: int =
         ]
         for family, layers, tokens, real, visible in plans:
             pieces = [tok.pieces(row[m].tolist()) for row, m in zip(tokens, real)]
-            masks = _key_masks(tokens, pieces, punct, cfg.eos_id)
+            masks = _key_masks(tokens, pieces)
             for i, internals in enumerate(layers):
                 _accumulate(sums.setdefault((family, i), _Sums(cfg.h)), internals, real, visible, masks)
     heads, layers = [], []
     for (family, i), s in sums.items():
         n = max(s.queries, 1)
-        uniform = {k: s.uniform[k] / n for k in KINDS}
         for h in range(cfg.h):
-            shares = {k: float(s.shares[k][h]) / n for k in KINDS}
+            shares, uniform = s.shares_of(h)
             heads.append(
                 HeadPattern(
                     family,
@@ -164,8 +201,8 @@ def head_patterns(loaded, pairs: Sequence[tuple[str, str]], *, max_tokens: int =
     return Patterns(heads, layers, len(pairs), queries)
 
 
-def _accumulate(s: _Sums, internals, real: torch.Tensor, visible: torch.Tensor, masks: dict) -> None:
-    w = internals.weights.float().cpu()  # (B, h, T_q, T_k)
+def _accumulate_kinds(s: _Sums, w: torch.Tensor, real: torch.Tensor, visible: torch.Tensor, masks: dict) -> None:
+    """Add the kind shares and distances of weights w (B, h, T_q, T_k) over the real queries (B, T_q)."""
     q = real.float()  # (B, T_q) real queries
     vis = visible.float()  # (B, T_q, T_k)
     n_vis = vis.sum(-1).clamp(min=1)  # (B, T_q)
@@ -176,6 +213,15 @@ def _accumulate(s: _Sums, internals, real: torch.Tensor, visible: torch.Tensor, 
     dist = (torch.arange(t_q)[:, None] - torch.arange(t_k)[None, :]).abs().float()  # (T_q, T_k)
     s.distance += ((w * dist).sum(-1) * q[:, None]).sum((0, 2)).double()
     s.uniform_distance += float((((vis * dist).sum(-1) / n_vis) * q).sum())
+    s.queries += int(q.sum())
+
+
+def _accumulate(s: _Sums, internals, real: torch.Tensor, visible: torch.Tensor, masks: dict) -> None:
+    w = internals.weights.float().cpu()  # (B, h, T_q, T_k)
+    _accumulate_kinds(s, w, real, visible, masks)
+    q = real.float()  # (B, T_q)
+    n_vis = visible.float().sum(-1)  # (B, T_q)
+    t_q = w.size(-2)
     rows = q * (n_vis > 1).float()  # (B, T_q): one visible key is a sure thing, not saturation
     s.saturated += ((w.amax(-1) >= SATURATED).float() * rows[:, None]).sum((0, 2)).double()
     raw = unscaled_weights(internals).float().cpu()
@@ -190,4 +236,46 @@ def _accumulate(s: _Sums, internals, real: torch.Tensor, visible: torch.Tensor, 
                 tv += 0.5 * (w[:, a] - w[:, b]).abs().sum(-1)  # (B, T_q)
                 pairs += 1
         s.tv += float((tv / pairs * q).sum())
-    s.queries += int(q.sum())
+
+
+def sentence_kinds(source: SourceTrace, steps: Sequence[StepTrace]) -> dict[Head, HeadKind]:
+    """The kind of every self-attention head on one decoded sentence, from the weights it holds.
+
+    Encoder self-attention from `source.encoder_self` (per layer (h, S, S)); the decoder's masked
+    self-attention from the steps' rows (step t: per layer (h, t + 1) over BOS, y_0 … y_{t-1}),
+    which stacked are the teacher-forced (h, T, T). The same shares and rule as `head_patterns`,
+    over this one sentence's queries. A family whose weights the trace lacks gets no kinds.
+    """
+    plans = []
+    if source.encoder_self:
+        s = len(source.tokens)
+        encoder = [w[None].float() for w in source.encoder_self]  # per layer (1, h, S, S)
+        plans.append(("encoder_self", encoder, source.tokens, source.pieces, torch.ones(1, s, s, dtype=torch.bool)))
+    if steps and steps[0].decoder_self:
+        inputs = [BOS_ID, *(st.token for st in steps[:-1])]  # what the decoder was fed
+        pieces = [BOS_PIECE, *(st.piece for st in steps[:-1])]
+        plans.append(("decoder_self", _stacked_rows(steps), inputs, pieces, subsequent_mask(len(steps))[0]))
+    kinds: dict[Head, HeadKind] = {}
+    for family, layers, tokens, pieces, visible in plans:
+        ids = torch.tensor([tokens])  # (1, T)
+        real = torch.ones_like(ids, dtype=torch.bool)  # one sentence: every query is real
+        masks = _key_masks(ids, [list(pieces)])
+        for layer, w in enumerate(layers):
+            sums = _Sums(w.size(1))
+            _accumulate_kinds(sums, w, real, visible, masks)
+            for h in range(w.size(1)):
+                shares, uniform = sums.shares_of(h)
+                kinds[Head(family, layer, h)] = HeadKind(label(shares, uniform), shares, uniform)
+    return kinds
+
+
+def _stacked_rows(steps: Sequence[StepTrace]) -> list[torch.Tensor]:
+    """The steps' masked self-attention rows as one (1, h, T, T) per layer, 0 above the diagonal."""
+    t = len(steps)
+    layers = []
+    for layer, first in enumerate(steps[0].decoder_self):
+        w = torch.zeros(1, first.size(0), t, t)  # (1, h, T, T)
+        for i, st in enumerate(steps):
+            w[0, :, i, : i + 1] = st.decoder_self[layer]  # (h, i + 1)
+        layers.append(w)
+    return layers

@@ -30,6 +30,9 @@ class Candidate:
     logprob: float  # log p under the model (temperature 1), at every temperature
 
 
+BOS_PIECE = "<s>"  # the decoder's first input; a saved trace keeps no tokenizer to name it
+
+
 @dataclass
 class SourceTrace:
     text: str

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from core.analysis.patterns import KIND_LEGEND
 from core.learn import toys
 
 ALIGNMENT_SENTENCE = "L'accord sur la zone économique européenne a été signé en août 1992."
@@ -89,7 +90,8 @@ STEPS: tuple[Step, ...] = (
         "A whole sentence's attention",
         (
             "One row per query word, one column per key word, each row summing to 1. The model's heads each",
-            "draw their own table; the grid shows all of them at once.",
+            "draw their own table; the grid shows all of them at once, and the mark beside each head names",
+            f"the kind of pattern it shows: {KIND_LEGEND}.",
         ),
         "A = softmax(Q Kᵀ / √d_k),  A ∈ ℝ^{T×T}, Σ_j A_ij = 1",
         None,
@@ -143,7 +145,8 @@ STEPS: tuple[Step, ...] = (
         "Multi-head attention and its shapes",
         (
             "The model splits d_model into h heads of d_k = d_model / h, attends in each separately, then",
-            "concatenates and mixes them with W^O. Each head can look for something different.",
+            "concatenates and mixes them with W^O. Each head can look for something different: in tt",
+            "inspect's grid (g) the mark beside each head says what it looks for on the sentence.",
         ),
         "MultiHead(Q, K, V) = Concat(head_1 … head_h) W^O",
         toys.multi_head_shapes,

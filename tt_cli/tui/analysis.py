@@ -1,5 +1,6 @@
 """The analysis views of `tt inspect`: attribution in the heatmap (i), the logit lens panel (y),
-reference mode (--ref, c), sink marks in the grid and the checkpoint scrubber (--run, [ and ]).
+reference mode (--ref, c), sink and pattern-kind marks in the grid and the checkpoint scrubber
+(--run, [ and ]).
 
 A key changes the ViewState or asks the model thread, and the answer comes back to a draw method;
 results are kept in `Kept`s (tt_cli/tui/kept.py). A part of the one InspectApp (tt_cli/tui/app.py),
@@ -9,7 +10,9 @@ which it is mixed into.
 from __future__ import annotations
 
 from core.analysis.attribute import Attribution
+from core.analysis.patterns import PATTERN_FAMILIES, HeadKind
 from core.model.attention import Head
+from tt_cli.tui.kept import Same
 from tt_cli.tui.screens.ask import AskScreen
 from tt_cli.tui.session import Decoding, ScrubSession
 from tt_cli.tui.widgets.lens import LensView
@@ -38,6 +41,15 @@ class AnalysisViews:
             return {}
         key, ref = (self.decoding.source.text, self.reference), self.reference
         return self.sinks.get(key, lambda: self.session.sinks(ref), self._draw_heatmap, self.submit) or {}
+
+    def _grid_kinds(self) -> dict[Head, HeadKind]:
+        """Each self-attention head's pattern kind, for the grid: asked for once per sentence (and
+        reference, and checkpoint of a run), live or from a replayed trace's own weights."""
+        d, ref = self.decoding, self.reference
+        if not self.view.grid or self.view.family not in PATTERN_FAMILIES or d is None:
+            return {}
+        key = (Same(d.source), ref)
+        return self.kinds.get(key, lambda: self.session.kinds(ref), self._draw_heatmap, self.submit) or {}
 
     def _attribution(self) -> Attribution | None:
         """The attribution of the decoding on screen, or None while the model thread computes it."""

@@ -29,6 +29,7 @@ from textual.widgets import ContentSwitcher, OptionList, Static
 from core.align.links import DEFAULT_RULE, head_ranking, load_rule
 from core.analysis.beam import BeamStep
 from core.analysis.explain import Explanation
+from core.analysis.patterns import KIND_LEGEND
 from core.analysis.reference import RefComparison
 from core.analysis.scrub import ScrubPoint
 from core.analysis.tracefile import TraceFile
@@ -37,6 +38,7 @@ from core.errors import TTError
 from tt_cli.tui.analysis import AnalysisViews
 from tt_cli.tui.kept import Kept
 from tt_cli.tui.modes import Modes
+from tt_cli.tui.picture import SINK
 from tt_cli.tui.screens.ask import AskScreen
 from tt_cli.tui.session import Decoding, ScrubSession, Session, TraceSession
 from tt_cli.tui.state import Cell, ViewState
@@ -78,7 +80,13 @@ class InspectApp(Stepping, Modes, AnalysisViews, App[None]):
         Binding("L", "view('layer_by', -1)", "layer−", show=False, tooltip="previous layer"),
         Binding("h", "view('head_by', 1)", "head", tooltip="next head (… and the mean of the heads)"),
         Binding("H", "view('head_by', -1)", "head−", show=False, tooltip="previous head"),
-        Binding("g", "view('toggle_grid')", "grid", tooltip="grid: every layer × head for the selected query"),
+        Binding(
+            "g",
+            "view('toggle_grid')",
+            "grid",
+            tooltip="grid: every layer × head for the selected query; beside a self-attention head, the kind of "
+            f"pattern it shows on the sentence ({KIND_LEGEND}); {SINK} parks its attention",
+        ),
         Binding(
             "t",
             "view('temperature_by', 1.25)",
@@ -219,7 +227,7 @@ class InspectApp(Stepping, Modes, AnalysisViews, App[None]):
         self._explaining: tuple[Decoding, Cell] | None = None  # the last explanation asked for
         self._views_drawn: Decoding | None = None  # the decoding the masks and positions screen shows
         # model results kept for what they were made from (tt_cli/tui/kept.py)
-        self.attributed, self.lensed, self.sinks = Kept(), Kept(), Kept()
+        self.attributed, self.lensed, self.sinks, self.kinds = Kept(), Kept(), Kept(), Kept()
         self.reread = Kept()  # the output re-read without the look-ahead mask, for a full-context alignment rule
 
     # ------------------------------------------------------------------------------ layout

@@ -3,13 +3,14 @@ under it that reads out the selected cell. Pure functions of (ViewState, Decodin
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 
 import torch
 
 from core.align.links import DEFAULT_RULE, AlignRule, align_steps, words
 from core.analysis.attribute import Attribution
+from core.analysis.patterns import KIND_LEGEND, KIND_MARKS, HeadKind
 from core.decode.trace import attention_grid, attention_matrix
 from core.model.attention import Head
 from tt_cli.tui.session import Decoding
@@ -25,14 +26,17 @@ def picture(
     ranking: Sequence[dict] = (),
     sinks: Collection[Head] = (),
     full_cross: Sequence | None = None,
+    kinds: Mapping[Head, HeadKind] | None = None,
 ) -> HeatmapData:
     """The heatmap for a view: one family, layer and head (None = mean), or the grid of all of them.
 
     Rows of cross and decoder self-attention are decoding steps, labelled with the piece each step
     chose; in the grid, the encoder's query is `view.enc_query`, the decoder's the last step.
     With `view.links`, the cross-attention matrix marks the cells of linked words under `rule`
-    instead; the cross grid labels each head with its AER from the head finder's `ranking`, and
-    every grid marks the heads in `sinks` (those that park their attention, core/analysis/sinks.py).
+    instead; the cross grid labels each head with its AER from the head finder's `ranking`,
+    every grid marks the heads in `sinks` (those that park their attention, core/analysis/sinks.py),
+    and a self-attention grid marks each head's pattern kind from `kinds` (core/analysis/patterns.py)
+    beside its label, one character (KIND_MARKS) per head.
     A full-context rule reads `full_cross` (core.align.links.full_context_cross of the output so far);
     until it is there, the matrix has no marks and the title says so.
     """
@@ -68,7 +72,10 @@ def picture(
             title += " · AER of each head (tt align --find-heads; lower aligns better)"
         if parked:
             title += f" · {SINK} parks on </s>, punctuation or the first piece"
-        return HeatmapData(title, rows, key_pieces, matrix.tolist())
+        marks = kind_marks(kinds or {}, family, n_layers, view.dims.h)
+        if marks:
+            title += f" · kind {KIND_LEGEND}"
+        return HeatmapData(title, rows, key_pieces, matrix.tolist(), row_marks=marks)
     matrix = attention_matrix(d.source, steps, family, view.layer, view.head)
     heads = "mean of heads" if view.head is None else f"head {nth(view.head, view.dims.h)}"
     title = f"{name} · layer {nth(view.layer, n_layers)} · {heads}"
@@ -99,6 +106,18 @@ def grid_label(layer: int, head: int, note: str, parked: bool) -> str:
     """ "L0 h1 off", "L0 h1◆41%": the sink mark takes the separator's place, so the label still fits."""
     sep = SINK if parked else " "
     return f"L{layer + 1} h{head + 1}" + (sep + note if note or parked else "")
+
+
+def kind_marks(kinds: Mapping[Head, HeadKind], family: str, n_layers: int, h: int) -> list[str]:
+    """One mark per grid row (layer-major, as the rows) naming the head's kind; [] when the family
+    has none (cross-attention, or before the model thread has read them)."""
+    if not any(head.family == family for head in kinds):
+        return []
+    return [
+        KIND_MARKS[kinds[family, layer, head].kind] if (family, layer, head) in kinds else " "
+        for layer in range(n_layers)
+        for head in range(h)
+    ]
 
 
 def describe(rule: AlignRule, n_layers: int) -> str:

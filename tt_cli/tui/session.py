@@ -15,14 +15,15 @@ from core.analysis.attribute import Attribution, attribute
 from core.analysis.beam import BeamStep, beam_steps
 from core.analysis.explain import Explanation, explain
 from core.analysis.lens import LensStep, logit_lens
-from core.analysis.reference import RefComparison, compare_pairs
+from core.analysis.patterns import HeadKind, sentence_kinds
+from core.analysis.reference import RefComparison, compare_pairs, encode_pairs
 from core.analysis.scrub import ScrubPoint
 from core.analysis.sinks import head_sinks
 from core.analysis.tracefile import TraceFile
 from core.checkpoint import LoadedModel
 from core.data.tokenizer import Tokenizer
 from core.decode.stepper import Stepper
-from core.decode.trace import SourceTrace, StepTrace
+from core.decode.trace import BOS_PIECE, SourceTrace, StepTrace, trace_steps
 from core.errors import TTError
 from core.model.attention import Head, HeadMask
 from tt_cli.tui.state import ATTRIBUTIONS, Cell, Dims
@@ -167,13 +168,11 @@ class Session:
             self.ablated = None
             return self.snapshot()
         text = self.original.source.text
-        if self._intact is None:
-            self._intact = line(self._run(Stepper(self.loaded, text)))
         mask = HeadMask.ones(self.loaded.cfg)
         for family, layer, head in heads:
             mask = mask.off(family, layer, head)
         ablated = self._run(Stepper(self.loaded, text, head_mask=mask))
-        self.ablated = Ablated(tuple(sorted(heads)), self._intact, line(ablated))
+        self.ablated = Ablated(tuple(sorted(heads)), self._whole(), line(ablated))
         return self.snapshot()
 
     @staticmethod
@@ -215,19 +214,29 @@ class Session:
         """(family, layer, head) → what the head parks its attention on (core/analysis/sinks.py), for
         the heads that do, teacher-forced on this sentence and its reference, else its greedy output."""
         text = self.original.source.text
-        if self._intact is None:
-            self._intact = line(self._run(Stepper(self.loaded, text)))
-        pairs = [(text, reference or self._intact.text)]
+        pairs = [(text, reference or self._whole().text)]
         return {(h.family, h.layer, h.head): h.parks_on for h in head_sinks(self.loaded, pairs) if h.parks_on}
+
+    def kinds(self, reference: str | None) -> dict[Head, HeadKind]:
+        """Each self-attention head's pattern kind (core/analysis/patterns.py) on the sentence and its
+        reference, teacher-forced, else its whole greedy output: the same pair the sink marks read."""
+        source = self.original.source
+        if reference is None:
+            return sentence_kinds(source, self._whole().steps)
+        ref_ids = encode_pairs(self.loaded, [(source.text, reference)])[0][1]  # EOS last, cut as --ref cuts it
+        return sentence_kinds(source, trace_steps(self.loaded, source.tokens, ref_ids, top_k=1)[1])
+
+    def _whole(self) -> Line:
+        """The sentence's whole greedy output on the intact model, decoded once."""
+        if self._intact is None:
+            self._intact = line(self._run(Stepper(self.loaded, self.original.source.text)))
+        return self._intact
 
     def positions(self, n: int) -> tuple[torch.Tensor, str]:
         """The positional encodings added to the first n source embeddings (n, d_model), and their kind."""
         pos = self.loaded.model.src_pos
         with torch.inference_mode():
             return pos.positions(n).detach().cpu(), pos.kind
-
-
-BOS_PIECE = "<s>"  # a trace keeps no tokenizer; the decoder's first input is BOS by construction
 
 
 class TraceSession:
@@ -335,6 +344,11 @@ class TraceSession:
 
     def sinks(self, reference: str | None) -> dict[Head, list[str]]:
         raise self.needs_model("marking attention sinks")
+
+    def kinds(self, reference: str | None) -> dict[Head, HeadKind]:
+        """The heads' pattern kinds read off the weights the trace holds: every stored step, not only
+        those on screen (a reference needs the model, so there is none here)."""
+        return sentence_kinds(self.trace.source, self.trace.steps)
 
 
 class ScrubSession(TraceSession):

@@ -30,7 +30,9 @@ class Stepping:
             self.query_one(Heatmap).show(attribution_picture(d, self._attribution(), method))
         else:
             self.query_one(Heatmap).show(
-                picture(self.view, d, self.rule, self.ranking, self._grid_sinks(), self._full_cross())
+                picture(
+                    self.view, d, self.rule, self.ranking, self._grid_sinks(), self._full_cross(), self._grid_kinds()
+                )
             )
 
     def _full_cross(self):

@@ -2,11 +2,27 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 
-from core.analysis.patterns import KINDS, _accumulate, _key_masks, _Sums, head_patterns, label, word_ids
-from core.model.attention import AttentionInternals
+from core.analysis.patterns import (
+    KIND_LEGEND,
+    KIND_MARKS,
+    KINDS,
+    MIXED,
+    _accumulate,
+    _key_masks,
+    _Sums,
+    head_patterns,
+    label,
+    sentence_kinds,
+    word_ids,
+)
+from core.analysis.reference import encode_pairs
+from core.model.attention import AttentionInternals, Head
+from tests.core.analysis.planted_heads import PLANTED, planted_trace
 
 PAIRS = [("Je suis étudiant.", "I am a student."), ("Le chat dort.", "The cat is sleeping.")]
 
@@ -38,7 +54,7 @@ def test_planted_heads_get_their_kind():
     real = torch.ones(1, t, dtype=torch.bool)
     visible = real[:, None, :].expand(-1, t, -1)
     s = _Sums(5)
-    _accumulate(s, planted(w), real, visible, _key_masks(tokens, pieces, torch.tensor([99]), eos_id=3))
+    _accumulate(s, planted(w), real, visible, _key_masks(tokens, pieces))
     shares = [{k: float(s.shares[k][h]) / s.queries for k in KINDS} for h in range(5)]
     uniform_share = {k: s.uniform[k] / s.queries for k in KINDS}
     assert [label(sh, uniform_share) for sh in shares] == ["previous", "diagonal", "next", "parked", "mixed"]
@@ -49,6 +65,15 @@ def test_planted_heads_get_their_kind():
     assert float(s.saturated[0]) == s.rows and float(s.saturated[4]) == 0
     # The same-word share: piece "b" shares its word with "▁a", "e" and "f" with "▁d".
     assert shares[0]["same word"] == pytest.approx(3 / 8)  # b→a, e→d, f→e
+
+
+def test_the_kind_holding_the_most_mass_among_those_that_pass_wins():
+    uniform = dict.fromkeys(KINDS, 0.1)
+    shares = dict.fromkeys(KINDS, 0.0) | {"previous": 0.55, "parked": 0.9, "next": 0.25}
+    assert label(shares, uniform) == "parked"
+    assert label(shares | {"parked": 0.45}, uniform) == "previous"  # under half the mass: not parked
+    assert label(shares, uniform | {"parked": 0.4}) == "previous"  # 0.9 is under 3 × uniform's 0.4
+    assert label(shares | {"previous": 0.2, "parked": 0.2}, uniform) == MIXED
 
 
 def test_word_ids():
@@ -87,3 +112,45 @@ def test_identical_heads_do_not_differ_and_blank_queries_attend_uniformly(tiny_m
     enc_layers = [layer for layer in p.layers if layer.family == "encoder_self"]
     assert all(layer.head_difference == pytest.approx(0, abs=1e-6) for layer in enc_layers)
     assert cfg.h > 1
+
+
+def test_one_sentences_planted_heads_get_their_kind_from_its_trace():
+    """Every self-attention head of a planted 3 + 1-layer trace: each encoder head a different kind,
+    the decoder's one-hot previous-token head and its uniform head (mixed); cross gets none."""
+    source, steps = planted_trace()
+    kinds = sentence_kinds(source, steps)
+    assert {head: k.kind for head, k in kinds.items()} == PLANTED
+    assert kinds["encoder_self", 0, 0].shares["previous"] == pytest.approx(6 / 7)  # row 0 has no key before
+    assert kinds["decoder_self", 0, 1].shares == pytest.approx(kinds["decoder_self", 0, 1].uniform)
+    assert kinds["encoder_self", 2, 1].uniform["parked"] == pytest.approx(2 / 7)  # the first piece and </s>
+    # A trace without the decoder's weights: the encoder's kinds, and no guess at the decoder's.
+    bare = [replace(st, decoder_self=[]) for st in steps]
+    assert {head for head in sentence_kinds(source, bare)} == {h for h in PLANTED if h.family == "encoder_self"}
+
+
+def test_one_sentence_read_off_its_decoding_agrees_with_head_patterns(tiny_loaded):
+    """The greedy decoding's own weights (KV cache, step by step) give the shares that the teacher-forced
+    pass of head_patterns gives on the sentence and that output: the two entry points, one rule."""
+    from core.decode.stepper import Stepper
+
+    greedy = Stepper(tiny_loaded, PAIRS[0][0])
+    greedy.run()
+    src_ids, ref_ids = encode_pairs(tiny_loaded, [(PAIRS[0][0], greedy.output_text)])[0]
+    assert src_ids == greedy.source.tokens and ref_ids == [s.token for s in greedy.steps]  # the same pieces
+    kinds = sentence_kinds(greedy.source, greedy.steps)
+    patterns = head_patterns(tiny_loaded, [(PAIRS[0][0], greedy.output_text)])
+    assert set(kinds) == {Head(p.family, p.layer, p.head) for p in patterns.heads}
+    for p in patterns.heads:
+        got = kinds[p.family, p.layer, p.head]
+        assert got.kind == p.kind
+        assert got.shares == pytest.approx(p.shares, abs=1e-5)
+        assert got.uniform == pytest.approx(p.uniform, abs=1e-9)
+
+
+def test_every_kind_has_a_mark_of_one_cell_named_in_the_legend():
+    from rich.cells import cell_len
+
+    assert set(KIND_MARKS) == {*KINDS, MIXED}
+    assert len(set(KIND_MARKS.values())) == len(KIND_MARKS)  # no two kinds look alike
+    assert all(cell_len(mark) == 1 for mark in KIND_MARKS.values())
+    assert all(mark in KIND_LEGEND for mark in KIND_MARKS.values())

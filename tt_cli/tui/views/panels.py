@@ -12,7 +12,7 @@ import torch
 from rich.text import Text
 
 from core.analysis.internals import embed_position, ffn_activity, shape_strip, unscaled_weights
-from core.analysis.patterns import SATURATED
+from core.analysis.patterns import MIXED, SATURATED
 from tt_cli.tui.views.data import Internals
 
 SHOWN = 6  # components of a d_model vector written out
@@ -50,7 +50,7 @@ def heads(data: Internals, position: int, layer: int) -> Text:
     for p in data.patterns.heads:
         name = f"{p.family.replace('_', ' ')} {p.layer + 1}.{p.head + 1}"
         out.append(f"{name:<18}")
-        out.append(f"{p.kind:<12}", style="bold" if p.kind != "mixed" else "")
+        out.append(f"{p.kind:<12}", style="bold" if p.kind != MIXED else "")
         out.append(
             f"{p.distance:>9.2f}{p.uniform_distance:>9.2f}{p.saturated_scaled:>17.0%}{p.saturated_unscaled:>9.0%}\n"
         )

@@ -43,6 +43,7 @@ class HeatmapData:
     hidden: list[list[bool]] = field(default_factory=list)  # True where a mask forbade attending
     current_row: int | None = None  # the row of the step being looked at
     marks: list[list[bool]] = field(default_factory=list)  # when given, drawn instead of the weights
+    row_marks: list[str] = field(default_factory=list)  # one character per row beside its label (a head's kind)
 
 
 class Heatmap(Widget, can_focus=True):
@@ -164,11 +165,13 @@ class Heatmap(Widget, can_focus=True):
         rows, cols = self._window()
         lines.extend(self._header(cols, width))
         for i in rows:
-            marker = "▶" if i == data.current_row else " "
+            marker, marker_style = ("▶" if i == data.current_row else " "), "bold yellow"
+            if i != data.current_row and data.row_marks:  # the ▶ column is free: the row's own mark
+                marker, marker_style = data.row_marks[i], "bold cyan"
             row_style = "bold reverse" if i == self.cursor[0] else ("bold" if i == data.current_row else "")
             line = Text()  # Text(style=…) would style the whole line: append each part with its own
             line.append(f"{label(data.rows[i], LABEL_WIDTH - 1):>{LABEL_WIDTH - 1}}", style=row_style)
-            line.append(marker, style="bold yellow")
+            line.append(marker, style=marker_style)
             line.append(" ")
             for j in cols:
                 w = data.matrix[i][j]
