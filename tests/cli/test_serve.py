@@ -332,7 +332,7 @@ BAD = [
         {"q": "a", "raw": True, "split": False, "terms": []},
         None,
         400,
-        "split, terms: the text pipeline's, not with raw",
+        "split, terms: options of the text pipeline, not of raw",
     ),
     ("terms a string", "/v1/translate", {"q": "a", "terms": "a\tb"}, None, 400, "terms must be a list of"),
     ("terms a triple", "/v1/translate", {"q": "a", "terms": [["a", "b", "c"]]}, None, 400, "terms[0] must be a"),

@@ -49,7 +49,10 @@ async def translate(request) -> dict:
     if body.flag("raw", False) or attention != "none" or align or decoding.get("n_best", 1) > 1:
         given = [name for name in TEXT_FIELDS if body.has(name)]
         if given:
-            raise ApiError(400, f"{', '.join(given)}: the text pipeline's, not with raw, n_best, attention or align")
+            fields = ", ".join(given)
+            raise ApiError(
+                400, f"{fields}: options of the text pipeline, not of raw (nor n_best > 1, attention, align)"
+            )
         return await _raw(service, request, texts, decoding, attention, align)
     return await _text(service, request, body, texts, decoding)
 
