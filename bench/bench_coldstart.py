@@ -113,9 +113,9 @@ def main() -> None:
         server = start_server(model_dir, runtime)
         try:
             warm = [
-                # The server runs the model alone on each line (--raw); the default text run stays local.
+                # The server runs the text pipeline (the default run) and the model alone (--raw).
+                ('tt translate "Je suis étudiant" (via tt serve)', [*tt, "Je suis étudiant"]),
                 ('tt translate --raw "Je suis étudiant" (via tt serve)', [*tt, "--raw", "Je suis étudiant"]),
-                ('tt translate "Je suis étudiant" (local, a server running)', [*tt, "Je suis étudiant"]),
             ]
             results += [(name, time_command(cmd, args.runs, env)) for name, cmd in warm]
         finally:

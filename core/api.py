@@ -11,6 +11,7 @@
 
 `translate_text` is what `tt translate` and its prompt run: sentences split, numbers, URLs, emoji and
 markup protected, case kept, glossary terms forced, confidences (core/text, docs/text.md).
+`text_chunks` runs the same around any translate_batch: `tt serve` hands in its batcher.
 
 This module is the stable surface; everything it returns is plain data. `import core` stays light
 (torch loads on first use of `core.Translator`).
@@ -35,7 +36,16 @@ if TYPE_CHECKING:
 # trace=True source_trace and steps, and attention()). `to_dict()` gives the keys of --json.
 Result = Translation
 
-__all__ = ["Alternative", "Result", "Translation", "Translator", "text_batch", "translate_text_lines"]
+__all__ = [
+    "Alternative",
+    "Result",
+    "Translation",
+    "Translator",
+    "for_text",
+    "text_batch",
+    "text_chunks",
+    "translate_text_lines",
+]
 
 
 class Translator:
@@ -116,14 +126,20 @@ def text_batch(
     traced = replace(options, with_attention=coverage, n_best=1)
 
     def run(sentences: list[str]) -> list[Translation]:
-        results = list(translate_lines(loaded, sentences, traced))
-        for t in results:
-            # translate_lines numbers its warnings by position in this batch; the caller names the line
-            t.warnings = [w.split(": ", 1)[1] if w.startswith("line ") else w for w in t.warnings]
-            t.cross = t.attention("cross", -1) if coverage and t.steps else None
-        return results
+        return for_text(translate_lines(loaded, sentences, traced), coverage)
 
     return run
+
+
+def for_text(results: Iterable[Translation], coverage: bool) -> list[Translation]:
+    """Translations as the text pipeline reads them: warnings without the position in their batch
+    (the caller names the line), and `cross` when `coverage` (decoded with_attention). A translator
+    other than text_batch (a server's batcher) hands its results through this too."""
+    results = list(results)
+    for t in results:
+        t.warnings = [w.split(": ", 1)[1] if w.startswith("line ") else w for w in t.warnings]
+        t.cross = t.attention("cross", -1) if coverage and t.steps else None
+    return results
 
 
 def translate_text_lines(
@@ -137,9 +153,23 @@ def translate_text_lines(
     """One TextResult per line, streamed: lines are taken as they arrive (a pipe is answered line by line,
     a file fills whole batches), control characters become spaces (a warning says how many)."""
     from core.decode.lines import chunks
+    from core.text.protect import unknown_characters
+
+    batch = text_batch(loaded, options, coverage=coverage)
+    unknown = unknown_characters(loaded.tokenizer)
+    return text_chunks(chunks(lines, options.batch_size * 4), batch, text, unknown)
+
+
+def text_chunks(
+    chunks: Iterable[list[str]],
+    translate_batch: Callable[[list[str]], list[Translation]],
+    text: TextOptions | None = None,
+    unknown: Callable[[str], bool] | None = None,
+) -> Iterator[TextResult]:
+    """translate_text_lines over any translate_batch (a server hands in its batcher): one TextResult per
+    line of each list in `chunks`, indices running on across them; control characters become spaces."""
     from core.decode.source import clean_text
     from core.text.pipeline import TextOptions, translate_chunks
-    from core.text.protect import unknown_characters
 
     text = text or TextOptions()
     notes: dict[int, str] = {}
@@ -156,9 +186,7 @@ def translate_text_lines(
             done += len(chunk)
             yield out
 
-    batch = text_batch(loaded, options, coverage=coverage)
-    unknown = unknown_characters(loaded.tokenizer)
-    for r in translate_chunks(cleaned(chunks(lines, options.batch_size * 4)), batch, text, unknown):
+    for r in translate_chunks(cleaned(chunks), translate_batch, text, unknown):
         if r.index in notes:
             r.line_warnings = [notes.pop(r.index)]
         yield r

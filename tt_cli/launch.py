@@ -5,7 +5,8 @@ A one-sentence translation is mostly start-up. Typer and click take ~0.3 s to im
 2-core machine — as much as a whole warm call may take — and Typer's option parsing imports
 pydantic and builds every command of the app, which a cold `tt translate` pays before its model
 loads. So the common forms (sentences or `-`, and the options in OPTIONS) are read here with the
-standard library: with a `tt serve` of the model running, the lines go to it without Typer or torch;
+standard library: with a `tt serve` of the model running, the lines go to it (the text pipeline, or
+the model alone with --raw or --n-best) without Typer or torch;
 else the `translate` command function is called directly (its own checks, errors and exit codes).
 Anything else — another option, a mistake, --help — goes to the Typer app, which reads and reports
 it. tests/cli/test_warm.py holds these names and defaults to the Typer command's.
@@ -18,6 +19,7 @@ import sys
 # Options read here: name → (field, type); flags have the type bool. Defaults: the Typer command's.
 OPTIONS: dict[str, tuple[str, type]] = {
     "--json": ("json_out", bool),
+    "--raw": ("raw", bool),
     "--greedy": ("greedy", bool),
     "--beam": ("beam", int),
     "--alpha": ("alpha", float),
@@ -34,6 +36,7 @@ OPTIONS: dict[str, tuple[str, type]] = {
 SAMPLING = {"temperature": 1.0, "top_k": 0, "top_p": 1.0, "seed": None}  # not read here: the defaults
 DEFAULTS = {
     "json_out": False,
+    "raw": False,
     "greedy": False,
     "beam": 4,
     "alpha": 0.6,
@@ -107,13 +110,24 @@ def fast_translate(args: list[str]) -> int | None:
         threads=values["threads"],
         few=not from_stdin and values["input_file"] is None,
     )
-    # A server runs the model alone on each line; the default text pipeline (sentences, protected
-    # spans, case) runs here, so only a model view (n-best) may go to it.
-    warm = remote.connect(request) if values["n_best"] > 1 else None
-    if warm is not None:
-        return _guarded(
-            remote.run, warm, request, None if from_stdin else sentences, values["input_file"], values["output"]
-        )
+    from tt_cli.textrun import document_format
+
+    args = None if from_stdin else sentences
+    input_file = Path(values["input_file"]) if values["input_file"] is not None else None
+    model_view = values["raw"] or values["n_best"] > 1  # the model alone on each line
+    fmt = document_format(input_file, None)
+    if model_view and fmt != "text":
+        return None  # the full command's usage error
+    warm = remote.connect(request) if input_file is None or input_file.is_file() else None
+    if warm is not None and model_view:
+        return _guarded(remote.run, warm, request, args, values["input_file"], values["output"])
+    if warm is not None:  # the text pipeline, run by the server
+        from tt_cli import remote_text, textrun
+
+        text = {"split": True, "protect": True, "glossary": None}
+        output = Path(values["output"]) if values["output"] is not None else None
+        job = textrun.TextJob(input_file, args, output, fmt, text, values["json_out"], None, "strict")
+        return _guarded(remote_text.run, warm, request, job)
     from tt_cli.commands.translate import translate
 
     paths = {

@@ -4,7 +4,11 @@
     user announced (tt_cli.serve.announce) for the very model the command would load
     ──GET /health: alive, same model, no key needed──▶ Warm
     lines ──the local path's chunks──▶ POST /v1/translate {q, the command's decoding, batch_size}
-          ──▶ one Remote per line: the --json record the server built, warnings numbered as here
+          ──▶ one result per line: the --json record the server built, warnings numbered as here
+
+This module has the connection, the chunking (`served`) and the model views (--raw, --n-best,
+--attention, --align: raw true, one Remote per line); tt_cli.remote_text sends the default text
+run and the prompt's lines through the same connection.
 
 The server decodes each chunk on its own in batches of --batch-size, as the command would, so every
 record is the one `tt translate` prints locally, to the last digit. What the server cannot take — a
@@ -52,6 +56,10 @@ class Request:
     device: str = "auto"  # where a fallback here (or a rank of a torchrun) runs the model
 
     def body(self, lines: list[str]) -> dict:
+        """The model alone on each line (raw): the record of `tt translate --json --raw`."""
+        return {**self.decoding_body(lines), "raw": True, "attention": self.attention, "align": self.align}
+
+    def decoding_body(self, lines: list[str]) -> dict:
         method = self.decoding.get("method", "beam")
         options = {k: v for k, v in self.decoding.items() if k != "method" and v is not None}
         return {
@@ -61,8 +69,6 @@ class Request:
             "sample": method == "sample",
             "n_best": self.n_best,
             "batch_size": self.batch_size,
-            "attention": self.attention,
-            "align": self.align,
         }
 
     @property
@@ -79,12 +85,10 @@ class Alternative:
 
 
 @dataclass
-class Remote:
-    """One translated line as a server (or the fallback here) recorded it; the writers read it as they
-    read a core Translation."""
+class Record:
+    """One translated line as a server recorded it: its --json object."""
 
-    record: dict  # the --json object
-    warnings: list[str] = field(default_factory=list)  # "line N: ..." as the local path says them
+    record: dict
 
     @property
     def index(self) -> int:
@@ -93,6 +97,14 @@ class Remote:
     @property
     def text(self) -> str:
         return self.record["translation"]
+
+
+@dataclass
+class Remote(Record):
+    """The model's record of one line, from a server (or the fallback here); the writers read it as they
+    read a core Translation."""
+
+    warnings: list[str] = field(default_factory=list)  # "line N: ..." as the local path says them
 
     @property
     def n_best(self) -> list[Alternative]:
@@ -126,8 +138,9 @@ class Warm:
     def takes(self, lines: list[str]) -> bool:
         return len(lines) <= self.max_sentences and sum(len(line) for line in lines) <= self.max_chars
 
-    def post(self, body: dict) -> dict:
-        """POST /v1/translate; a full queue is waited out. ServerError: refused or gone."""
+    def post(self, body: dict, keys: tuple[str, ...] = ("translations",)) -> dict:
+        """POST /v1/translate, answered with `keys`; a full queue is waited out. ServerError: refused,
+        gone, or an answer without them (a server of another version)."""
         for _ in range(BUSY_RETRIES):
             try:
                 reply = self.client.post("/v1/translate", body)
@@ -140,9 +153,13 @@ class Warm:
             data = reply.json()
         except ValueError:
             data = {}
-        if reply.status != 200 or not isinstance(data, dict) or "translations" not in data:
+        if reply.status != 200 or not isinstance(data, dict):
             error = data.get("error", "?") if isinstance(data, dict) else "?"
             raise ServerError(f"the server at {self.url} answered {reply.status}: {error}", reply.status)
+        if not all(key in data for key in keys):
+            raise ServerError(
+                f"the server at {self.url} answered without {' and '.join(keys)} (another version of tt?)"
+            )
         return data
 
 
@@ -205,18 +222,25 @@ def _check(url: str, wanted: str, say: bool) -> Warm | None:
 def translations(warm: Warm, request: Request, lines: Iterable[str]) -> Iterator[Remote]:
     """One Remote per line, in order, streamed: each chunk of lines as the local path would gather it,
     by the server when it takes it, else here."""
-    local = Local(request)
+    return served(warm, request, lines, request.body, _remotes, Local(request).translate)
+
+
+def served(warm: Warm | None, request: Request, lines: Iterable[str], body, received, here, keys=("translations",)):
+    """One result per line, in order, streamed: each chunk of lines as the local path would gather it
+    (request.batch_size × 4, what is there) POSTed as body(chunk), its answer (with `keys`) read by
+    received(data, start); here(chunk, start) translates a chunk the server does not take, and every
+    chunk after one it refused or failed."""
     index = 0
     for chunk in chunks(lines, request.batch_size * 4):
         data = None
         if warm is not None and warm.takes(chunk):
             try:
-                data = warm.post(request.body(chunk))
+                data = warm.post(body(chunk), keys)
             except ServerError as exc:
                 if exc.status != 400:  # a 400 is options it refuses: the check here says it in the command's words
                     print(f"tt: warning: {exc}; translating here", file=sys.stderr)
                 warm = None
-        yield from (local.translate(chunk, index) if data is None else _remotes(data, index))
+        yield from (here(chunk, index) if data is None else received(data, index))
         index += len(chunk)
 
 
@@ -240,14 +264,15 @@ class Local:
         from core.decode.translate import translate_lines
         from tt_cli.output import translation_json
 
-        loaded, options = self._load()
+        loaded, options = self.load()
         for t in translate_lines(loaded, chunk, options):
             prefix = f"line {t.index + 1}: "
             warnings = [f"line {start + t.index + 1}: {w.removeprefix(prefix)}" for w in t.warnings]
             t.index += start
             yield Remote(translation_json(t, self.request.attention, self._rule, loaded.model), warnings)
 
-    def _load(self):
+    def load(self):
+        """(the model, the decoding options), loaded on the first call."""
         if self._loaded is None:
             from core.decode.translate import TranslateOptions
             from tt_cli.options import load_model_for, set_threads
@@ -305,40 +330,3 @@ def connect_prompt(model: Path | None, device: str) -> Warm | None:
     if device != "auto":
         return None
     return connect(Request(model, {}))
-
-
-def translate_line(repl, line: str) -> Remote | None:
-    """One line of the prompt translated by its server with its options; None when the server
-    cannot (the prompt stops using it, and translates here from then on)."""
-    options = repl.settings.options
-    decoding = {
-        name: getattr(options, name) for name in ("beam", "alpha", "method", "temperature", "top_k", "top_p", "seed")
-    }
-    request = Request(None, decoding, options.n_best, options.batch_size)
-    try:
-        return next(_remotes(repl.warm.post(request.body([line])), 0))
-    except ServerError as exc:
-        print(f"tt: warning: {exc}; translating here", file=sys.stderr)
-        repl.warm = None
-        return None
-
-
-def translation_of(t: Remote, loaded):
-    """The core Translation a served record stands for, rebuilt with the model (for :attention, :inspect)."""
-    from core.decode.source import prepare_source
-    from core.decode.translate import Translation
-
-    r = t.record
-    source = prepare_source(loaded.tokenizer, r["source"], loaded.cfg.max_len)
-    return Translation(
-        index=r["index"],
-        source=r["source"],
-        text=r["translation"],
-        token_ids=r["token_ids"],
-        pieces=r["tokens"],
-        token_logprobs=r["token_logprobs"],
-        score=r["score"],
-        source_tokens=source.ids,
-        truncated=r["truncated"],
-        warnings=t.warnings,
-    )

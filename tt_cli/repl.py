@@ -224,17 +224,23 @@ class Repl:
         return True
 
     def translate(self, line: str) -> None:
-        """The line through `tt translate`'s pipeline (core.api.translate_text_lines): sentences,
-        protected spans, case, glossary; :attention and :inspect then show its last sentence."""
-        from core.api import translate_text_lines
+        """The line through `tt translate`'s pipeline (core.api.translate_text_lines, or the server's):
+        sentences, protected spans, case, glossary; :attention and :inspect then show its last sentence."""
+        from tt_cli import remote_text
         from tt_cli.output import json_line
 
         s = self.settings
-        r = next(translate_text_lines(self.loaded, [line], s.options, s.text, coverage=s.json))
+        r = remote_text.prompt_line(self, line) if self.warm is not None else None
+        if r is None:
+            from core.api import translate_text_lines
+
+            r = next(translate_text_lines(self.loaded, [line], s.options, s.text, coverage=s.json))
+            self.last = r.sentences[-1].decoded if r.sentences else None
+        else:
+            self.last = r if r.record["sentences"] else None  # rebuilt with the model when it is shown
         for w in r.warnings:
             say(f"tt: warning: {w}")
         print(json_line(r.to_dict()) if s.json else r.text, flush=True)
-        self.last = r.sentences[-1].decoded if r.sentences else None
 
     def attention(self) -> None:
         if self.last is None:
@@ -267,10 +273,10 @@ class Repl:
 
     def local_last(self):
         """The last Translation, rebuilt with the model here when a server made it."""
-        from tt_cli import remote
+        from tt_cli import remote_text
 
-        if isinstance(self.last, remote.Remote):
-            self.last = remote.translation_of(self.last, self.loaded)
+        if isinstance(self.last, remote_text.Served):
+            self.last = remote_text.last_sentence(self.last, self.loaded)
         return self.last
 
 
@@ -293,10 +299,10 @@ def interactive(
         raise fail(NO_TERMINAL, EXIT_USAGE)
 
     from tt_cli.options import load_model_for, set_threads
+    from tt_cli.remote import connect_prompt
 
     set_threads(threads, few=True)  # one sentence at a time: one thread is fastest
-    # The prompt runs tt translate's text pipeline (sentences, protected spans, case, glossary), which
-    # a server does not run yet: its lines are translated here, with the model loaded once.
-    loaded = load_model_for(model, device)
+    warm = connect_prompt(model, device)  # a running `tt serve` of this model translates; else load it here
+    loaded = None if warm is not None else load_model_for(model, device)
     load = functools.partial(load_model_for, model, device)
-    Repl(loaded, Settings(options.validate(), json_out, text), history_path(), None, load).run()
+    Repl(loaded, Settings(options.validate(), json_out, text), history_path(), warm, load).run()

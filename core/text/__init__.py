@@ -7,6 +7,7 @@
     confidence.py  sentence confidence, source coverage, word confidences
     glossary.py    terms.tsv
     documents.py   srt, Markdown and plain text → segments to translate + a template → the document
+    options.py     TextOptions (what the pipeline is asked to do) and the placeholder schemes
     pipeline.py    translate_text(lines, translate_batch, options): all of it around any translator
 
 Pure functions over strings; nothing here imports typer, rich, textual or tt_cli, nor the model:

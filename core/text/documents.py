@@ -14,10 +14,16 @@ Parsing is the parsers' (srt, markdown-it-py); the regions are where they say th
   are; inside a segment inline code, URLs and links are protected (core.text.protect), and each
   link's text is a segment of its own put back between the link's brackets.
 - plain text: each paragraph (lines up to a blank line) is one segment, written as one line.
+- lines (`parse_lines`, what a server is sent): each line is a segment, its blank edges kept.
+- HTML (`parse_html`): each run of text between block-level tags is a segment; inline tags (<b>, <a>,
+  <span>, …) stay inside it, where core.text.protect copies them; entities are decoded for the
+  model and the translation is escaped again around the source's own tags. Comments and the insides
+  of <script>, <style>, <pre> and <textarea> are kept byte for byte.
 """
 
 from __future__ import annotations
 
+import html
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +44,8 @@ class Document:
     newline: str = "\n"
     # (segment holding the link, the link's source text, the segment translating its text)
     links: list[tuple[int, str, int]] = field(default_factory=list)
+    # HTML: the tags of segment i, written as they are; the rest of its translation is escaped
+    markup: list[frozenset[str]] = field(default_factory=list)
 
     def render(self, translations: list[str]) -> str:
         """The document with segment i's region replaced by translations[i] (broken into lines as the
@@ -50,10 +58,12 @@ class Document:
             if link in translations[holder]:
                 translations[holder] = translations[holder].replace(link, translated, 1)
         out, last = [], 0
-        for (a, b), text, n in zip(self.regions, translations, self.lines):
+        for i, ((a, b), text, n) in enumerate(zip(self.regions, translations, self.lines)):
             if a < 0:  # a link's text: it went into its paragraph above
                 continue
             out.append(self.text[last:a])
+            if self.format == "html":
+                text = _escape_html(text, self.markup[i])
             out.append(self.newline.join(break_lines(text, n)))
             last = b
         out.append(self.text[last:])
@@ -193,6 +203,112 @@ def _parse_text(text: str, name: str) -> Document:
         b = block.start() + len(body.rstrip())
         _add(doc, " ".join(line.strip() for line in text[a:b].splitlines() if line.strip()), a, b, 1)
     return doc
+
+
+# --------------------------------------------------------------------------------- lines and HTML
+def parse_lines(text: str) -> Document:
+    """Each line of `text` a segment; line breaks, blank lines and the blanks around a line are kept."""
+    doc = Document(text, "lines")
+    start = 0
+    for line in text.splitlines(keepends=True):
+        content = line.splitlines()[0] if line.strip() else ""
+        if content.strip():
+            a = start + len(content) - len(content.lstrip())
+            _add(doc, content.strip(), a, a + len(content.strip()), 1)
+        start += len(line)
+    return doc
+
+
+# Tags that stay inside a sentence (copied by core.text.protect); any other tag ends a segment.
+INLINE_TAGS = frozenset(
+    "a abbr b bdi bdo big cite code data del dfn em font i img ins kbd mark q s samp small span strong sub sup "
+    "time tt u var wbr".split()
+)
+_TAG = r"</?([A-Za-z][\w:-]*)[^<>]*>"
+# Comments, doctype, the elements whose text is not prose (kept whole), and any tag (group 3: its name).
+_HTML_PARTS = re.compile(
+    rf"<!--.*?-->|<![^<>]*>|<\?[^<>]*>|<(script|style|pre|textarea)\b.*?</\1\s*>|({_TAG})", re.S | re.I
+)
+_HTML_TAG = re.compile(_TAG)
+_HTML_BLANK = r"(?:\s|&nbsp;|&#0*160;|&#x0*a0;)*"
+_HTML_EDGES = (re.compile(_HTML_BLANK, re.I), re.compile(_HTML_BLANK + r"\Z", re.I))
+
+
+def parse_html(text: str) -> Document:
+    """The runs of text and inline tags between block-level tags, as segments (the module's docstring)."""
+    doc = Document(text, "html")
+    run = 0  # where the current run began
+    for m in _HTML_PARTS.finditer(text):
+        if m.group(3) and m.group(3).lower() in INLINE_TAGS:
+            continue
+        _html_run(doc, run, m.start())
+        run = m.end()
+    _html_run(doc, run, len(text))
+    return doc
+
+
+def _html_run(doc: Document, a: int, b: int) -> None:
+    """text[a:b] as one segment: its blank edges, and inline elements wrapping all of it, left out;
+    entities decoded, whitespace folded to single spaces. A run with no letter stays as it is."""
+    text = doc.text
+    while True:
+        a = _HTML_EDGES[0].match(text, a, b).end()
+        b = _HTML_EDGES[1].search(text, a, b).start()
+        inside = _wrapped(text, a, b)
+        if inside is None:
+            break
+        a, b = inside
+    pieces, tags, prose, pos = [], set(), False, a
+    for m in _HTML_TAG.finditer(text, a, b):
+        words = html.unescape(text[pos : m.start()])
+        prose = prose or any(c.isalpha() for c in words)
+        tag = " ".join(m.group().split())
+        pieces += [words, tag]
+        tags.add(tag)
+        pos = m.end()
+    words = html.unescape(text[pos:b])
+    if not (prose or any(c.isalpha() for c in words)):
+        return
+    _add(doc, " ".join("".join([*pieces, words]).split()), a, b, 1)
+    doc.markup.append(frozenset(tags))
+
+
+def _wrapped(text: str, a: int, b: int) -> tuple[int, int] | None:
+    """The inside of the one element that holds every letter of text[a:b] (`<i>…</i>`, `| <b>…</b>`),
+    else None."""
+    first = _HTML_TAG.search(text, a, b)
+    if (
+        first is None
+        or first.group().startswith("</")
+        or first.group().endswith("/>")
+        or _letters(text[a : first.start()])
+    ):
+        return None
+    name = re.escape(first.group(1))
+    close = re.compile(rf"</{name}\s*>(?=[^<>]*\Z)", re.I).search(text, first.end(), b)
+    if close is None or _letters(text[close.end() : b]):
+        return None
+    depth = 1
+    for m in re.compile(rf"<(/?){name}\b[^<>]*>", re.I).finditer(text, first.end(), close.start()):
+        depth += -1 if m.group(1) else 1
+        if depth == 0:  # <b>x</b> y <b>z</b>: closed before the end
+            return None
+    return first.end(), close.start()
+
+
+def _letters(html_text: str) -> bool:
+    return any(c.isalpha() for c in html.unescape(html_text))
+
+
+def _escape_html(translation: str, tags: frozenset[str]) -> str:
+    """The translation as HTML: the source's own tags as they are, everything else escaped."""
+    out, pos = [], 0
+    for m in _HTML_TAG.finditer(translation):
+        if m.group() in tags:
+            out += [html.escape(translation[pos : m.start()], quote=False), m.group()]
+            pos = m.end()
+    out.append(html.escape(translation[pos:], quote=False))
+    return "".join(out)
 
 
 _PARSERS = {"srt": _parse_srt, "md": _parse_markdown, "text": _parse_text}

@@ -19,17 +19,8 @@ from typing import Protocol
 from core.text.case import NATURAL, apply_case, case_shape, natural_case
 from core.text.confidence import Confidence, confidence
 from core.text.documents import Document
-from core.text.protect import (
-    DEFAULT_SCHEME,
-    ELEMENT_TEXT,
-    FALLBACK_SCHEMES,
-    Protected,
-    Scheme,
-    Span,
-    find_spans,
-    protect,
-    restore,
-)
+from core.text.options import TextOptions
+from core.text.protect import ELEMENT_TEXT, Protected, Scheme, Span, find_spans, protect, restore
 from core.text.split import join_sentences, sentence_spans
 
 
@@ -42,21 +33,6 @@ class Decoded(Protocol):
 
 
 _STOPS = tuple(".!?…:;»\"')")
-
-
-@dataclass(frozen=True)
-class TextOptions:
-    split: bool = True  # split lines into sentences (off: each line is one sentence)
-    protect: bool = True  # numbers, URLs, e-mail, emoji, code, markup, unknown characters
-    case: bool = True  # ALL-CAPS and Title Case through their natural case
-    # Drop the period the model adds to a source without a final stop: on for documents (a Markdown
-    # heading, a subtitle cue); off for typed lines, where "Je suis étudiant" means a sentence.
-    follow_stop: bool = False
-    terms: tuple[tuple[str, str], ...] = ()  # glossary (French, English); forced even with protect off
-    scheme: Scheme = DEFAULT_SCHEME
-    # A sentence whose output lost a placeholder is translated again with each of these placeholder
-    # sets in turn, while it still loses one; the output that lost fewest is kept.
-    fallbacks: tuple[Scheme, ...] = FALLBACK_SCHEMES
 
 
 @dataclass

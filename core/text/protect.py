@@ -23,33 +23,16 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-# Pools of placeholders, tried in order; one a placeholder already in the text is skipped.
-NAME_POOL = ("Boston", "Chicago", "Hokkaido", "Kobe", "Hawaii", "Texas", "Harvard", "Lincoln", "Kyoto", "Osaka")
-NUMBER_POOL = ("99", "9", "8", "50", "30", "20", "500", "200", "25", "16")
-NUMERIC_KINDS = frozenset({"number", "time", "date"})
-
-
-@dataclass(frozen=True)
-class Scheme:
-    """Which placeholders stand for which kinds of span."""
-
-    name: str
-    names: tuple[str, ...]  # for URLs, e-mail, emoji, code, glossary terms, unknown characters
-    numbers: tuple[str, ...]  # for numbers, times and dates
-
-    def pool(self, kind: str) -> tuple[str, ...]:
-        return self.numbers if kind in NUMERIC_KINDS else self.names
-
-
-SCHEMES = {
-    "typed": Scheme("typed", NAME_POOL, NUMBER_POOL),
-    "names": Scheme("names", NAME_POOL, NAME_POOL),
-    "names-kyoto": Scheme("names-kyoto", NAME_POOL[-2:] + NAME_POOL[:-2], NAME_POOL[-2:] + NAME_POOL[:-2]),
-    "brackets": Scheme("brackets", tuple(f"⟨{i}⟩" for i in range(1, 11)), tuple(f"⟨{i}⟩" for i in range(11, 21))),
-    "hash": Scheme("hash", tuple(f"#{i}" for i in range(1, 11)), tuple(f"#{i}" for i in range(11, 21))),
-}
-DEFAULT_SCHEME = SCHEMES["names"]  # measured best on the copy list (docs/text.md)
-FALLBACK_SCHEMES = (SCHEMES["names-kyoto"], SCHEMES["typed"])  # further tries for a sentence that lost one
+# The placeholder schemes live with the pipeline's options (plain data, no patterns to compile).
+from core.text.options import (  # noqa: F401 - imported from here by callers
+    DEFAULT_SCHEME,
+    FALLBACK_SCHEMES,
+    NAME_POOL,
+    NUMBER_POOL,
+    NUMERIC_KINDS,
+    SCHEMES,
+    Scheme,
+)
 
 
 @dataclass(frozen=True)

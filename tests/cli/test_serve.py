@@ -1,7 +1,8 @@
 """`tt serve`'s API, against a real server on 127.0.0.1 with the shipped model: LibreTranslate's
-endpoints through libretranslatepy (a client nobody here wrote) and raw HTTP, tt's /v1 endpoints
-against what `tt translate --json` prints, and every bad request answered in JSON with the server
-still alive afterwards."""
+endpoints through libretranslatepy (a client nobody here wrote) and raw HTTP, giving what `tt
+translate` gives (the text pipeline: sentences, protected spans, case; HTML markup kept), tt's /v1
+endpoints against what `tt translate --json` (and --json --raw) prints, and every bad request
+answered in JSON with the server still alive afterwards."""
 
 from __future__ import annotations
 
@@ -12,8 +13,6 @@ import sys
 import urllib.error
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 pytest.importorskip("uvicorn", reason="tt serve needs the serve extra (pip install -e '.[dev]')")
@@ -23,11 +22,14 @@ from core.api import Translator  # noqa: E402
 from tests.conftest import ROOT  # noqa: E402
 from tt_cli.main import app  # noqa: E402
 from tt_cli.serve.client import Client  # noqa: E402
-from tt_cli.serve.document import markup, plain  # noqa: E402
 from tt_cli.serve.server import Background  # noqa: E402
 from tt_cli.serve.settings import ServeSettings  # noqa: E402
 
 SENTENCES = ["Je suis étudiant.", "Il fait froid ce matin.", "Le chat dort sur le canapé."]
+# The model alone gets these wrong and the text pipeline right ("She was born in 198."; the third
+# sentence dropped): a server that ran the model alone on each line would fail every test using them.
+BORN = "Elle est née en 1987."
+THREE = "Je suis étudiant. Il fait froid ce matin. Le chat dort."
 
 
 @pytest.fixture(scope="module")
@@ -52,8 +54,9 @@ def client(url):
         yield c
 
 
-def texts(translator, sentences, **options):
-    return [r.text for r in translator.translate(sentences, **options)]
+def texts(translator, lines, **options):
+    """What `tt translate` prints for these lines: the text pipeline (core.api.translate_text)."""
+    return [r.text for r in translator.translate_text(lines, **options)]
 
 
 def log_lines(log) -> list[dict]:
@@ -83,6 +86,14 @@ def test_q_as_a_list_gives_a_list_in_order(client, translator):
     assert reply.headers["content-type"] == "application/json"
 
 
+def test_translate_runs_the_text_pipeline_not_the_model_alone(client, translator):
+    reply = client.post("/translate", {"q": [BORN, THREE, "JE SUIS ÉTUDIANT."], "source": "fr", "target": "en"})
+    assert reply.json()["translatedText"] == texts(translator, [BORN, THREE, "JE SUIS ÉTUDIANT."])
+    born, three, caps = reply.json()["translatedText"]
+    assert born == "She was born in 1987." and three.count(". ") == 2 and caps == "I AM A STUDENT."
+    assert [r.text for r in translator.translate([BORN, THREE])] != [born, three]  # what raw would give
+
+
 def test_a_text_of_several_lines_keeps_its_lines_and_blank_lines(client, translator):
     q = f"  {SENTENCES[0]}\n\n{SENTENCES[1]}\n"
     reply = client.post("/translate", {"q": q, "source": "fr", "target": "en"})
@@ -91,16 +102,25 @@ def test_a_text_of_several_lines_keeps_its_lines_and_blank_lines(client, transla
 
 
 def test_format_html_translates_the_text_and_keeps_the_markup(client, translator):
-    q = '<p class="x">Le chat dort sur le canapé.</p><script>var s = "Je suis étudiant.";</script><br/> | <i>Il fait froid &amp; gris.</i>'
+    q = (
+        '<p class="x">Le chat dort sur le canapé.</p><script>var s = "Je suis étudiant.";</script><br/> | '
+        "<i>Il fait froid &amp; gris.</i>\n<ul><li>Cliquez sur <b>Envoyer</b> pour continuer.</li>"
+        f"<li>{BORN}</li></ul>"
+    )
     reply = client.post("/translate", {"q": q, "source": "fr", "target": "en", "format": "html"})
-    cat, cold = texts(translator, ["Le chat dort sur le canapé.", "Il fait froid & gris."])
+    cat, cold, click, born = texts(
+        translator,
+        ["Le chat dort sur le canapé.", "Il fait froid & gris.", "Cliquez sur <b>Envoyer</b> pour continuer.", BORN],
+    )
+    assert "<b>" in click and "</b>" in click and born == "She was born in 1987."  # the inline element kept
     assert reply.json() == {
         "translatedText": f'<p class="x">{cat}</p><script>var s = "Je suis étudiant.";</script><br/> | <i>'
         + cold.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-        + "</i>"
+        + f"</i>\n<ul><li>{click}</li><li>{born}</li></ul>"
     }
     as_text = client.post("/translate", {"q": q, "source": "fr", "target": "en"}).json()["translatedText"]
-    assert '<p class="x">' not in as_text  # format text sends the markup through the model
+    # format text: two lines of tt translate, the script's text translated as any other
+    assert as_text.count("\n") == 1 and as_text != reply.json()["translatedText"]
 
 
 def test_blank_text_or_markup_alone_comes_back_as_it_is_without_a_decode(client):
@@ -118,6 +138,10 @@ def test_alternatives_are_the_runners_up_of_the_beam(client, translator):
     assert len(expected) >= 1
     listed = client.post("/translate", {"q": ["Il fait froid."], "source": "fr", "target": "en", "alternatives": 2})
     assert listed.json() == {"translatedText": [best.text], "alternatives": [expected]}
+    # The runners-up go through the pipeline too: the year is put back in each.
+    born = client.post("/translate", {"q": BORN, "source": "fr", "target": "en", "alternatives": 2}).json()
+    assert born["translatedText"] == "She was born in 1987." and born["alternatives"]
+    assert all("1987" in a for a in born["alternatives"])
 
 
 def test_json_sent_as_a_form_as_curl_d_does_is_read_as_json(client, translator):
@@ -136,7 +160,7 @@ def test_a_form_body_as_libretranslate_clients_send_it(client, translator):
 
 # ----------------------------------------------------------------------------- tt's own API
 def cli_json(*args: str) -> list[dict]:
-    result = CliRunner().invoke(app, ["translate", "--json", "--raw", *args])  # the model's own record
+    result = CliRunner().invoke(app, ["translate", "--json", *args], env={"TT_SERVER": ""})
     assert result.exit_code == 0, result.output
     return [json.loads(line) for line in result.stdout.splitlines()]
 
@@ -160,23 +184,59 @@ def assert_same(served, printed, path="record"):
 @pytest.mark.parametrize(
     "options, flags",
     [
-        ({}, []),
-        ({"greedy": True}, ["--greedy"]),
+        ({"raw": True}, ["--raw"]),
+        ({"raw": True, "greedy": True}, ["--raw", "--greedy"]),
         ({"beam": 3, "n_best": 2, "alpha": 1.0}, ["--beam", "3", "--n-best", "2", "--alpha", "1.0"]),
         ({"attention": "cross", "align": True}, ["--attention", "cross", "--align"]),
     ],
 )
-def test_v1_translate_returns_the_records_tt_translate_json_prints(client, options, flags):
+def test_v1_raw_returns_the_records_tt_translate_json_raw_prints(client, options, flags):
+    """raw (and n_best, attention, align, as on the command line): the model's own record of each line."""
     reply = client.post("/v1/translate", {"q": SENTENCES[:2], **options})
     assert reply.status == 200
-    assert reply.json()["warnings"] == []
+    assert reply.json()["warnings"] == [] and "confidences" not in reply.json()
     assert_same(reply.json()["translations"], cli_json(*flags, *SENTENCES[:2]))
+
+
+@pytest.mark.parametrize(
+    "options, flags",
+    [
+        ({}, []),
+        ({"greedy": True, "split": False}, ["--greedy", "--no-split"]),
+        ({"protect": False, "batch_size": 4}, ["--no-protect", "--batch-size", "4"]),
+    ],
+)
+def test_v1_translate_returns_the_records_tt_translate_json_prints(client, options, flags):
+    """By default: the text pipeline's record (sentences, protected spans, confidence and coverage)."""
+    q = [BORN, "", THREE]
+    reply = client.post("/v1/translate", {"q": q, **options})
+    assert reply.status == 200
+    printed = cli_json(*flags, *q)
+    if "batch_size" in options:  # decoded on its own, in the command's batches: the same to the last digit
+        assert reply.json()["translations"] == printed
+    assert_same(reply.json()["translations"], printed)
+    assert reply.json()["warnings"] == [] and len(reply.json()["confidences"]) == 3
+    born = reply.json()["translations"][0]
+    assert born["translation"].startswith("She was born in 19") and born["sentences"][0]["model_input"]
+    assert reply.json()["confidences"][1] is None  # the blank line
+    assert reply.json()["confidences"][0] == pytest.approx(born["confidence"], abs=5e-5)
+
+
+def test_v1_translate_takes_a_glossary_as_terms_and_a_documents_segments(client, tmp_path):
+    glossary = tmp_path / "terms.tsv"
+    glossary.write_text("étudiant\tlearner\n", encoding="utf-8")
+    reply = client.post("/v1/translate", {"q": [SENTENCES[0]], "terms": [["étudiant", "learner"]]})
+    assert_same(reply.json()["translations"], cli_json("--glossary", str(glossary), SENTENCES[0]))
+    assert "learner" in reply.json()["translations"][0]["translation"]
+    heading = client.post("/v1/translate", {"q": ["Le chat dort"], "follow_stop": True, "coverage": False}).json()
+    [record] = heading["translations"]
+    assert not record["translation"].endswith(".") and record["coverage"] is None
 
 
 @pytest.mark.slow  # a subprocess that imports torch and loads a model
 def test_v1_warnings_are_numbered_within_the_request(client):
     long = "Le chat dort. " * 120  # past the model's 256 pieces: cut, with a warning
-    reply = client.post("/v1/translate", {"q": ["Bonjour.", long], "greedy": True})
+    reply = client.post("/v1/translate", {"q": ["Bonjour.", long], "greedy": True, "raw": True})
     records = reply.json()["translations"]
     assert [r["index"] for r in records] == [0, 1] and records[1]["truncated"] is True
     printed = CliRunner().invoke(app, ["translate", "--greedy", "--raw", long])
@@ -265,6 +325,18 @@ BAD = [
         "attention must be one of none, cross, all",
     ),
     ("align a string", "/v1/translate", {"q": "a", "align": "yes"}, None, 400, "align must be true or false"),
+    ("raw a string", "/v1/translate", {"q": "a", "raw": "yes"}, None, 400, "raw must be true or false"),
+    (
+        "split with raw",
+        "/v1/translate",
+        {"q": "a", "raw": True, "split": False, "terms": []},
+        None,
+        400,
+        "split, terms: options of the text pipeline, not of raw",
+    ),
+    ("terms a string", "/v1/translate", {"q": "a", "terms": "a\tb"}, None, 400, "terms must be a list of"),
+    ("terms a triple", "/v1/translate", {"q": "a", "terms": [["a", "b", "c"]]}, None, 400, "terms[0] must be a"),
+    ("coverage a number", "/v1/translate", {"q": "a", "coverage": 1}, None, 400, "coverage must be true or false"),
     (
         "too many characters",
         "/translate",
@@ -381,27 +453,43 @@ def test_cors_answers_the_allowed_origin_only(translator):
             assert plain.status == 405 and "access-control-allow-origin" not in plain.headers
 
 
+def test_the_client_reads_chunked_answers_and_reopens_a_connection_the_server_closed():
+    """tt's client speaks HTTP/1.1 itself: here to a standard-library server that answers in chunks
+    and then closes the connection without saying so (as a server does to an idle keep-alive)."""
+    import http.server
+    import threading
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self):
+            length = int(self.headers["Content-Length"])
+            body = self.rfile.read(length)
+            self.send_response(200)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for part in (b'{"got": ', body, b"}"):
+                self.wfile.write(f"{len(part):x}\r\n".encode() + part + b"\r\n")
+            self.wfile.write(b"0\r\n\r\n")
+            self.close_connection = True
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with Client(f"http://127.0.0.1:{server.server_port}") as c:
+            assert [c.post("/x", {"n": i}).json() for i in range(3)] == [{"got": {"n": i}} for i in range(3)]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_tt_and_the_client_import_neither_the_web_stack_nor_torch():
     code = (
         "import sys, tt_cli.main, tt_cli.serve.client; "
-        "print(sorted(m for m in ('starlette', 'uvicorn', 'torch') if m in sys.modules))"
+        "print(sorted(m for m in ('starlette', 'uvicorn', 'torch', 'http.client') if m in sys.modules))"
     )
     shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert shown.stdout.strip() == "[]"
-
-
-@pytest.mark.slow  # a subprocess that imports torch and loads a model
-@given(st.text())
-def test_a_plain_text_put_back_around_its_own_sentences_is_the_text(text):
-    document = plain(text)
-    assert document.render([[s] for s in document.sentences]) == text
-    assert all(s == s.strip() and s and "\n" not in s for s in document.sentences)
-
-
-def test_html_put_back_around_its_own_sentences_keeps_every_tag():
-    text = '<p a="1">Un  <b>deux</b>&nbsp;trois &lt;4&gt;</p><!-- Ne pas traduire --><style>p {}</style> 42 '
-    document = markup(text)
-    assert document.sentences == ["Un", "deux", "trois <4>"]
-    assert document.render([[s] for s in document.sentences]) == (
-        '<p a="1">Un  <b>deux</b>&nbsp;trois &lt;4&gt;</p><!-- Ne pas traduire --><style>p {}</style> 42 '
-    )

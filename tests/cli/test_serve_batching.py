@@ -73,12 +73,18 @@ def texts(replies) -> list[str]:
     return [r.json()["translations"][0]["translation"] for r in replies]
 
 
-def test_concurrent_requests_share_decode_calls(translator):
-    expected = [r.text for r in translator.translate(SENTENCES)]
+@pytest.mark.parametrize("path", ["/v1/translate", "/translate"])
+def test_concurrent_requests_share_decode_calls(translator, path):
+    """Each request runs the text pipeline in its own thread; their sentences still meet in one decode."""
+    expected = [r.text for r in translator.translate_text(SENTENCES)]
     with serve(translator, batch_wait_s=0.3) as url:
-        replies = all_at_once(url, [{"q": [s]} for s in SENTENCES])
+        replies = all_at_once(url, [{"q": [s], "source": "fr", "target": "en"} for s in SENTENCES], path)
         counts = batching(url)
-    assert [r.status for r in replies] == [200] * 8 and texts(replies) == expected
+    assert [r.status for r in replies] == [200] * 8
+    if path == "/translate":
+        assert [r.json()["translatedText"][0] for r in replies] == expected
+    else:
+        assert texts(replies) == expected
     assert counts["requests"] == 8 and counts["sentences"] == 8
     assert counts["decode_calls"] < 8 and counts["largest_batch"] > 1
 
@@ -115,7 +121,8 @@ def test_batch_wait_lets_a_later_request_join(translator):
 
 def test_requests_with_other_decoding_options_are_not_mixed(translator):
     with serve(translator, batch_wait_s=0.3) as url:
-        replies = all_at_once(url, [{"q": [SENTENCES[0]]}, {"q": [SENTENCES[0]], "beam": 4, "greedy": False}])
+        bodies = [{"q": [SENTENCES[0]], "raw": True}, {"q": [SENTENCES[0]], "raw": True, "beam": 4, "greedy": False}]
+        replies = all_at_once(url, bodies)
         counts = batching(url)
     assert counts["decode_calls"] == 2
     greedy, beam = (r.json()["translations"][0] for r in replies)
@@ -273,7 +280,7 @@ def test_sigterm_answers_the_request_in_flight_then_exits(translator):
         process.send_signal(signal.SIGTERM)
         request.join(timeout=60)
         assert done["reply"].status == 200
-        assert done["reply"].json() == {"translatedText": translator.translate([SENTENCES[0]])[0].text}
+        assert done["reply"].json() == {"translatedText": translator.translate_text([SENTENCES[0]])[0].text}
         assert process.wait(timeout=60) == -signal.SIGTERM  # uvicorn re-raises the signal once it has stopped
         log = [json.loads(line) for line in process.stderr.read().splitlines()]
         assert log[-1]["event"] == "stopped" and log[-1]["requests"] == 1

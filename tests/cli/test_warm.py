@@ -20,7 +20,6 @@ from typer.testing import CliRunner
 
 pytest.importorskip("uvicorn", reason="tt serve needs the serve extra (pip install -e '.[dev]')")
 
-from core.api import Translator  # noqa: E402
 from tests.conftest import ROOT  # noqa: E402
 from tt_cli import launch, remote  # noqa: E402
 from tt_cli.commands.translate import translate as translate_command  # noqa: E402
@@ -32,17 +31,6 @@ from tt_cli.serve.settings import ServeSettings  # noqa: E402
 
 SENTENCES = ["Je suis étudiant.", "Il fait froid ce matin.", "Le chat dort sur le canapé."]
 LONG = "Le chat dort. " * 120  # past the model's 256 pieces: cut, with a warning on stderr
-
-
-@pytest.fixture(scope="module")
-def translator():
-    return Translator()
-
-
-@pytest.fixture(scope="module")
-def url(translator):
-    with Background(translator, ServeSettings(log=io.StringIO())) as url:
-        yield url
 
 
 def decode_calls(url: str) -> int:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -247,7 +247,7 @@ def translate(
         )
     if input_file is not None and not input_file.is_file():
         raise fail(f"{input_file}: no such file" if not input_file.exists() else f"{input_file}: not a file")
-    from tt_cli import bulk, remote  # the standard library only, until one of them is used
+    from tt_cli import bulk, remote, textrun  # the standard library only, until one of them is used
 
     few = not from_stdin and input_file is None
     request = remote.Request(
@@ -259,8 +259,8 @@ def translate(
         "--show-attention": show_attention,
         "--quantize": quantize,
     }
-    # A server and torchrun's shares run the model alone on each line (--raw and the other model
-    # views); the text pipeline — sentences, protected spans, case, glossary — runs in this process.
+    # torchrun's shares run the model alone on each line (--raw and the other model views); the text
+    # pipeline — sentences, protected spans, case, glossary — runs in one process.
     if bulk.distributed() and not model_view:
         raise fail(
             "under torchrun, tt translate shares out lines with --raw (the text pipeline runs in one process)",
@@ -269,8 +269,18 @@ def translate(
     if bulk.distributed():  # under torchrun: the lines shared out among the processes, one output
         lines = lambda stack: _lines(stack, input_file, None if from_stdin else args, errors.value)  # noqa: E731
         return bulk.run(request, lines, output, refused=here)
-    if model_view and not (local or any(here.values()) or device != "auto") and (warm := remote.connect(request)):
+    # --layer and --head are checked against the model, which a warm call does not load
+    here_only = local or any(here.values()) or device != "auto" or layer != -1 or head is not None
+    warm = None if here_only else remote.connect(request)
+    if warm is not None and model_view:
         return remote.run(warm, request, None if from_stdin else args, input_file, output, errors.value)
+    job = textrun.TextJob(
+        input_file, None if from_stdin else args, output, fmt, settings, json_out, flag_below, errors.value
+    )
+    if warm is not None:  # the server runs the pipeline: neither torch nor the model here
+        from tt_cli import remote_text
+
+        return remote_text.run(warm, request, job)
 
     from core.decode.translate import TranslateOptions
 
@@ -290,8 +300,9 @@ def translate(
         check_output(path)  # a bad output path fails before the model loads
     set_threads(threads, few=not from_stdin and input_file is None)
     if not model_view:
-        job = TextJob(input_file, None if from_stdin else args, output, fmt, settings, json_out, flag_below, errors)
-        return _translate_text(lambda: _load(model, device, quantize, layer, head), job, options)
+        return textrun.run(
+            job, lambda: textrun.local(lambda: _load(model, device, quantize, layer, head), options, json_out)
+        )
     loaded = _load(model, device, quantize, layer, head)
     job = Job(
         writer=_writer(loaded, json_out, n_best, attention, align, attribution),
@@ -327,63 +338,6 @@ def _check_text_usage(model_view, input_file, doc_format, glossary, flag_below) 
     if model_view and (glossary is not None or flag_below is not None or fmt != "text"):
         raise fail(f"--glossary, --flag-below and --format srt|md cannot be used with {MODEL_VIEW}", EXIT_USAGE)
     return fmt
-
-
-@dataclass(frozen=True)
-class TextJob:
-    """What a run on real text reads, does and writes (the options beside decoding's)."""
-
-    input_file: Path | None
-    args: list[str] | None  # the sentences given as arguments; None: read --input or stdin
-    output: Path | None
-    fmt: str  # text, srt or md
-    settings: dict  # text_options' keywords: split, protect, glossary
-    json_out: bool
-    flag_below: float | None
-    errors: ErrorsChoice
-
-
-def _translate_text(load, job: TextJob, options) -> None:
-    """Lines or a document through core/text: the glossary and the document are read before the model
-    loads (`load()`), so a bad file is one error line and nothing is written."""
-    from tt_cli.textrun import Report, read_document, run_document, run_text, text_options
-
-    if job.fmt != "text" and job.args is not None:
-        raise fail("--format srt|md translates a document: give it with --input FILE or on stdin", EXIT_USAGE)
-    text = text_options(**job.settings)
-    document = read_document(job.input_file, job.fmt) if job.fmt != "text" else None
-    loaded = load()
-    with ExitStack() as stack:
-        out = _output(stack, job.output)
-        if document is not None:
-            report = Report(job.flag_below, "segment")
-            return run_document(loaded, document, options, text, out, json_out=job.json_out, report=report)
-        lines = _lines(stack, job.input_file, job.args, job.errors.value)
-        if job.input_file is not None and not (job.output is None and sys.stdout.isatty()):
-            out = stack.enter_context(_progress_of(out, job.input_file))  # a file to a file or a pipe
-        run_text(loaded, lines, options, text, out, json_out=job.json_out, report=Report(job.flag_below))
-
-
-@contextmanager
-def _progress_of(out, input_file: Path):
-    """`out`, counting the lines written on a progress bar (stderr, when it is a terminal): one output
-    line per input line, so the bar counts what is translated, not what is read ahead."""
-    from tt_cli.progress import line_progress
-
-    with open(input_file, "rb") as f:
-        total = sum(1 for _ in f)
-    with line_progress(total) as progress:
-        task = progress.add_task("translate", total=total)
-
-        class Counted:
-            def write(self, s: str) -> int:
-                progress.advance(task, s.count("\n"))
-                return out.write(s)
-
-            def __getattr__(self, name):
-                return getattr(out, name)
-
-        yield Counted()
 
 
 def _load(model: Path | None, device: str, quantize: QuantizeChoice | None, layer: int, head: int | None):

@@ -4,11 +4,11 @@
     settings  every limit and knob in one frozen record
     server    a socket, uvicorn, the app; in the foreground or (tests, benchmarks) in a thread
     app       the Starlette app: routes, middleware, errors as JSON, /health
-    libre     POST /translate, GET /languages (LibreTranslate's API)
-    v1        POST /v1/translate (the `tt translate --json` record), GET /v1/model (the model card)
+    libre     POST /translate, GET /languages (LibreTranslate's API), text and HTML through the text pipeline
+    v1        POST /v1/translate (the `tt translate --json` record, or --raw's), GET /v1/model (the model card)
+    text      the text pipeline (core/text) in a thread of the server, its model calls through the batcher
     service   what the endpoints share: the checks (key, language pair, size), the batcher, /health
     body      reading a request body (JSON or form) and its fields; ApiError
-    document  text and HTML cut into sentences to translate and put back together
     batcher   one worker thread decodes concurrent requests together (the model runs one call at a time)
     keys      API keys
     logs      JSON lines on stderr: the access log and server events

@@ -85,6 +85,18 @@ class Body:
                 raise ApiError(400, f"{name} must be {expected}, got {value!r}") from None
         return value
 
+    def pairs(self, name: str) -> tuple[tuple[str, str], ...]:
+        """A list of [French, English] string pairs (a glossary's terms); () when left out."""
+        value = self.values.get(name)
+        if value is None:
+            return ()
+        if not isinstance(value, list):
+            raise ApiError(400, f"{name} must be a list of [French, English] pairs, got {_kind(value)}")
+        for i, pair in enumerate(value):
+            if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(s, str) and s.strip() for s in pair)):
+                raise ApiError(400, f"{name}[{i}] must be a [French, English] pair of non-blank strings")
+        return tuple((fr, en) for fr, en in value)
+
     def flag(self, name: str, default: bool | None) -> bool | None:
         value = self.values.get(name)
         if value is None:

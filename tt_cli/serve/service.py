@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from core.errors import TTError
+from core.text.protect import unknown_characters
 from tt_cli.serve.announce import model_id
 from tt_cli.serve.batcher import Batcher, QueueFull
 from tt_cli.serve.body import ApiError, Body, read_body
@@ -40,6 +41,8 @@ class Service:
         self.batcher = Batcher(translator, settings)
         self.started = time.monotonic()
         self._align_rule = None
+        # The text pipeline's test for characters the model cannot write (it protects them).
+        self.unknown = unknown_characters(translator.loaded.tokenizer)
 
     # -- checks, in the order a handler makes them -------------------------------------------------------
     async def accept(self, request, *, pair_required: bool, blank: bool = False) -> tuple[Body, list[str], bool]:
@@ -94,7 +97,10 @@ class Service:
     # -- the work --------------------------------------------------------------------------------------
     async def translate(self, request, sentences: list[str], decoding: dict, trace: bool, finish) -> Any:
         """What `finish(results)` makes of the sentences' Results, decoded in a batch with whatever else is waiting."""
-        note = request.state.log = {"sentences": len(sentences)}
+        if not hasattr(request.state, "log"):
+            request.state.log = {}
+        note = request.state.log  # a request of the text pipeline may decode more than once: counted together
+        note["sentences"] = note.get("sentences", 0) + len(sentences)
         if not sentences:  # blank lines, markup only: nothing for the model
             return finish([])
 

@@ -1,28 +1,41 @@
-"""tt's own API: the full record of `tt translate --json`, and the model card.
+"""tt's own API: the record of `tt translate --json`, and the model card.
 
     POST /v1/translate  {q: str | [str], source?, target?, beam?, alpha?, greedy?, sample?, n_best?,
-                         temperature?, top_k?, top_p?, seed?, attention?: none|cross|all, align?: bool,
-                         batch_size?}
+                         temperature?, top_k?, top_p?, seed?, batch_size?,
+                         split?, protect?, case?, terms?: [[fr, en], ...], follow_stop?, coverage?,
+                         raw?, attention?: none|cross|all, align?: bool}
                         → {translations: [one --json record per item of q, in order],
-                           warnings: [{index, message}]}   (what `tt translate` prints on stderr)
+                           warnings: [{index, message}],   (what `tt translate` prints on stderr)
+                           confidences: [each line's confidence, unrounded]}   (not with raw)
     GET  /v1/model      → {model, source, target, decoding: the server's defaults, card: card.json or null}
 
 Each item of q is one line of `tt translate`'s input and gets exactly the record `tt translate --json`
 prints for it ("index" is its position in q); a blank item gives an empty translation, as a blank
-line does. Options left out take the server's defaults (its --beam, --alpha, --greedy); a client such
-as `tt translate` sends its own. With batch_size the request is decoded on its own, in batches of
-that many sentences, exactly as `tt translate --batch-size N` decodes the same lines — its floats
-then match the command's to the last bit, which sharing a batch with other requests would not give.
+line does. By default that is the text pipeline's record (sentences, protected spans, confidences;
+split, protect, case, terms — a glossary's pairs —, follow_stop — a document's segments, whose
+added final stop is dropped — and coverage as core.api's translate_text takes them). raw: true, as
+n_best > 1, attention or align do, gives the model's own record of the line as given, that of `tt
+translate --json --raw`. Options left out take the server's defaults (its --beam, --alpha,
+--greedy); a client such as `tt translate` sends its own. With batch_size the request is decoded on
+its own, in batches of that many sentences, exactly as `tt translate --batch-size N` decodes the
+same lines — its floats then match the command's to the last bit, which sharing a batch with other
+requests would not give.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
+from core.api import text_chunks
+from core.text.pipeline import TextOptions
 from tt_cli.options import method_of
 from tt_cli.output import translation_json
-from tt_cli.serve.body import ApiError
+from tt_cli.serve import text
+from tt_cli.serve.body import ApiError, Body
 from tt_cli.serve.settings import MAX_BEAM
+
+# The text pipeline's fields: with the model alone (raw) they mean nothing, and are refused.
+TEXT_FIELDS = ("split", "protect", "case", "terms", "follow_stop", "coverage")
 
 
 async def translate(request) -> dict:
@@ -30,6 +43,22 @@ async def translate(request) -> dict:
     body, texts, _ = await service.accept(request, pair_required=False, blank=True)
     attention = body.text("attention", "none", ("none", "cross", "all"))
     align = body.flag("align", False)
+    decoding = _decoding(body, service)
+    service.check_decoding(decoding)
+    service.check_size(texts, texts)
+    if body.flag("raw", False) or attention != "none" or align or decoding.get("n_best", 1) > 1:
+        given = [name for name in TEXT_FIELDS if body.has(name)]
+        if given:
+            fields = ", ".join(given)
+            raise ApiError(
+                400, f"{fields}: options of the text pipeline, not of raw (nor n_best > 1, attention, align)"
+            )
+        return await _raw(service, request, texts, decoding, attention, align)
+    return await _text(service, request, body, texts, decoding)
+
+
+def _decoding(body: Body, service) -> dict:
+    """The request's decoding options, as Translator.translate's keywords."""
     decoding = {
         name: value
         for name, value in (
@@ -51,15 +80,39 @@ async def translate(request) -> dict:
         if greedy and sample:
             raise ApiError(400, "greedy and sample exclude each other")
         decoding["method"] = method_of(greedy, sample)
-    service.check_decoding(decoding)
-    service.check_size(texts, texts)
+    return decoding
+
+
+async def _text(service, request, body: Body, texts: list[str], decoding: dict) -> dict:
+    """The text pipeline's record of each line (`tt translate --json`)."""
+    options = TextOptions(
+        split=body.flag("split", True),
+        protect=body.flag("protect", True),
+        case=body.flag("case", True),
+        follow_stop=body.flag("follow_stop", False),
+        terms=body.pairs("terms"),
+    )
+    coverage = body.flag("coverage", True)
+
+    def work(translate_batch) -> dict:
+        results = list(text_chunks([texts], translate_batch, options, service.unknown))
+        return {
+            "translations": [r.to_dict() for r in results],
+            "warnings": [{"index": r.index, "message": w} for r in results for w in r.warnings],
+            "confidences": [r.confidence for r in results],  # what --flag-below compares, before rounding
+        }
+
+    return await text.run(service, request, work, decoding, coverage)
+
+
+async def _raw(service, request, texts: list[str], decoding: dict, attention: str, align: bool) -> dict:
+    """The model's own record of each line as given (`tt translate --json --raw`)."""
 
     def finish(results: list) -> dict:  # in the worker thread: --align may run the model again
         rule = service.align_rule() if align else False
         model = service.translator.loaded.model
         records, warnings = [], []
-        for i, r in enumerate(results):
-            t = r
+        for i, t in enumerate(results):
             records.append(translation_json(dataclasses.replace(t, index=i), attention, rule or None, model))
             prefix = f"line {t.index + 1}: "  # core numbers lines within the whole batch; a client counts its own
             warnings += [{"index": i, "message": w.removeprefix(prefix)} for w in t.warnings]

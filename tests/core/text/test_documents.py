@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from core.errors import DocumentError
-from core.text.documents import break_lines, document_format, parse_document, read_document
+from core.text.documents import (
+    break_lines,
+    document_format,
+    parse_document,
+    parse_html,
+    parse_lines,
+    read_document,
+)
 
 SRT = (
     "\ufeff1\r\n00:00:01,000 --> 00:00:02,500\r\nJe suis\r\nétudiant.\r\n\r\n"
@@ -147,3 +156,33 @@ def test_format_from_extension_and_override(tmp_path):
     assert read_document(path, "text").segments[0] == "Premier paragraphe sur deux lignes."
     with pytest.raises(DocumentError, match="unknown document format 'docx'"):
         document_format("a.srt", "docx")
+
+
+# ---------------------------------------------------------------------------- lines and HTML (tt serve)
+@given(st.text())
+def test_lines_put_back_around_their_own_segments_are_the_text(text):
+    document = parse_lines(text)
+    assert document.render(document.segments) == text
+    assert all(s == s.strip() and s and len(s.splitlines()) == 1 for s in document.segments)
+
+
+def test_html_segments_are_the_text_between_block_tags_with_inline_tags_inside():
+    text = (
+        '<!DOCTYPE html><p a="1">Un  <b>deux</b>&nbsp;trois &lt;4&gt;</p><!-- Ne pas traduire -->'
+        "<style>p {}</style> 42 <br/>\n<ul><li>(<a href='/x'>voir</a>)</li><li><b>x</b> y <b>z</b></li></ul>"
+        "<pre>Le code.</pre><i>Il fait froid &amp; gris.</i>"
+    )
+    document = parse_html(text)
+    assert document.segments == ["Un <b>deux</b> trois <4>", "voir", "<b>x</b> y <b>z</b>", "Il fait froid & gris."]
+    # Outside the segments, byte for byte; inside, the source's own tags kept and the rest escaped.
+    assert document.render(["One <b>two</b> three <4>", "see", "<b>x</b> & <i>z</i>", "Cold & grey."]) == (
+        '<!DOCTYPE html><p a="1">One <b>two</b> three &lt;4&gt;</p><!-- Ne pas traduire -->'
+        "<style>p {}</style> 42 <br/>\n<ul><li>(<a href='/x'>see</a>)</li><li><b>x</b> &amp; &lt;i&gt;z&lt;/i&gt;</li></ul>"
+        "<pre>Le code.</pre><i>Cold &amp; grey.</i>"
+    )
+
+
+def test_html_without_text_has_no_segments():
+    for text in ("", " \n", "<br/>\n", "<p> 42 </p><script>var s = 'Bonjour.';</script>"):
+        document = parse_html(text)
+        assert document.segments == [] and document.render([]) == text

@@ -1,0 +1,26 @@
+"""Fixtures of the tests that talk to a real `tt serve` (test_warm.py, test_warm_text.py): the shipped
+model loaded once per module, and a server of it on 127.0.0.1 with the default settings. A module that
+needs other settings defines its own `translator` and `url` (test_serve.py, test_serve_batching.py)."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def translator():
+    from core.api import Translator
+
+    return Translator()
+
+
+@pytest.fixture(scope="module")
+def url(translator):
+    pytest.importorskip("uvicorn", reason="tt serve needs the serve extra (pip install -e '.[dev]')")
+    from tt_cli.serve.server import Background
+    from tt_cli.serve.settings import ServeSettings
+
+    with Background(translator, ServeSettings(log=io.StringIO())) as url:
+        yield url

@@ -1,0 +1,60 @@
+"""The text pipeline on the server: what `tt translate` runs around the model, for every request.
+
+The pipeline (core/text, entered through core.api.text_chunks) is plain Python that calls its
+translate_batch once or more per request — the sentences, the text inside inline elements, second
+tries for a sentence that lost a placeholder. It runs in a thread of the server's pool, and each of
+those calls is a job for the batcher: sentences of concurrent requests are still decoded together,
+and the model is still called from the batcher's one thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TypeVar
+
+from starlette.concurrency import run_in_threadpool
+
+from core.api import for_text
+
+T = TypeVar("T")
+
+
+async def run(service, request, work: Callable[[Callable], T], decoding: dict, coverage: bool) -> T:
+    """work(translate_batch), in a thread; translate_batch decodes through the batcher with `decoding`
+    (and the attention the coverage signal needs when `coverage`)."""
+    loop = asyncio.get_running_loop()
+    # A request that names its batch size is decoded as translate_lines decodes a list (chunks of four
+    # batches), so its records are tt translate's to the last digit; any other goes in pieces the queue holds.
+    settings = service.settings
+    size = min(4 * decoding["batch_size"], settings.queue_size) if "batch_size" in decoding else settings.max_sentences
+
+    def finish(results: list) -> list:
+        return for_text(results, coverage)
+
+    def translate_batch(sentences: list[str]) -> list:
+        out = []
+        for start in range(0, len(sentences), size):
+            job = service.translate(request, sentences[start : start + size], decoding, coverage, finish)
+            out += asyncio.run_coroutine_threadsafe(job, loop).result()
+        return out
+
+    return await run_in_threadpool(work, translate_batch)
+
+
+def hypotheses(translate_batch: Callable[[list[str]], list]) -> Callable[[int], Callable[[list[str]], list]]:
+    """translate_batch (decoding n-best) for each k: the k-th hypothesis of each sentence (its last where it
+    has fewer), each sentence decoded once over all k."""
+    decoded: dict[str, object] = {}
+
+    def kth(k: int) -> Callable[[list[str]], list]:
+        def run(sentences: list[str]) -> list:
+            new = [s for s in sentences if s not in decoded]
+            if new:
+                decoded.update(zip(new, translate_batch(new)))
+            results = [decoded[s] for s in sentences]
+            return [t.n_best[min(k, len(t.n_best) - 1)] if k and t.n_best else t for t in results]
+
+        return run
+
+    return kth
