@@ -18,6 +18,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,11 +35,11 @@ RUNS = {
 PAIRS = (("label smoothing", "baseline", "no-smoothing"), ("warm-up", "baseline", "no-warmup"))
 
 
-def train_command(name: str, out: Path, steps: int, preset: str, vocab: int) -> list[str]:
+def train_command(name: str, out: Path, steps: int, preset: str, vocab: int, extra: list[str]) -> list[str]:
     return [
         "tt", "train", "--data", str(TSV), "--preset", preset, "--vocab-size", str(vocab),
         "--valid-per-mille", "10", "--test-per-mille", "15", "--max-steps", str(steps), "--seed", "1",
-        "--out", str(out / name), "--quiet", *RUNS[name],
+        "--out", str(out / name), "--quiet", *extra, *RUNS[name],
     ]  # fmt: skip
 
 
@@ -49,11 +50,14 @@ def main() -> int:
     parser.add_argument("--vocab-size", type=int, default=8000)
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "controlled")
     parser.add_argument("--dry-run", action="store_true", help="print the commands and stop")
+    parser.add_argument("--train-args", default="", help="more tt train options shared by the three runs")
+    parser.add_argument("--jobs", type=int, default=1, help="runs trained at once (one per core, with --threads 1)")
     args = parser.parse_args()
     if not TSV.exists():
         print(f"controlled_runs.py: {TSV} is missing (set TT_SHARED_DATA)", file=sys.stderr)
         return 1
-    commands = {name: train_command(name, args.out, args.steps, args.preset, args.vocab_size) for name in RUNS}
+    extra = shlex.split(args.train_args)
+    commands = {name: train_command(name, args.out, args.steps, args.preset, args.vocab_size, extra) for name in RUNS}
     if args.dry_run:
         for cmd in commands.values():
             print(shlex.join(cmd))
@@ -64,9 +68,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         src, ref = Path(tmp) / "test.fr", Path(tmp) / "test.en"
         write_aligned(heldout_range(read_corpus(TSV), 10, 25), src, ref)
-        for name, cmd in commands.items():
-            if not (args.out / name / "model.safetensors").exists():
-                subprocess.run(cmd, check=True)
+        todo = [cmd for name, cmd in commands.items() if not (args.out / name / "model.safetensors").exists()]
+        with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+            list(pool.map(lambda cmd: subprocess.run(cmd, check=True), todo))
+        for name in commands:
             result = subprocess.run(
                 ["tt", "eval", "--model", str(args.out / name), "--src", str(src), "--ref", str(ref), "--json"],
                 check=True,
@@ -74,7 +79,8 @@ def main() -> int:
                 text=True,
             )
             bleu[name] = json.loads(result.stdout.strip().splitlines()[-1])["bleu"]
-    print(f"{'claim':16} {'with':>14} {'BLEU':>6}  {'without':>14} {'BLEU':>6}  ({args.preset}, {args.steps} steps)")
+    shape = f"{args.preset} {args.train_args}".strip()
+    print(f"{'claim':16} {'with':>14} {'BLEU':>6}  {'without':>14} {'BLEU':>6}  ({shape}, {args.steps} steps)")
     for claim, on, off in PAIRS:
         print(f"{claim:16} {on:>14} {bleu[on]:6.1f}  {off:>14} {bleu[off]:6.1f}")
     return 0

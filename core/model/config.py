@@ -111,6 +111,15 @@ PRESETS: dict[str, ModelConfig] = {
     "big": ModelConfig(
         vocab_size=37000, d_model=1024, h=16, n_encoder_layers=6, n_decoder_layers=6, d_ff=4096, dropout=0.3
     ),
+    # A first run that translates short sentences after minutes on a laptop CPU (README): narrow, no dropout.
+    "mini": ModelConfig(
+        vocab_size=4000, d_model=128, h=4, n_encoder_layers=3, n_decoder_layers=3, d_ff=512, dropout=0.0
+    ),
+    # The model issue's choice for real text on a 2-core CPU (docs/model.md): a deep encoder, a shallow decoder
+    # (the decoder runs once per output piece, the encoder once per sentence; Kasai et al. 2021, Firefox's students).
+    "student": ModelConfig(
+        vocab_size=16000, d_model=256, h=4, n_encoder_layers=6, n_decoder_layers=2, d_ff=1024, dropout=0.0
+    ),
 }
 
 

@@ -300,7 +300,11 @@ def train(
         ),
     ] = None,
     preset: Annotated[
-        str, typer.Option(help="Model size: tiny, small, base (the paper's base) or big.", rich_help_panel="Model")
+        str,
+        typer.Option(
+            help="Model size: tiny, small, base (the paper's base), big, mini (a first run in minutes) or student (6+2 layers, the CPU shape of docs/model.md).",
+            rich_help_panel="Model",
+        ),
     ] = "small",
     d_model: Annotated[int | None, typer.Option(help="Width of the residual stream.", rich_help_panel="Model")] = None,
     heads: Annotated[int | None, typer.Option(help="Attention heads h.", rich_help_panel="Model")] = None,

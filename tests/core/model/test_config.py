@@ -32,6 +32,22 @@ def test_presets_match_the_issue(name, d_model, h, layers, d_ff, dropout):
     assert cfg.norm == "post" and cfg.positional == "sinusoidal" and cfg.share_embeddings
 
 
+@pytest.mark.parametrize(
+    "name, d_model, h, encoder, decoder, d_ff",
+    [("mini", 128, 4, 3, 3, 512), ("student", 256, 4, 6, 2, 1024)],  # README's first run; docs/model.md's choice
+)
+def test_the_cpu_presets_have_their_documented_shapes(name, d_model, h, encoder, decoder, d_ff):
+    cfg = PRESETS[name]
+    assert (cfg.d_model, cfg.h, cfg.n_encoder_layers, cfg.n_decoder_layers, cfg.d_ff) == (
+        d_model,
+        h,
+        encoder,
+        decoder,
+        d_ff,
+    )
+    assert cfg.dropout == 0.0  # both are trained for less than an epoch of their data, where dropout only slows
+
+
 def test_tiny_preset_is_small_enough_for_tests():
     cfg = PRESETS["tiny"]
     assert cfg.d_model <= 64 and cfg.n_encoder_layers <= 2 and cfg.n_decoder_layers <= 2
