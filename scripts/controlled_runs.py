@@ -3,7 +3,8 @@
     python scripts/controlled_runs.py --dry-run                 # print the commands only
     python scripts/controlled_runs.py --steps 1500 --out runs/controlled
 
-Each pair differs in one option only (same data, seed, preset, steps); three runs in all. Every run is scored by
+Each pair differs in one option only (same data, seed, preset, steps); three runs in all. The test BLEU of each
+lands in OUT/results.json, which `tt analyze claims --runs OUT` reads with the runs' validation records. Every run is scored by
 `tt eval` on Tatoeba's held-out test buckets [10, 25), read from ../shared/data at run time and
 written to a temporary directory, never into the repository. Slow on a laptop CPU: three runs of
 --steps each (a run already in --out is evaluated, not retrained). Not part of the test suite; docs/claims.md gives the figures and the commands.
@@ -79,6 +80,9 @@ def main() -> int:
                 text=True,
             )
             bleu[name] = json.loads(result.stdout.strip().splitlines()[-1])["bleu"]
+    results = {name: {"bleu": bleu[name]} for name in RUNS}
+    results["bleu_on"] = "test BLEU (beam 4, Tatoeba held-out test)"
+    (args.out / "results.json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
     shape = f"{args.preset} {args.train_args}".strip()
     print(f"{'claim':16} {'with':>14} {'BLEU':>6}  {'without':>14} {'BLEU':>6}  ({shape}, {args.steps} steps)")
     for claim, on, off in PAIRS:

@@ -488,6 +488,12 @@ def claims(
     timing: Annotated[
         bool, typer.Option("--timing/--no-timing", help="Time multi-head cost and attention's O(N²) (a few seconds).")
     ] = True,
+    runs: Annotated[
+        Path | None,
+        typer.Option(
+            help="Also label smoothing and warm-up, read from the three runs of scripts/controlled_runs.py in this directory."
+        ),
+    ] = None,
     model: ModelOpt = None,
     device: DeviceOpt = "cpu",
     threads: ThreadsOpt = 0,
@@ -496,14 +502,17 @@ def claims(
     """The course notes' checkable claims run on the model, each with its figure and a verdict
     (holds / does not hold / depends): √d_k and saturation, Var(q·k), heads, attention distance,
     coreference, disambiguation, positions, FFN share, multi-head cost, O(N²); with --src/--ref
-    (a held-out set) also quality by sentence length and beam against greedy. docs/claims.md."""
+    (a held-out set) also quality by sentence length and beam against greedy; with --runs, label smoothing
+    and warm-up from three controlled training runs. docs/claims.md."""
     from core.analysis.claims import all_claims
+    from core.analysis.training import controlled_claims
 
+    trained = controlled_claims(runs) if runs is not None else []  # a bad directory fails before the model loads
     pairs = _pairs(src, ref_file, None, limit) if src is not None or ref_file is not None else []
     loaded = _setup(model, device, threads)
     if not pairs:
         print("tt: quality by length and beam vs greedy need a held-out set: give --src and --ref", file=sys.stderr)
-    found = all_claims(loaded, pairs, set_name=src.name if src is not None else "held-out", timing=timing)
+    found = all_claims(loaded, pairs, set_name=src.name if src is not None else "held-out", timing=timing) + trained
     if json_out:
         _print_json({"model": str(loaded.path), "claims": [_rounded(c.to_dict()) for c in found]})
         return
