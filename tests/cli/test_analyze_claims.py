@@ -100,13 +100,9 @@ def test_src_without_ref_is_a_usage_error(held_out):
 
 
 def test_runs_adds_the_training_claims_and_a_bad_directory_is_one_line(tiny_model_dir, model_claims, tmp_path):
-    from tests.core.analysis.test_training_claims import write_runs
+    from tests.core.analysis.test_training_claims import BLEU, LOSS, write_runs
 
-    write_runs(
-        tmp_path,
-        loss={"baseline": 2.06, "no-smoothing": 2.01, "no-warmup": 5.53},
-        bleu={"baseline": 36.3, "no-smoothing": 30.1, "no-warmup": 0.0},
-    )
+    write_runs(tmp_path, LOSS, BLEU)
     found = claims_of(invoke("--runs", str(tmp_path), "--no-timing", "--json", "--model", str(tiny_model_dir)))
     assert list(found) == model_claims + ["label_smoothing", "warmup"]
     assert found["warmup"]["verdict"] == "holds" and "5.530" in found["warmup"]["figure"]
