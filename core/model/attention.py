@@ -138,9 +138,9 @@ class KVCache:
     filled positions; assigning them (the stepper's undo trims them) replaces the buffer.
     """
 
-    def __init__(self, k: torch.Tensor, v: torch.Tensor) -> None:
+    def __init__(self, k: torch.Tensor, v: torch.Tensor, length: int | None = None) -> None:
         self._k, self._v = k, v  # (B, h, capacity, d_k), positions [0, length) filled
-        self.length = k.size(2)
+        self.length = k.size(2) if length is None else length  # None: all of k and v are filled
 
     @property
     def k(self) -> torch.Tensor:
@@ -157,6 +157,11 @@ class KVCache:
     @v.setter
     def v(self, value: torch.Tensor) -> None:
         self._v, self.length = value, value.size(2)
+
+    def flat_heads(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """k and v as (B·h, T, d_k): views of a contiguous buffer (what one query's attention reads)."""
+        b, h, t, d_k = self._k.size(0), self._k.size(1), self.length, self._k.size(3)
+        return self.k.reshape(b * h, t, d_k), self.v.reshape(b * h, t, d_k)
 
     @property
     def capacity(self) -> int:

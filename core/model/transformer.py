@@ -202,8 +202,15 @@ class Transformer(nn.Module):
             self_attn.append(cache)
         return DecoderState(
             self_attn=self_attn,
-            cross_attn=[layer.cross_attn.project_kv(enc.memory) for layer in self.decoder_layers],
+            cross_attn=[self._cross_cache(layer, enc.memory) for layer in self.decoder_layers],
         )
+
+    @staticmethod
+    def _cross_cache(layer: DecoderLayer, memory: torch.Tensor) -> KVCache:
+        """The memory's keys/values, projected once per sentence; contiguous (B, h, S, d_k), so the
+        search's fused step reads them as (B·h, S, d_k) views at every step without a copy."""
+        kv = layer.cross_attn.project_kv(memory)
+        return KVCache(kv.k.contiguous(), kv.v.contiguous())
 
     def decode(
         self,
