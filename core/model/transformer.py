@@ -194,14 +194,10 @@ class Transformer(nn.Module):
         limit), so no step copies the cache; 0 lets them grow as needed.
         """
         b, cfg = enc.memory.size(0), self.cfg
-        self_attn = []
-        for _ in self.decoder_layers:
-            empty = enc.memory.new_empty(b, cfg.h, 0, cfg.d_k)  # (B, h, 0, d_k)
-            cache = KVCache(empty, empty.clone())
-            cache.reserve(capacity)
-            self_attn.append(cache)
         return DecoderState(
-            self_attn=self_attn,
+            self_attn=[
+                KVCache.empty(enc.memory.new_empty(2, b, cfg.h, capacity, cfg.d_k)) for _ in self.decoder_layers
+            ],
             cross_attn=[self._cross_cache(layer, enc.memory) for layer in self.decoder_layers],
         )
 
