@@ -62,12 +62,15 @@ def test_fused_encoder_and_caches_equal_the_modules(norm, packed):
 
 
 @pytest.mark.parametrize("norm", ["post", "pre"])
+@pytest.mark.parametrize("rows", ["batch", "one sentence"])
 @torch.inference_mode()
-def test_fused_steps_equal_the_modules_steps(norm, packed):
+def test_fused_steps_equal_the_modules_steps(norm, packed, rows):
+    """A batch with padding, and one sentence (whose cross-attention runs absorbed into its memory)."""
     model, step = model_and_step(norm, packed, encoder=2, decoder=3)
-    enc = model.encode(src_batch())
+    src = src_batch() if rows == "batch" else pad_batch([[5, 9, 12, 7, 3]], 0)
+    enc = model.encode(src)
     ref_state, fused_state = model.start_state(enc, capacity=6), model.start_state(enc, capacity=6)
-    tokens = torch.tensor([[2], [2], [2]])
+    tokens = torch.full((src.size(0), 1), 2)
     for _ in range(6):
         ref = model.decode(tokens, enc, state=ref_state).logits[:, -1]
         got = step(tokens, enc, fused_state)
@@ -75,6 +78,7 @@ def test_fused_steps_equal_the_modules_steps(norm, packed):
         assert_caches_close(ref_state.self_attn, fused_state.self_attn)
         tokens = ref.argmax(-1, keepdim=True)
     assert fused_state.length == ref_state.length == 6
+    assert ("_absorbed" in fused_state.__dict__) == (rows == "one sentence")
 
 
 def count_fused_calls(monkeypatch) -> list[str]:
