@@ -43,9 +43,9 @@ def _linear_kind(layer: nn.Module) -> str | None:
 class Product:
     """x Wᵀ + b for the step's (N, in) rows, on a frozen copy of the weight.
 
-    `scale` multiplies weight and bias (1/√d_k folded into W^Q). Products of at least `PACK_MIN_MACS`
-    multiply-adds go to oneDNN on a packed copy when `packed`; the rest, and everything off the CPU,
-    to one `addmm` on Wᵀ.
+    `scale` multiplies weight and bias (1/√d_k folded into W^Q). Products of two rows or more and at least
+    `PACK_MIN_MACS` multiply-adds go to oneDNN on a packed copy when `packed`; the rest, and everything
+    off the CPU, to one `addmm` on Wᵀ.
     """
 
     def __init__(
@@ -66,7 +66,9 @@ class Product:
             if bias is not None:
                 linear.bias = nn.Parameter(bias, requires_grad=False)
             self.packed = PackedLinear(linear)  # packs on first use: a single sentence's steps never do
-        self.min_rows = max(1, -(-PACK_MIN_MACS // (self.in_features * self.out_features)))
+        # One row never goes to oneDNN: on this project's AVX2 CPU, MKL reads a one-row product's Wᵀ ~1.5x
+        # faster (bench/README.md); the 16k-piece generator is above PACK_MIN_MACS even at one row.
+        self.min_rows = max(2, -(-PACK_MIN_MACS // (self.in_features * self.out_features)))
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         if self.packed is not None and x.size(0) >= self.min_rows:
