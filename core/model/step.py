@@ -1,15 +1,18 @@
-"""One incremental decoder step with as few operations as the arithmetic needs, for the search loops.
+"""The search-side forward pass — encoder, cross-attention caches, decoder step — in as few operations
+as the arithmetic needs.
 
-`Transformer.decode` over a `DecoderState` is the reference: it goes through every module (so hooks,
-attention weights, head masks and layer records work) and issues a few hundred small PyTorch
-operations a step. At batch 1 a step is that overhead plus reading the weights (bench/README.md).
-`FusedStep` computes the same function with
-- the self-attention's W^Q and stacked W^K W^V as one (d_model × 3·d_model) product;
+`Transformer.encode` / `start_state` / `decode` over a `DecoderState` are the reference: they go through
+every module (so hooks, attention weights, head masks and layer records work) and issue ~700 ATen
+operations a decoder step. At batch 1 a step is that overhead plus reading the weights
+(bench/README.md). `FusedStep` computes the same functions with
+- the self-attention's W^Q and stacked W^K W^V as one (d_model × 3·d_model) product, in both stacks,
+  and every decoder layer's cross-attention W^K W^V of the memory as one product;
 - every product on a transposed copy of its weight, Wᵀ (in × out), as one `addmm`: on the CPU, MKL
-  reads a one-row product's weight ~1.3× faster that way than through `F.linear` (bench/README.md).
-  Large products of a packed model (core/model/fast.py) go to oneDNN on its packed weights instead;
+  reads a one-row product's weight 1.3–1.5× faster that way than through `F.linear`. Large products of
+  a packed model (core/model/fast.py) go to oneDNN on its packed weights instead;
 - attention written out for the one new query, on (N·h, T, d_k) views of the caches: 1/√d_k folded
-  into W^Q, the source padding as an additive bias made once per batch, no masks built per step;
+  into W^Q, the source padding as an additive bias made once per batch, no masks built per step; for
+  a single sentence, W^Q and W^O of the cross-attention multiplied into its keys and values;
 - no module calls, no dropout (inference), no records.
 The numbers equal the modules' up to rounding (the same dot products, summed in another order).
 
@@ -78,6 +81,11 @@ class Product:
         return torch.addmm(self.bias, x, self.weight_t)  # (N, out)
 
 
+def _product(linear: nn.Module, packed: bool, scale: float = 1.0) -> Product:
+    """A model layer's Product; a packed model's layer lends its own packed copy."""
+    return Product(linear.weight, linear.bias, packed=linear if packed else False, scale=scale)
+
+
 class _Layer:
     """One decoder layer's tensors, as the step reads them."""
 
@@ -87,12 +95,9 @@ class _Layer:
         qkv_weight = torch.cat([sa.w_q.weight * scale, sa.w_kv.weight])  # (3d, d): Q scaled, then K, V
         qkv_bias = torch.cat([sa.w_q.bias * scale, sa.w_kv.bias])
         self.qkv = Product(qkv_weight, qkv_bias, packed=packed)
-
-        def product(linear: nn.Module, scale: float = 1.0) -> Product:
-            return Product(linear.weight, linear.bias, packed=linear if packed else False, scale=scale)
-
-        self.self_out, self.cross_q, self.cross_out = product(sa.w_o), product(ca.w_q, scale), product(ca.w_o)
-        self.w_1, self.w_2 = product(ffn.w_1), product(ffn.w_2)
+        self.self_out, self.cross_out = _product(sa.w_o, packed), _product(ca.w_o, packed)
+        self.cross_q = _product(ca.w_q, packed, scale)
+        self.w_1, self.w_2 = _product(ffn.w_1, packed), _product(ffn.w_2, packed)
         self.norms = [n.norm for n in (layer.self_attn_norm, layer.cross_attn_norm, layer.ffn_norm)]
         self.d = d
 
@@ -105,9 +110,7 @@ class _EncoderLayer:
         scale = 1.0 / math.sqrt(sa.d_k)
         qkv_weight = torch.cat([sa.w_q.weight * scale, sa.w_kv.weight])  # (3d, d)
         self.qkv = Product(qkv_weight, torch.cat([sa.w_q.bias * scale, sa.w_kv.bias]), packed=packed)
-        self.out = Product(sa.w_o.weight, sa.w_o.bias, packed=sa.w_o if packed else False)
-        self.w_1 = Product(ffn.w_1.weight, ffn.w_1.bias, packed=ffn.w_1 if packed else False)
-        self.w_2 = Product(ffn.w_2.weight, ffn.w_2.bias, packed=ffn.w_2 if packed else False)
+        self.out, self.w_1, self.w_2 = _product(sa.w_o, packed), _product(ffn.w_1, packed), _product(ffn.w_2, packed)
         self.norms = [layer.self_attn_norm.norm, layer.ffn_norm.norm]
 
 
@@ -148,9 +151,7 @@ class FusedStep:
         # Every decoder layer's W^K W^V of the memory stacked: the cross-attention caches in one product.
         cross = [layer.cross_attn.w_kv for layer in model.decoder_layers]
         self.cross_kv = Product(torch.cat([c.weight for c in cross]), torch.cat([c.bias for c in cross]), packed=packed)
-        self.generator = Product(
-            model.generator.weight, model.generator.bias, packed=model.generator if packed else False
-        )
+        self.generator = _product(model.generator, packed)
         self.key = _weights_key(model)
         self.watched: list[nn.Module] = []  # the modules whose hooks would send decoding through them
         self._bias_for: tuple[torch.Tensor, torch.Tensor | None] | None = None
