@@ -125,14 +125,15 @@ def _hypotheses(tokens: torch.Tensor, logprobs: torch.Tensor, lengths: torch.Ten
 def _pick_loop(
     model: Transformer,
     src: torch.Tensor,
-    pick: Callable[[torch.Tensor], torch.Tensor],
+    pick: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]],
     *,
     max_output: int | None,
     extra_len: int,
     min_len: int,
     head_mask: HeadMask | None = None,
 ) -> list[Hypothesis]:
-    """The loop greedy search and sampling share: one piece per row per step, chosen by `pick`.
+    """The loop greedy search and sampling share: one piece per row per step, chosen by `pick`
+    (log-probabilities (n, vocab) -> the chosen pieces (n,) and their log-probabilities (n,)).
 
     `head_mask` (unbatched: it applies to every row) switches heads off for an ablation."""
     cfg = model.cfg
@@ -140,31 +141,42 @@ def _pick_loop(
     limits = output_limits(model, src, max_output, extra_len).to(device)  # (B,)
     steps = int(limits.max())
     banned = _banned(model, device)
-    enc = model.encode(src, head_mask=head_mask)
-    state = model.start_state(enc, capacity=steps)
+    fused = fused_step(model) if head_mask is None else None
+    if fused is not None:
+        enc = fused.encode(src)
+        state = fused.start_state(enc, capacity=steps)
+    else:
+        enc = model.encode(src, head_mask=head_mask)
+        state = model.start_state(enc, capacity=steps)
     tokens = torch.full((b, steps), cfg.pad_id, dtype=torch.long, device=device)  # (B, L)
     logprobs = torch.zeros(b, steps, device=device)  # (B, L)
     lengths = limits.clone()  # pieces scored per row, EOS included
     alive = torch.arange(b, device=device)  # the original row of each live batch row
+    alive_limits = limits  # the step limit of each live batch row
     step_input = torch.full((b, 1), cfg.bos_id, dtype=torch.long, device=device)
-    fused = fused_step(model) if head_mask is None else None
     for step in range(steps):
         lp = next_logprobs(
             model, step_input, enc, state, banned=banned, ban_eos=step < min_len, head_mask=head_mask, fused=fused
         )
-        chosen = pick(lp)  # (n,)
+        chosen, chosen_lp = pick(lp)  # (n,), (n,)
         tokens[alive, step] = chosen
-        logprobs[alive, step] = lp.gather(1, chosen[:, None]).squeeze(1)
-        done = (chosen == cfg.eos_id) | (step + 1 >= limits[alive])  # (n,)
+        logprobs[alive, step] = chosen_lp
+        done = (chosen == cfg.eos_id).logical_or_(alive_limits <= step + 1)  # (n,)
         if bool(done.any()):
             lengths[alive[done]] = step + 1
             keep = (~done).nonzero().squeeze(1)
             if keep.numel() == 0:
                 break
-            alive, chosen = alive[keep], chosen[keep]
+            alive, alive_limits, chosen = alive[keep], alive_limits[keep], chosen[keep]
             enc = _drop_rows(enc, state, keep)
         step_input = chosen[:, None]  # (n, 1)
     return _hypotheses(tokens, logprobs, lengths, cfg.eos_id)
+
+
+def _most_probable(lp: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Greedy's choice: the first most probable piece of each row, and its log-probability."""
+    best_lp, best = lp.max(-1)
+    return best, best_lp
 
 
 @torch.inference_mode()
@@ -186,7 +198,7 @@ def greedy(
     return _pick_loop(
         model,
         src,
-        lambda lp: lp.argmax(-1),
+        _most_probable,
         max_output=max_output,
         extra_len=extra_len,
         min_len=min_len,
@@ -252,10 +264,11 @@ def sample(
     else:
         generator.manual_seed(seed)
 
-    def pick(lp: torch.Tensor) -> torch.Tensor:
+    def pick(lp: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         # The log-probabilities are logits shifted per row: dividing them by T is softmax(logits / T).
         shaped = filter_logits(lp / temperature, top_k=top_k, top_p=top_p)
-        return torch.multinomial(shaped.softmax(-1), 1, generator=generator).squeeze(1)
+        chosen = torch.multinomial(shaped.softmax(-1), 1, generator=generator)  # (n, 1)
+        return chosen.squeeze(1), lp.gather(1, chosen).squeeze(1)
 
     return _pick_loop(model, src, pick, max_output=max_output, extra_len=extra_len, min_len=min_len)
 
@@ -308,8 +321,13 @@ def beam_search(
     b, device = src.size(0), src.device
     limits = output_limits(model, src, max_output, extra_len).tolist()
     banned = _banned(model, device)
-    enc = model.encode(src)
-    state = model.start_state(enc, capacity=max(limits))
+    fused = fused_step(model)
+    if fused is not None:
+        enc = fused.encode(src)
+        state = fused.start_state(enc, capacity=max(limits))
+    else:
+        enc = model.encode(src)
+        state = model.start_state(enc, capacity=max(limits))
     finished: list[list[tuple[float, list[int], list[float]]]] = [[] for _ in range(b)]
     beams = _Beams(
         alive=list(range(b)),
@@ -320,7 +338,6 @@ def beam_search(
         top_finished=[False] * b,
     )
     step_input = torch.full((b, 1), cfg.bos_id, dtype=torch.long, device=device)
-    fused = fused_step(model)
     for step in range(max(limits)):
         lp = next_logprobs(model, step_input, enc, state, banned=banned, ban_eos=step < min_len, fused=fused)
         c = _extend(beams, lp, beam_size, cfg.eos_id)

@@ -133,14 +133,23 @@ class KVCache:
 
     Self-attention caches grow by one position a step. They live in a preallocated buffer
     (`reserve`, or doubling when it runs out) that each step writes into in place, so a step costs
-    one position, not a copy of the whole cache (what torch.cat would do). Cross-attention caches
-    hold the projected encoder memory, computed once per sentence. `k` and `v` are views of the
-    filled positions; assigning them (the stepper's undo trims them) replaces the buffer.
+    one position, not a copy of the whole cache (what torch.cat would do). Keys and values share one
+    (2, B, h, capacity, d_k) allocation, so a step writes both in one copy (`append_pair`).
+    Cross-attention caches hold the projected encoder memory, computed once per sentence. `k` and
+    `v` are views of the filled positions; assigning them (the stepper's undo trims them) replaces
+    the buffer.
     """
 
-    def __init__(self, k: torch.Tensor, v: torch.Tensor) -> None:
+    def __init__(self, k: torch.Tensor, v: torch.Tensor, length: int | None = None, pair: torch.Tensor | None = None):
         self._k, self._v = k, v  # (B, h, capacity, d_k), positions [0, length) filled
-        self.length = k.size(2)
+        self._pair = pair  # (2, B, h, capacity, d_k) whose halves are k and v, when they are one allocation
+        self.length = k.size(2) if length is None else length  # None: all of k and v are filled
+        self._flat: tuple | None = None  # flat_heads' views of the whole buffers, and the buffers
+
+    @classmethod
+    def empty(cls, pair: torch.Tensor) -> KVCache:
+        """An empty cache over a (2, B, h, capacity, d_k) buffer."""
+        return cls(pair[0], pair[1], length=0, pair=pair)
 
     @property
     def k(self) -> torch.Tensor:
@@ -148,7 +157,7 @@ class KVCache:
 
     @k.setter
     def k(self, value: torch.Tensor) -> None:
-        self._k, self.length = value, value.size(2)
+        self._k, self._pair, self.length = value, None, value.size(2)
 
     @property
     def v(self) -> torch.Tensor:
@@ -156,7 +165,25 @@ class KVCache:
 
     @v.setter
     def v(self, value: torch.Tensor) -> None:
-        self._v, self.length = value, value.size(2)
+        self._v, self._pair, self.length = value, None, value.size(2)
+
+    def flat_heads(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """k and v as (B·h, T, d_k) views (what one query's attention reads): of the whole buffers,
+        kept until they change, sliced to the filled positions."""
+        memo = self._flat
+        if memo is None or memo[0] is not self._k or memo[1] is not self._v:
+            if not (self._k.is_contiguous() and self._v.is_contiguous()):  # a reshape would copy
+                b, h, t, d_k = self._k.size(0), self._k.size(1), self.length, self._k.size(3)
+                return self.k.reshape(b * h, t, d_k), self.v.reshape(b * h, t, d_k)
+            b, h, capacity, d_k = self._k.shape
+            memo = self._flat = (
+                self._k,
+                self._v,
+                self._k.view(b * h, capacity, d_k),
+                self._v.view(b * h, capacity, d_k),
+            )
+        k, v = memo[2], memo[3]
+        return (k, v) if self.length == k.size(1) else (k[:, : self.length], v[:, : self.length])
 
     @property
     def capacity(self) -> int:
@@ -166,9 +193,9 @@ class KVCache:
         """Make room for `capacity` positions in all, so appends up to it copy nothing old."""
         if capacity > self.capacity:
             b, h, _, d_k = self._k.shape
-            k, v = self._k.new_empty(b, h, capacity, d_k), self._v.new_empty(b, h, capacity, d_k)
-            k[:, :, : self.length], v[:, :, : self.length] = self.k, self.v
-            self._k, self._v = k, v
+            pair = self._k.new_empty(2, b, h, capacity, d_k)
+            pair[0, :, :, : self.length], pair[1, :, :, : self.length] = self.k, self.v
+            self._k, self._v, self._pair = pair[0], pair[1], pair
 
     def append(self, k: torch.Tensor, v: torch.Tensor) -> None:
         t = k.size(2)
@@ -177,6 +204,14 @@ class KVCache:
         self._k.narrow(2, self.length, t).copy_(k)  # (B, h, t, d_k) into place
         self._v.narrow(2, self.length, t).copy_(v)
         self.length += t
+
+    def append_pair(self, kv: torch.Tensor) -> None:
+        """One new position: kv (2, B, h, d_k), keys then values; one copy when they share a buffer."""
+        if self._pair is None or self.length == self.capacity:
+            self.append(kv[0].unsqueeze(2), kv[1].unsqueeze(2))
+            return
+        self._pair.select(3, self.length).copy_(kv)
+        self.length += 1
 
     def select(self, index: torch.Tensor) -> None:
         """Keep batch rows `index` (beam search reorders and prunes hypotheses).
@@ -187,13 +222,15 @@ class KVCache:
         k, v = self.k.index_select(0, index), self.v.index_select(0, index)  # (n, h, T, d_k)
         n = index.numel()
         if self.capacity == self.length:
-            self._k, self._v = k, v  # nothing reserved (cross-attention): the selection is the cache
+            self._k, self._v, self._pair = k, v, None  # nothing reserved (cross-attention): the selection is the cache
             return
         if n > self._k.size(0):  # more rows (the beams of each sentence fan out): a new buffer
             b, h, capacity, d_k = self._k.shape
-            self._k, self._v = k.new_empty(n, h, capacity, d_k), v.new_empty(n, h, capacity, d_k)
-        else:
-            self._k, self._v = self._k[:n], self._v[:n]  # a prefix of rows stays contiguous
+            self._pair = k.new_empty(2, n, h, capacity, d_k)
+            self._k, self._v = self._pair[0], self._pair[1]
+        else:  # a prefix of rows stays contiguous
+            self._k, self._v = self._k[:n], self._v[:n]
+            self._pair = None if self._pair is None else self._pair[:, :n]
         self._k[:, :, : self.length], self._v[:, :, : self.length] = k, v
 
 

@@ -1,14 +1,20 @@
-"""One incremental decoder step with fewer operations, for the search loops.
+"""The search-side forward pass — encoder, cross-attention caches, decoder step — in as few operations
+as the arithmetic needs.
 
-`Transformer.decode` over a `DecoderState` is the reference: it goes through every module (so hooks,
-attention weights, head masks and layer records work) and runs ~60 small PyTorch operations a step.
-At batch 1 a step is that overhead plus reading the weights (bench/README.md). `FusedStep` computes the
-same function with
-- the self-attention's W^Q and stacked W^K W^V as one (3·d_model × d_model) product (one weight read,
-  one call instead of two per layer);
-- no module calls, no dropout (inference), no records: functional calls on the layers' own tensors.
-Every product keeps the layer's own kind: a packed model (core/model/fast.py) gets packed fused weights.
-The numbers equal the modules' up to summation order (the fused product is the same dot products).
+`Transformer.encode` / `start_state` / `decode` over a `DecoderState` are the reference: they go through
+every module (so hooks, attention weights, head masks and layer records work) and issue ~700 ATen
+operations a decoder step. At batch 1 a step is that overhead plus reading the weights
+(bench/README.md). `FusedStep` computes the same functions with
+- the self-attention's W^Q and stacked W^K W^V as one (d_model × 3·d_model) product, in both stacks,
+  and every decoder layer's cross-attention W^K W^V of the memory as one product;
+- every product on a transposed copy of its weight, Wᵀ (in × out), as one `addmm`: on the CPU, MKL
+  reads a one-row product's weight 1.3–1.5× faster that way than through `F.linear`. Large products of
+  a packed model (core/model/fast.py) go to oneDNN on its packed weights instead;
+- attention written out for the one new query, on (N·h, T, d_k) views of the caches: 1/√d_k folded
+  into W^Q, the source padding as an additive bias made once per batch, no masks built per step; for
+  a single sentence, W^Q and W^O of the cross-attention multiplied into its keys and values;
+- no module calls, no dropout (inference), no records.
+The numbers equal the modules' up to rounding (the same dot products, summed in another order).
 
 `fused_step(model)` returns None where the modules must run: training mode, hooks registered (what
 `tt inspect` and the analyses read through), or Linear layers that are not plain fp32 (--quantize).
@@ -16,19 +22,15 @@ The numbers equal the modules' up to summation order (the fused product is the s
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from core.model.attention import KVCache
+from core.model.masks import padding_mask
 from core.model.transformer import DecoderState, Encoded, Transformer
-
-
-def _has_hooks(model: nn.Module) -> bool:
-    from torch.nn.modules import module as m
-
-    if m._global_forward_hooks or m._global_forward_pre_hooks:
-        return True
-    return any(mod._forward_hooks or mod._forward_pre_hooks for mod in model.modules())
 
 
 def _linear_kind(layer: nn.Module) -> str | None:
@@ -41,15 +43,100 @@ def _linear_kind(layer: nn.Module) -> str | None:
     return None
 
 
-def _stacked(layers: list[nn.Module], kind: str) -> nn.Module:
-    """One Linear whose output is the given layers' outputs side by side."""
-    from core.model.fast import PackedLinear
+class Product:
+    """x Wᵀ + b for the step's (N, in) rows, on a frozen copy of the weight.
 
-    weight = torch.cat([layer.weight for layer in layers]).detach()
-    bias = torch.cat([layer.bias for layer in layers]).detach()
-    out = nn.Linear(weight.size(1), weight.size(0), device=weight.device, dtype=weight.dtype)
-    out.weight, out.bias = nn.Parameter(weight, requires_grad=False), nn.Parameter(bias, requires_grad=False)
-    return PackedLinear(out) if kind == "packed" else out
+    `scale` multiplies weight and bias (1/√d_k folded into W^Q). Products of two rows or more and at least
+    `PACK_MIN_MACS` multiply-adds go to oneDNN on a packed copy when `packed`; the rest, and everything
+    off the CPU, to one `addmm` on Wᵀ.
+    """
+
+    def __init__(
+        self, weight: torch.Tensor, bias: torch.Tensor | None, *, packed: nn.Module | bool, scale: float = 1.0
+    ) -> None:
+        from core.model.fast import PACK_MIN_MACS, PackedLinear
+
+        weight = weight.detach() * scale if scale != 1.0 else weight.detach()
+        bias = None if bias is None else bias.detach() * scale if scale != 1.0 else bias.detach()
+        self.weight_t, self.bias = weight.t().contiguous(), bias  # (in, out), (out,)
+        self.in_features, self.out_features = weight.size(1), weight.size(0)
+        self.packed: nn.Module | None = None
+        if isinstance(packed, PackedLinear) and scale == 1.0:
+            self.packed = packed  # the model's own layer: one packed copy, made once, for both paths
+        elif packed and weight.device.type == "cpu":
+            linear = nn.Linear(self.in_features, self.out_features, bias=bias is not None, device=weight.device)
+            linear.weight = nn.Parameter(weight, requires_grad=False)
+            if bias is not None:
+                linear.bias = nn.Parameter(bias, requires_grad=False)
+            self.packed = PackedLinear(linear)  # packs on first use: a single sentence's steps never do
+        # One row never goes to oneDNN: on this project's AVX2 CPU, MKL reads a one-row product's Wᵀ ~1.5x
+        # faster (bench/README.md); the 16k-piece generator is above PACK_MIN_MACS even at one row.
+        self.min_rows = max(2, -(-PACK_MIN_MACS // (self.in_features * self.out_features)))
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        if self.packed is not None and x.size(0) >= self.min_rows:
+            return self.packed(x)
+        if self.bias is None:
+            return torch.mm(x, self.weight_t)
+        return torch.addmm(self.bias, x, self.weight_t)  # (N, out)
+
+
+def _product(linear: nn.Module, packed: bool, scale: float = 1.0) -> Product:
+    """A model layer's Product; a packed model's layer lends its own packed copy."""
+    return Product(linear.weight, linear.bias, packed=linear if packed else False, scale=scale)
+
+
+class _Layer:
+    """One decoder layer's tensors, as the step reads them."""
+
+    def __init__(self, layer: nn.Module, packed: bool) -> None:
+        sa, ca, ffn = layer.self_attn, layer.cross_attn, layer.ffn
+        d, scale = sa.w_q.in_features, 1.0 / math.sqrt(sa.d_k)
+        qkv_weight = torch.cat([sa.w_q.weight * scale, sa.w_kv.weight])  # (3d, d): Q scaled, then K, V
+        qkv_bias = torch.cat([sa.w_q.bias * scale, sa.w_kv.bias])
+        self.qkv = Product(qkv_weight, qkv_bias, packed=packed)
+        self.self_out, self.cross_out = _product(sa.w_o, packed), _product(ca.w_o, packed)
+        self.cross_q = _product(ca.w_q, packed, scale)
+        self.w_1, self.w_2 = _product(ffn.w_1, packed), _product(ffn.w_2, packed)
+        self.norms = [n.norm for n in (layer.self_attn_norm, layer.cross_attn_norm, layer.ffn_norm)]
+        self.d = d
+
+
+class _EncoderLayer:
+    """One encoder layer's tensors: Q (scaled), K, V as one product, then W^O and the FFN."""
+
+    def __init__(self, layer: nn.Module, packed: bool) -> None:
+        sa, ffn = layer.self_attn, layer.ffn
+        scale = 1.0 / math.sqrt(sa.d_k)
+        qkv_weight = torch.cat([sa.w_q.weight * scale, sa.w_kv.weight])  # (3d, d)
+        self.qkv = Product(qkv_weight, torch.cat([sa.w_q.bias * scale, sa.w_kv.bias]), packed=packed)
+        self.out, self.w_1, self.w_2 = _product(sa.w_o, packed), _product(ffn.w_1, packed), _product(ffn.w_2, packed)
+        self.norms = [layer.self_attn_norm.norm, layer.ffn_norm.norm]
+
+
+class _AbsorbedCross:
+    """One sentence's cross-attention with W^Q and W^O multiplied into its memory's keys and values.
+
+    For head i, q_i k_j = y (W^Q_i k_jᵀ) + b^Q_i k_jᵀ and W^O mixes Σ_j p_ij v_j as Σ_j p_ij (v_j W^O_iᵀ):
+    per step, two products with (h·S × d_model) matrices replace the two d_model × d_model ones
+    (a fifth of their bytes for a 10-piece source) and the attention's own four operations.
+    The same function, summed in another order.
+    """
+
+    def __init__(self, layer: _Layer, cache: KVCache, h: int) -> None:
+        d = layer.d
+        k, v = cache.flat_heads()  # (h, S, d_k): one row
+        d_k, self.s, self.h = k.size(2), k.size(1), h
+        w_q = layer.cross_q.weight_t.view(d, h, d_k).transpose(0, 1)  # (h, d, d_k), 1/√d_k folded in
+        self.scores = torch.bmm(w_q, k.transpose(1, 2)).transpose(0, 1).reshape(d, h * self.s)  # (d, h·S)
+        self.score_bias = torch.bmm(layer.cross_q.bias.view(h, 1, d_k), k.transpose(1, 2)).view(h * self.s)
+        self.values = torch.bmm(v, layer.cross_out.weight_t.view(h, d_k, d)).view(h * self.s, d)  # (h·S, d)
+        self.out_bias = layer.cross_out.bias
+
+    def __call__(self, y: torch.Tensor) -> torch.Tensor:
+        """y (1, d) the layer's cross-attention input -> the sub-layer's output (1, d), W^O applied."""
+        p = torch.addmm(self.score_bias, y, self.scores).view(self.h, self.s).softmax(-1)  # (h, S)
+        return torch.addmm(self.out_bias, p.view(1, self.h * self.s), self.values)
 
 
 class FusedStep:
@@ -58,68 +145,188 @@ class FusedStep:
     def __init__(self, model: Transformer, kind: str) -> None:
         self.model, self.cfg = model, model.cfg
         self.pre = model.cfg.norm == "pre"
-        self.qkv = [_stacked([layer.self_attn.w_q, layer.self_attn.w_kv], kind) for layer in model.decoder_layers]
+        packed = kind == "packed"
+        self.layers = [_Layer(layer, packed) for layer in model.decoder_layers]
+        self.encoder_layers = [_EncoderLayer(layer, packed) for layer in model.encoder_layers]
+        # Every decoder layer's W^K W^V of the memory stacked: the cross-attention caches in one product.
+        cross = [layer.cross_attn.w_kv for layer in model.decoder_layers]
+        self.cross_kv = Product(torch.cat([c.weight for c in cross]), torch.cat([c.bias for c in cross]), packed=packed)
+        self.generator = _product(model.generator, packed)
         self.key = _weights_key(model)
+        self.watched: list[nn.Module] = []  # the modules whose hooks would send decoding through them
+        self._bias_for: tuple[torch.Tensor, torch.Tensor | None] | None = None
+
+    def encode(self, src: torch.Tensor) -> Encoded:
+        """`Transformer.encode` of src (B, S) without the modules: the same memory up to rounding."""
+        model, cfg = self.model, self.cfg
+        if src.size(1) > cfg.max_len:
+            raise ValueError(f"source has {src.size(1)} pieces; this model takes at most {cfg.max_len}")
+        b, s, d, h = src.size(0), src.size(1), cfg.d_model, cfg.h
+        src_mask = padding_mask(src, cfg.pad_id)  # (B, 1, 1, S)
+        bias = None  # the padding as an additive mask, made once for every layer; none without padding
+        if not bool(src_mask.all()):
+            bias = torch.zeros(src_mask.shape, device=src.device).masked_fill_(~src_mask, float("-inf"))
+        embed = model.src_embed
+        x = torch.add(model.src_pos.positions(s), F.embedding(src, embed.table.weight), alpha=embed.scale)  # (B, S, d)
+        x = x.view(b * s, d)
+        for layer in self.encoder_layers:
+            qkv = layer.qkv(self._norm(x, layer.norms[0]) if self.pre else x)  # (B·S, 3d)
+            q, k, v = qkv.view(b, s, 3, h, cfg.d_k).permute(2, 0, 3, 1, 4)  # 3 × (B, h, S, d_k)
+            heads = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=1.0)  # (B, h, S, d_k)
+            x = self._residual(x, layer.out(heads.transpose(1, 2).reshape(b * s, d)), layer.norms[0])
+            y = self._norm(x, layer.norms[1]) if self.pre else x
+            x = self._residual(x, layer.w_2(layer.w_1(y).relu_()), layer.norms[1])
+        return Encoded(model.encoder_norm(x).view(b, s, d), src_mask, None)
+
+    def start_state(self, enc: Encoded, capacity: int = 0) -> DecoderState:
+        """`Transformer.start_state`: empty self-attention caches for `capacity` positions, and the
+        memory's keys/values for every layer from one product, each contiguous (B, h, S, d_k)."""
+        cfg = self.cfg
+        b, s, d = enc.memory.shape
+        n_layers = len(self.layers)
+        kv = self.cross_kv(enc.memory.reshape(b * s, d))  # (B·S, L·2d)
+        kv = kv.view(b, s, n_layers, 2, cfg.h, cfg.d_k).permute(2, 3, 0, 4, 1, 5).contiguous()  # (L, 2, B, h, S, d_k)
+        buffer = enc.memory.new_empty(n_layers, 2, b, cfg.h, capacity, cfg.d_k)  # (L, 2, B, h, T, d_k)
+        return DecoderState(
+            self_attn=[KVCache.empty(buffer[i]) for i in range(n_layers)],
+            cross_attn=[KVCache(kv[i, 0], kv[i, 1]) for i in range(n_layers)],
+        )
+
+    def __deepcopy__(self, memo: dict) -> None:
+        # A copy of the model (fast_model, packed_model) builds its own step for its own layers.
+        return None
 
     def __call__(self, tgt: torch.Tensor, enc: Encoded, state: DecoderState) -> torch.Tensor:
         """tgt (N, 1) the newest pieces -> next-piece logits (N, vocab); the caches grow by one position."""
-        model, d, h = self.model, self.cfg.d_model, self.cfg.h
-        n, offset = tgt.size(0), state.length
-        if offset + 1 > self.cfg.max_len:
-            raise ValueError(f"target reaches {offset + 1} pieces; this model takes at most {self.cfg.max_len}")
-        x = model.tgt_embed(tgt) + model.tgt_pos.positions(1, offset)  # (N, 1, d)
-        for i, layer in enumerate(model.decoder_layers):
-            norm = layer.self_attn_norm.norm
-            q, k, v = self.qkv[i](F.layer_norm(x, (d,), norm.weight, norm.bias, norm.eps) if self.pre else x).split(
-                d, dim=-1
-            )  # 3 × (N, 1, d)
+        model, cfg = self.model, self.cfg
+        n, h, d_k, offset = tgt.size(0), cfg.h, cfg.d_k, state.length
+        if offset + 1 > cfg.max_len:
+            raise ValueError(f"target reaches {offset + 1} pieces; this model takes at most {cfg.max_len}")
+        embed = model.tgt_embed
+        x = torch.add(
+            model.tgt_pos.positions(1, offset), F.embedding(tgt.view(n), embed.table.weight), alpha=embed.scale
+        )
+        src_bias = self._source_bias(enc.src_mask)  # (N·h, 1, S) or None
+        absorbed = self._absorbed(state) if n == 1 and src_bias is None else None
+        for i, layer in enumerate(self.layers):
+            d = layer.d
+            qkv = layer.qkv(self._norm(x, layer.norms[0]) if self.pre else x)  # (N, 3d)
             cache = state.self_attn[i]
-            cache.append(k.view(n, 1, h, -1).transpose(1, 2), v.view(n, 1, h, -1).transpose(1, 2))
-            x = self._residual(x, self._attend(layer.self_attn, q, cache.k, cache.v, None), norm)
-            norm = layer.cross_attn_norm.norm
-            y = F.layer_norm(x, (d,), norm.weight, norm.bias, norm.eps) if self.pre else x
-            cross = state.cross_attn[i]
-            x = self._residual(
-                x, self._attend(layer.cross_attn, layer.cross_attn.w_q(y), cross.k, cross.v, enc.src_mask), norm
-            )
-            norm = layer.ffn_norm.norm
-            y = F.layer_norm(x, (d,), norm.weight, norm.bias, norm.eps) if self.pre else x
-            x = self._residual(x, layer.ffn.w_2(torch.relu(layer.ffn.w_1(y))), norm)
+            cache.append_pair(qkv[:, d:].view(n, 2, h, d_k).transpose(0, 1))  # K, V: (2, N, h, d_k)
+            k, v = cache.flat_heads()  # (N·h, T, d_k)
+            q = qkv[:, :d].reshape(n * h, 1, d_k)
+            x = self._residual(x, layer.self_out(_attend(q, k, v, None).view(n, d)), layer.norms[0])
+            y = self._norm(x, layer.norms[1]) if self.pre else x
+            if absorbed is None:
+                k, v = state.cross_attn[i].flat_heads()  # (N·h, S, d_k)
+                q = layer.cross_q(y).view(n * h, 1, d_k)
+                attended = layer.cross_out(_attend(q, k, v, src_bias).view(n, d))
+            else:
+                attended = absorbed[i](y)
+            x = self._residual(x, attended, layer.norms[1])
+            y = self._norm(x, layer.norms[2]) if self.pre else x
+            x = self._residual(x, layer.w_2(layer.w_1(y).relu_()), layer.norms[2])
         state.length += 1
-        return model.generator(model.decoder_norm(x[:, -1]))  # (N, vocab)
+        return self.generator(model.decoder_norm(x))  # (N, vocab)
 
-    def _attend(self, attn: nn.Module, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask) -> torch.Tensor:
-        n = q.size(0)
-        q = q.view(n, 1, attn.h, attn.d_k).transpose(1, 2)  # (N, h, 1, d_k)
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (N, h, 1, d_k)
-        return attn.w_o(out.transpose(1, 2).reshape(n, 1, attn.h * attn.d_k))
+    def _absorbed(self, state: DecoderState) -> list[_AbsorbedCross]:
+        """The cross-attention of every layer for a single sentence, made once per sentence (kept on
+        the state until its caches change)."""
+        memo = state.__dict__.get("_absorbed")
+        if memo is not None and memo[0] is self and memo[1] is state.cross_attn[0]._k:
+            return memo[2]
+        absorbed = [_AbsorbedCross(layer, cache, self.cfg.h) for layer, cache in zip(self.layers, state.cross_attn)]
+        state.__dict__["_absorbed"] = (self, state.cross_attn[0]._k, absorbed)
+        return absorbed
+
+    def _source_bias(self, src_mask: torch.Tensor) -> torch.Tensor | None:
+        """The source padding as 0 / -inf per (row, head), made once per mask (a batch keeps its mask
+        object until rows leave it); None when no row has padding."""
+        memo = self._bias_for  # read once: another thread may decode with the same model
+        if memo is not None and memo[0] is src_mask:
+            return memo[1]
+        bias = None
+        if not bool(src_mask.all()):
+            n, s = src_mask.size(0), src_mask.size(-1)
+            bias = torch.zeros(n, self.cfg.h, 1, s, device=src_mask.device)  # (N, h, 1, S)
+            bias.masked_fill_(~src_mask, float("-inf"))
+            bias = bias.view(n * self.cfg.h, 1, s)
+        self._bias_for = (src_mask, bias)
+        return bias
+
+    @staticmethod
+    def _norm(x: torch.Tensor, norm: nn.LayerNorm) -> torch.Tensor:
+        return F.layer_norm(x, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
 
     def _residual(self, x: torch.Tensor, sub: torch.Tensor, norm: nn.LayerNorm) -> torch.Tensor:
         y = x + sub
-        return y if self.pre else F.layer_norm(y, y.shape[-1:], norm.weight, norm.bias, norm.eps)
+        return y if self.pre else self._norm(y, norm)
+
+
+def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    """softmax(q kᵀ + bias) v for one (already scaled) query per row and head: q (N·h, 1, d_k),
+    k, v (N·h, T, d_k) -> (N·h, 1, d_k). For one query, two batched products beat the fused kernel."""
+    scores = torch.bmm(q, k.transpose(1, 2)) if bias is None else torch.baddbmm(bias, q, k.transpose(1, 2))
+    return torch.bmm(scores.softmax(-1), v)
+
+
+def _read_linears(model: Transformer) -> list[nn.Module]:
+    """The Linear layers whose weights the fused path copies, in a fixed order. Read through the
+    `_modules` dicts: ten times cheaper than attribute access, and this runs once per search."""
+    out = []
+    for layer in model._modules["encoder_layers"]._modules.values():
+        sa, ffn = layer._modules["self_attn"]._modules, layer._modules["ffn"]._modules
+        out += [sa["w_q"], sa["w_kv"], sa["w_o"], ffn["w_1"], ffn["w_2"]]
+    for layer in model._modules["decoder_layers"]._modules.values():
+        sa, ca, ffn = (layer._modules[name]._modules for name in ("self_attn", "cross_attn", "ffn"))
+        out += [sa["w_q"], sa["w_kv"], sa["w_o"], ca["w_q"], ca["w_kv"], ca["w_o"], ffn["w_1"], ffn["w_2"]]
+    return [*out, model._modules["generator"]]
 
 
 def _weights_key(model: Transformer) -> tuple:
-    """Changes when a self-attention projection is replaced or updated in place (a training step).
-    Inference tensors (made under torch.inference_mode) keep no version: they are never trained."""
+    """Changes when one of those layers' weights is replaced (a new layer or parameter) or updated in
+    place (a training step). Inference tensors (made under torch.inference_mode) keep no version:
+    they are never trained."""
     return tuple(
-        (p.data_ptr(), -1 if p.is_inference() else p._version)
-        for layer in model.decoder_layers
-        for p in (*layer.self_attn.w_q.parameters(), *layer.self_attn.w_kv.parameters())
+        (id(p), -1 if p.is_inference() else p._version)
+        for linear in _read_linears(model)
+        for p in linear._parameters.values()
+        if p is not None
     )
+
+
+def _stood_in_for(model: Transformer) -> list[nn.Module]:
+    """The modules the fused path stands in for: a hook on any of them sends decoding through the modules."""
+    return [m for m in model.modules() if m is not model]
+
+
+def _hooked(modules: list[nn.Module]) -> bool:
+    from torch.nn.modules import module as m
+
+    if m._global_forward_hooks or m._global_forward_pre_hooks:
+        return True
+    return any(mod._forward_hooks or mod._forward_pre_hooks for mod in modules)
 
 
 def fused_step(model: Transformer) -> FusedStep | None:
     """The model's FusedStep (kept on the model, rebuilt when its weights change), or None where the
-    modules must run: training, hooks, quantized or other non-fp32 Linear layers."""
-    if model.training or _has_hooks(model):
+    modules must run: training, hooks, quantized or other non-fp32 Linear layers.
+
+    Called once per search: the check of a kept step reads ~20 layers, not the whole model."""
+    if model.training:
         return None
-    linears = [m for m in model.decoder_layers.modules() if isinstance(m, nn.Module) and hasattr(m, "in_features")]
+    step = model.__dict__.get("_fused_step")
+    if step is not None and step.key == _weights_key(model):
+        return None if _hooked(step.watched) else step
+    watched = _stood_in_for(model)
+    if _hooked(watched):
+        return None
+    linears = _read_linears(model)
     kinds = {_linear_kind(m) for m in linears}
     if len(kinds) != 1 or None in kinds or any(m.weight.dtype != torch.float32 for m in linears):
         return None
-    step = model.__dict__.get("_fused_step")
-    if step is None or step.key != _weights_key(model):
+    with torch.no_grad():
         step = FusedStep(model, kinds.pop())
-        model.__dict__["_fused_step"] = step  # a plain attribute: not a submodule, not in the state dict
+    step.watched = watched
+    model.__dict__["_fused_step"] = step  # a plain attribute: not a submodule, not in the state dict
     return step

@@ -194,16 +194,19 @@ class Transformer(nn.Module):
         limit), so no step copies the cache; 0 lets them grow as needed.
         """
         b, cfg = enc.memory.size(0), self.cfg
-        self_attn = []
-        for _ in self.decoder_layers:
-            empty = enc.memory.new_empty(b, cfg.h, 0, cfg.d_k)  # (B, h, 0, d_k)
-            cache = KVCache(empty, empty.clone())
-            cache.reserve(capacity)
-            self_attn.append(cache)
         return DecoderState(
-            self_attn=self_attn,
-            cross_attn=[layer.cross_attn.project_kv(enc.memory) for layer in self.decoder_layers],
+            self_attn=[
+                KVCache.empty(enc.memory.new_empty(2, b, cfg.h, capacity, cfg.d_k)) for _ in self.decoder_layers
+            ],
+            cross_attn=[self._cross_cache(layer, enc.memory) for layer in self.decoder_layers],
         )
+
+    @staticmethod
+    def _cross_cache(layer: DecoderLayer, memory: torch.Tensor) -> KVCache:
+        """The memory's keys/values, projected once per sentence; contiguous (B, h, S, d_k), so the
+        search's fused step reads them as (B·h, S, d_k) views at every step without a copy."""
+        kv = layer.cross_attn.project_kv(memory)
+        return KVCache(kv.k.contiguous(), kv.v.contiguous())
 
     def decode(
         self,

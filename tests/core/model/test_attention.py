@@ -163,6 +163,28 @@ def test_kv_cache_keeps_every_position_as_it_grows():
     assert cache.k[0, 0, :, 0].tolist() == list(range(71))
 
 
+def test_kv_cache_pair_writes_keys_and_values_in_one_buffer_and_grows_past_it():
+    cache = KVCache.empty(torch.zeros(2, 2, 1, 3, 1))  # (2, B, h, capacity 3, d_k)
+    buffer = cache._pair.data_ptr()
+    for t in range(5):  # two past the capacity: the pair grows, the positions stay
+        cache.append_pair(torch.tensor([[[[t]], [[t + 10]]], [[[-t]], [[-t - 10]]]], dtype=torch.float32))
+        k, v = cache.flat_heads()  # (B·h, T, d_k)
+        assert k.shape == (2, t + 1, 1)
+        if t < 3:
+            assert cache._pair.data_ptr() == buffer  # written in place
+    assert cache.k[:, 0, :, 0].tolist() == [[0, 1, 2, 3, 4], [10, 11, 12, 13, 14]]
+    assert cache.v[:, 0, :, 0].tolist() == [[0, -1, -2, -3, -4], [-10, -11, -12, -13, -14]]
+    assert flat_values(cache) == cache.v[:, 0, :, 0].tolist()
+    cache.select(torch.tensor([1]))
+    cache.append_pair(torch.tensor([[[[99.0]]], [[[-99.0]]]]))
+    assert cache.k[0, 0, :, 0].tolist() == [10, 11, 12, 13, 14, 99]
+    assert flat_values(cache) == [[-10, -11, -12, -13, -14, -99]]
+
+
+def flat_values(cache: KVCache) -> list:
+    return cache.flat_heads()[1][:, :, 0].tolist()
+
+
 def test_attention_dropout_only_in_training():
     mha = MultiHeadAttention(16, 2, attention_dropout=0.5)
     x = torch.randn(1, 4, 16)

@@ -1,4 +1,5 @@
-"""The fused decoder step computes what the modules compute, and steps aside where the modules must run."""
+"""The fused path (encoder, cross-attention caches, decoder step) computes what the modules compute, the
+searches take it, and it steps aside where the modules must run."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import pytest
 import torch
 
 from core.decode.search import beam_search, greedy, pad_batch
+from core.model import fast
 from core.model.config import preset
 from core.model.fast import fast_model, packed_model
 from core.model.step import FusedStep, fused_step
@@ -21,40 +23,84 @@ def src_batch() -> torch.Tensor:
     return pad_batch([[5, 9, 12, 7, 3], [8, 3], [30, 31, 32, 3]], 0)
 
 
-@pytest.mark.parametrize("norm", ["post", "pre"])
-@pytest.mark.parametrize("packed", [False, True])
-@torch.inference_mode()
-def test_fused_steps_equal_the_modules_steps(norm, packed):
-    model = model_of(norm, n_encoder_layers=2, n_decoder_layers=3)
+@pytest.fixture(params=[False, True], ids=["plain", "packed"])
+def packed(request, monkeypatch):
+    """Both kinds of Linear layers; packed ones send every product through oneDNN (the tiny model's
+    products are all below the speed threshold)."""
+    if request.param:
+        monkeypatch.setattr(fast, "PACK_MIN_MACS", 1)
+    return request.param
+
+
+def model_and_step(norm: str, packed: bool, encoder: int, decoder: int) -> tuple[Transformer, FusedStep]:
+    model = model_of(norm, n_encoder_layers=encoder, n_decoder_layers=decoder)
     if packed:
         model = packed_model(model)
-    src = src_batch()
-    enc = model.encode(src)
-    ref_state, fused_state = model.start_state(enc, capacity=6), model.start_state(enc, capacity=6)
     step = fused_step(model)
     assert step is not None
-    tokens = torch.tensor([[2], [2], [2]])
+    return model, step
+
+
+def assert_caches_close(ref: list, got: list) -> None:
+    for a, b in zip(ref, got, strict=True):
+        torch.testing.assert_close(b.k, a.k, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(b.v, a.v, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("norm", ["post", "pre"])
+@torch.inference_mode()
+def test_fused_encoder_and_caches_equal_the_modules(norm, packed):
+    model, step = model_and_step(norm, packed, encoder=3, decoder=2)
+    src = src_batch()  # rows of 5, 2 and 4 pieces: padding in two of them
+    ref, got = model.encode(src), step.encode(src)
+    real = src != 0  # padded positions' vectors are never read (every key mask hides them)
+    torch.testing.assert_close(got.memory[real], ref.memory[real], rtol=1e-5, atol=1e-5)
+    assert torch.equal(got.src_mask, ref.src_mask)
+    ref_state, got_state = model.start_state(ref, capacity=4), step.start_state(got, capacity=4)
+    assert_caches_close(ref_state.cross_attn, got_state.cross_attn)
+    assert all(c.length == 0 and c.capacity == 4 for c in got_state.self_attn)
+
+
+@pytest.mark.parametrize("norm", ["post", "pre"])
+@pytest.mark.parametrize("rows", ["batch", "one sentence"])
+@torch.inference_mode()
+def test_fused_steps_equal_the_modules_steps(norm, packed, rows):
+    """A batch with padding, and one sentence (whose cross-attention runs absorbed into its memory)."""
+    model, step = model_and_step(norm, packed, encoder=2, decoder=3)
+    src = src_batch() if rows == "batch" else pad_batch([[5, 9, 12, 7, 3]], 0)
+    enc = model.encode(src)
+    ref_state, fused_state = model.start_state(enc, capacity=6), model.start_state(enc, capacity=6)
+    tokens = torch.full((src.size(0), 1), 2)
     for _ in range(6):
         ref = model.decode(tokens, enc, state=ref_state).logits[:, -1]
         got = step(tokens, enc, fused_state)
         torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-5)
-        for a, b in zip(ref_state.self_attn, fused_state.self_attn):
-            torch.testing.assert_close(a.k, b.k, rtol=1e-5, atol=1e-5)
-            torch.testing.assert_close(a.v, b.v, rtol=1e-5, atol=1e-5)
+        assert_caches_close(ref_state.self_attn, fused_state.self_attn)
         tokens = ref.argmax(-1, keepdim=True)
     assert fused_state.length == ref_state.length == 6
+    assert ("_absorbed" in fused_state.__dict__) == (rows == "one sentence")
+
+
+def count_fused_calls(monkeypatch) -> list[str]:
+    """The names of the FusedStep methods the searches call, in order."""
+    calls = []
+    for name in ("encode", "start_state", "__call__"):
+        method = getattr(FusedStep, name)
+        monkeypatch.setattr(
+            FusedStep, name, lambda self, *a, _m=method, _n=name, **k: calls.append(_n) or _m(self, *a, **k)
+        )
+    return calls
 
 
 def test_searches_run_the_fused_step_and_decode_the_same(monkeypatch):
     model = model_of(seed=3)
     src = src_batch()
-    steps, call = [], FusedStep.__call__
-    monkeypatch.setattr(FusedStep, "__call__", lambda self, *a: steps.append(1) or call(self, *a))
+    calls = count_fused_calls(monkeypatch)
     fused_greedy = [h.tokens for h in greedy(model, src, max_output=8)]
-    assert steps  # greedy took the fused path
-    steps.clear()
+    assert calls[:2] == ["encode", "start_state"] and "__call__" in calls  # greedy took the fused path
+    calls.clear()
     fused_beam = [h[0].tokens for h in beam_search(model, src, beam_size=3, max_output=8)]
-    assert steps  # and so did beam search
+    assert calls[:2] == ["encode", "start_state"] and "__call__" in calls  # and so did beam search
     # A hook (what tt inspect reads through) sends the searches through the modules: same outputs.
     calls = []
     handle = model.decoder_layers[0].register_forward_hook(lambda *_: calls.append(1))
@@ -90,3 +136,33 @@ def test_the_fused_weights_follow_an_update_in_place():
         a, b = model.start_state(enc), model.start_state(enc)
         tokens = torch.tensor([[2], [2], [2]])
         torch.testing.assert_close(second(tokens, enc, b), model.decode(tokens, enc, state=a).logits[:, -1])
+
+
+def test_the_shipped_model_decodes_the_same_pieces_on_both_paths(monkeypatch):
+    """The shipped weights as `tt translate` loads them (packed): greedy one sentence at a time, greedy
+    and beam search in a batch give the same pieces on the fused path as through the modules."""
+    from core.checkpoint import load_model
+    from core.decode.source import prepare_source
+    from tests.conftest import TINY_TSV
+
+    loaded = load_model(None, packed=True)
+    model, tok = loaded.model, loaded.tokenizer
+    french = [line.split("\t")[0] for line in TINY_TSV.read_text(encoding="utf-8").splitlines()]
+    ids = [prepare_source(tok, s, model.cfg.max_len).ids for s in french]
+    batch = pad_batch(ids, model.cfg.pad_id)
+
+    def decode() -> tuple[list, list, list]:
+        one = [greedy(model, pad_batch([s], model.cfg.pad_id))[0].tokens for s in ids[:12]]
+        return one, [h.tokens for h in greedy(model, batch)], [h[0].tokens for h in beam_search(model, batch)]
+
+    calls = count_fused_calls(monkeypatch)
+    fused = decode()
+    assert calls.count("encode") == 14  # every search took the fused path
+    calls.clear()
+    handle = model.generator.register_forward_hook(lambda *_: None)  # what an analysis does: modules only
+    try:
+        modules = decode()
+    finally:
+        handle.remove()
+    assert not calls
+    assert fused == modules
