@@ -37,6 +37,21 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 TINY_TSV = FIXTURES / "tiny.tsv"
 
 
+def model_files(run_dir: Path, model_dir: Path) -> Path:
+    """Copy a run's model (weights and tokenizer) into `model_dir`, on its own so no test sees the run."""
+    for name in ("model.safetensors", "spm.model"):
+        shutil.copy(run_dir / name, model_dir / name)
+    return model_dir
+
+
+def write_pair_files(directory: Path, n: int) -> tuple[Path, Path]:
+    """The first `n` fixture pairs as src.fr / ref.en in `directory` (an --src/--ref set)."""
+    lines = [line.split("\t") for line in TINY_TSV.read_text(encoding="utf-8").splitlines()[:n]]
+    (directory / "src.fr").write_text("".join(fr + "\n" for fr, _ in lines), encoding="utf-8")
+    (directory / "ref.en").write_text("".join(en + "\n" for _, en in lines), encoding="utf-8")
+    return directory / "src.fr", directory / "ref.en"
+
+
 def tiny_train_config(out, **changes):
     """The TrainConfig of the tests' tiny training runs (tiny preset, ~120-piece vocabulary, the
     fixture corpus, seed 1, no validation, no checkpoints); a test changes only what it studies."""
@@ -75,10 +90,7 @@ def tiny_run_dir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_model_dir(tiny_run_dir, tmp_path_factory) -> Path:
     """The model directory of `tiny_run_dir` (its last weights), on its own so no test sees the run."""
-    model_dir = tmp_path_factory.mktemp("tiny_model")
-    for name in ("model.safetensors", "spm.model"):
-        shutil.copy(tiny_run_dir / name, model_dir / name)
-    return model_dir
+    return model_files(tiny_run_dir, tmp_path_factory.mktemp("tiny_model"))
 
 
 @pytest.fixture(scope="session")

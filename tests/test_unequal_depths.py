@@ -10,13 +10,12 @@ both (zip of encoder and decoder layers, one `n_layers`) fails here.
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 
 import pytest
 from typer.testing import CliRunner
 
-from tests.conftest import ROOT, TINY_TSV, tiny_train_config
+from tests.conftest import ROOT, TINY_TSV, model_files, tiny_train_config, write_pair_files
 from tt_cli.main import app
 
 pytestmark = pytest.mark.slow
@@ -39,19 +38,12 @@ def deep_model(tmp_path_factory):
         model_overrides={"max_len": 64, "n_encoder_layers": ENCODER, "n_decoder_layers": DECODER},
     )
     Trainer(cfg).run()
-    model_dir = tmp_path_factory.mktemp("deep_model")
-    for name in ("model.safetensors", "spm.model"):
-        shutil.copy(out / name, model_dir / name)
-    return model_dir
+    return model_files(out, tmp_path_factory.mktemp("deep_model"))
 
 
 @pytest.fixture(scope="module")
 def pair_files(tmp_path_factory):
-    lines = [line.split("\t") for line in TINY_TSV.read_text(encoding="utf-8").splitlines()[:6]]
-    d = tmp_path_factory.mktemp("pairs")
-    (d / "src.fr").write_text("".join(fr + "\n" for fr, _ in lines), encoding="utf-8")
-    (d / "ref.en").write_text("".join(en + "\n" for _, en in lines), encoding="utf-8")
-    return d / "src.fr", d / "ref.en"
+    return write_pair_files(tmp_path_factory.mktemp("pairs"), 6)
 
 
 def tt(*args: str):

@@ -234,29 +234,6 @@ def translate_text(
     return results
 
 
-def translate_stream(
-    lines: Iterable[str],
-    translate_batch: Callable[[list[str]], Sequence[Decoded]],
-    options: TextOptions | None = None,
-    unknown: Callable[[str], bool] | None = None,
-    chunk: int = 64,
-) -> Iterator[TextResult]:
-    """translate_text over a stream (a file, stdin), `chunk` lines at a time so memory stays flat;
-    indices run on across chunks."""
-
-    def chunks() -> Iterator[list[str]]:
-        batch: list[str] = []
-        for line in lines:
-            batch.append(line)
-            if len(batch) == chunk:
-                yield batch
-                batch = []
-        if batch:
-            yield batch
-
-    return translate_chunks(chunks(), translate_batch, options, unknown)
-
-
 def translate_chunks(
     chunks: Iterable[list[str]],
     translate_batch: Callable[[list[str]], Sequence[Decoded]],

@@ -134,14 +134,17 @@ def prepare_data(cfg: TrainConfig, run_dir: Path, is_main: bool = True, reuse_to
     elif reuse_tokenizer and spm_path.exists():  # the run's own tokenizer
         tokenizer = Tokenizer.load(spm_path)
     cache_dir = Path(cfg.cache_dir) if cfg.cache_dir else run_dir / "cache"
-    shards = [open_shard(cache_dir / _shard_name(cfg, c, tokenizer)) for c in corpora] if tokenizer else []
+    # A shard's name hashes the corpus files' bytes: computed once per tokenizer, not again on a cache miss.
+    names = [_shard_name(cfg, c, tokenizer) for c in corpora] if tokenizer else []
+    shards = [open_shard(cache_dir / name) for name in names]
     stats: dict[str, Any] = {}
     if not shards or any(s is None for s in shards):
         stats["problems"] = []
         splits = [_read_split(cfg, c, stats) for c in corpora]
         if tokenizer is None:
             tokenizer = _train_tokenizer(cfg, splits)
-        shards = [_encode_shard(cfg, tokenizer, s, cache_dir / _shard_name(cfg, s.corpus, tokenizer)) for s in splits]
+            names = [_shard_name(cfg, c, tokenizer) for c in corpora]
+        shards = [_encode_shard(cfg, tokenizer, s, cache_dir / name) for s, name in zip(splits, names)]
         if is_main:
             _write_test_sets(cfg, run_dir, splits)
     if is_main and (not spm_path.exists() or spm_path.read_bytes() != tokenizer.proto):

@@ -11,7 +11,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from tests.conftest import ROOT, TINY_TSV
+from tests.conftest import ROOT, write_pair_files
 from tt_cli.main import app
 
 runner = CliRunner()
@@ -26,11 +26,7 @@ def tt(*args) -> str:
 
 @pytest.fixture(scope="module")
 def pairs(tmp_path_factory):
-    lines = [line.split("\t") for line in TINY_TSV.read_text(encoding="utf-8").splitlines()[:12]]
-    d = tmp_path_factory.mktemp("pairs")
-    (d / "src.fr").write_text("".join(fr + "\n" for fr, _ in lines), encoding="utf-8")
-    (d / "ref.en").write_text("".join(en + "\n" for _, en in lines), encoding="utf-8")
-    return d / "src.fr", d / "ref.en"
+    return write_pair_files(tmp_path_factory.mktemp("pairs"), 12)
 
 
 def test_analyze_attribute_layer_picks_the_cross_attention_it_compares(tiny_model_dir, tiny_loaded):

@@ -168,13 +168,13 @@ def test_a_lost_placeholder_gets_another_try_with_the_fallback_placeholders(run)
     assert twice.sentences[0].lost == [] and "https://fr.wikipedia.org/wiki/Paris" in twice.text
 
 
-def test_translate_stream_gives_the_same_results_in_chunks(translator):
-    from core.text.pipeline import translate_stream
+def test_translate_chunks_gives_the_same_results_in_chunks(translator):
+    from core.text.pipeline import translate_chunks
 
     lines = ["Bonjour.", "Merci. Au revoir.", "", "Elle est née en 1987."]
     batch = translator_batch(translator)
     whole = translate_text(lines, batch)
-    streamed = list(translate_stream(iter(lines), batch, chunk=3))
+    streamed = list(translate_chunks(iter([lines[:3], lines[3:]]), batch))
     assert [(r.index, r.text) for r in streamed] == [(r.index, r.text) for r in whole]
 
 
