@@ -22,5 +22,9 @@ OMP_NUM_THREADS=1 nohup nice -n 10 "${LAUNCH[@]}" "${ARGS[@]}" >> "$OUT.log" 2>&
 # torchrun starts each rank in a session of its own, and with the kernel's autogroup scheduling a session's
 # nice value is what counts between sessions: give the ranks' groups a low priority too, so the run only
 # takes what the machine's other work leaves.
-( sleep 30; for p in $(pgrep -f -- "train --out $OUT "); do echo 15 > "/proc/$p/autogroup" 2>/dev/null || true; done ) &
+# Only the ranks' own groups: torchrun itself matches too, and it shares this shell's group (the caller's work).
+( sleep 30; ours=$(cut -d' ' -f1 /proc/self/autogroup)
+  for p in $(pgrep -f -- "train --out $OUT "); do
+    [ "$(cut -d' ' -f1 "/proc/$p/autogroup" 2>/dev/null)" = "$ours" ] || echo 15 > "/proc/$p/autogroup" 2>/dev/null || true
+  done ) &
 echo "training in the background: $OUT (log: $OUT.log)"
