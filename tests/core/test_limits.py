@@ -91,3 +91,43 @@ def test_the_failures_shown_are_the_models_own():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     for fr, en, _ in LIMITS["hard"]:
         assert f"| {fr} | {en} |" in readme  # the README's table shows the same outputs
+
+
+def test_a_card_trained_further_on_europarl_and_news_says_so():
+    """A model continued on the corpus-scale mix (scripts/model_continue.sh): the card cites the new data,
+    prints the continued run's command from its config, gives the peers' published figures for context,
+    says how CI checks the large sets, and its limits text follows what it was trained on."""
+    base = CARD.get("base") or CARD
+    tc = {
+        **base["train_config"],
+        "init_from": "weights",
+        "data": ["../shared/data/europarl/europarl-v7", "../shared/data/tatoeba-fra-eng/fra-eng.tsv"],
+        "data_weight": [1.0, 1.5],
+        "mix_temperature": 2.0,
+        "valid": ["../shared/data/news/newstest2013"],
+        "noise_case": 0.03,
+        "noise_accents": 0.03,
+        "dropout": 0.0,
+        "attention_dropout": 0.0,
+        "warmup": 1500,
+        "lr_scale": 0.5,
+    }
+    fine_tune = {
+        "selected": "best",
+        "valid": {"best": {"bleu": 20.5, "chrf": 50.1}},
+        "valid_set": "newstest2013 (first 1000 lines)",
+        "train_steps": 4200,
+        "train_seconds": 6600,
+        "train_config": tc,
+    }
+    news = {"source": "files", "file": "news/newstest2013", "sentences": 3000, "bleu": 19.25, "chrf": 48.0}
+    news |= {"bleu_signature": "s", "chrf_signature": "c", "check": {"sentences": 200, "bleu": 18.0, "chrf": 47.0}}
+    card = {**CARD, "fine_tune": fine_tune, "test_sets": {**CARD["test_sets"], "newstest2013": news}}
+    text = ship_weights().render_card(card)
+    assert "Koehn 2005" in text and "FLORES-101" in text and "newstest2014" in text
+    assert "for 4200 steps" in text and "--data-weight 1 --data-weight 1.5 --mix-temperature 2" in text
+    assert "--noise-case 0.03" in text and "--valid ../shared/data/news/newstest2013" in text
+    assert "| newstest2013 | 3000 | 19.2 | 48.0 |" in text and "(newstest2013: 19.2 BLEU)" in text
+    assert "first 200 lines" in text and "Candidates scored on newstest2013 (first 1000 lines)" in text
+    plain = ship_weights().render_card(CARD)
+    assert "Koehn" not in plain and "first 200 lines" not in plain and "It fails on long formal or news text" in plain

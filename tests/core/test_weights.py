@@ -67,9 +67,17 @@ def test_eval_reproduces_the_card(name, tmp_path):
     else:
         src, ref = SHARED_DATA / (spec["file"] + ".fr"), SHARED_DATA / (spec["file"] + ".en")
     assert sum(1 for _ in open(src, encoding="utf-8")) == spec["sentences"]
+    expected = spec
+    if "check" in spec:  # a large set (news: 3,000 long sentences): its first lines, scored when the card was made
+        expected = spec["check"]
+        n = expected["sentences"]
+        for path in (src, ref):
+            lines = path.read_text(encoding="utf-8").splitlines(keepends=True)[:n]
+            (tmp_path / ("check" + path.suffix)).write_text("".join(lines), encoding="utf-8")
+        src, ref = tmp_path / ("check" + src.suffix), tmp_path / ("check" + ref.suffix)
     result = CliRunner().invoke(app, ["eval", "--src", str(src), "--ref", str(ref), "--json"])
     assert result.exit_code == 0, result.stderr
     scores = json.loads(result.stdout.strip().splitlines()[-1])
     # Same model, same decoding: equal up to float summation order on another CPU.
-    assert scores["bleu"] == pytest.approx(spec["bleu"], abs=0.3)
-    assert scores["chrf"] == pytest.approx(spec["chrf"], abs=0.3)
+    assert scores["bleu"] == pytest.approx(expected["bleu"], abs=0.3)
+    assert scores["chrf"] == pytest.approx(expected["chrf"], abs=0.3)
