@@ -70,7 +70,7 @@ def test_the_cli_option(shipped, mode):
         return json.loads(result.stdout)
 
     quantized, plain = cli("--quantize", mode), cli()
-    assert quantized["translation"] == "I am a student."
+    assert quantized["translation"] in {"I am a student.", "I'm a student."}  # greedy: either is the model's
     # The log-probabilities are the quantized model's, which differ from fp32's in the 4th place:
     # an ignored --quantize (or one mode wired to the other) fails here.
     from dataclasses import replace
