@@ -1,27 +1,39 @@
 #!/usr/bin/env bash
-# The model issue's continued training: the shipped model (weights/) trained further on the corpus-scale mix
+# The model issue's continued training: the shipped model (weights/), or the model in training (weights/next),
+# trained further on the corpus-scale mix
 # (Europarl v7 + Tatoeba + Multi30k + WMT news, T=2; dev newstest2013), keeping its architecture and vocabulary.
 # Why this and not runs/m1: this project's machine is a fresh one every session, so a run directory does not
-# outlive the session it started in; the only training state that carries over is what is committed. The shipped
-# weights are that state: each session continues them, and ships the result when scripts/ship_weights.py finds it
-# no worse on Tatoeba and Multi30k and better elsewhere (docs/model.md).
+# outlive the session it started in; the only training state that carries over is what is committed. So each
+# session continues weights/next (the first: the shipped weights), commits the result there, and ships it into
+# weights/ once it passes the model issue's bars (docs/model.md).
 #
-#   bash scripts/model_continue.sh [TIME]       # TIME of wall clock (default 2h), in the background; resumes runs/c1
+#   bash scripts/model_continue.sh [TIME [OPTION…]]  # TIME of wall clock in all (default 2h), in the background;
+#                                                   # resumes runs/c1, OPTIONs (tt train's) override its settings
 #   python scripts/learning_curve.py runs/c1    # BLEU against CPU hours so far
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-runs/c1}
 TIME=${1:-2h}
+shift $(($# > 0 ? 1 : 0))
 CACHE=${CACHE:-$OUT/cache}
-WEIGHTS=${WEIGHTS:-1 1.5 0.5 1.5} NOISE_CASE=${NOISE_CASE:-0.03} NOISE_ACCENTS=${NOISE_ACCENTS:-0.03}
+# Start from weights/next (the model in training, committed at the end of each session) when there is one, else
+# from the shipped model. From weights/next: the mix and learning rate the first run ended with (Tatoeba ~40 % of
+# the pieces, ≈2e-4), since the first run's opening (Tatoeba 1.5, peak 8e-4) cost Tatoeba 11 BLEU (docs/model.md).
+INIT=${INIT:-$([ -f weights/next/model.safetensors ] && echo weights/next || echo weights)}
+if [ "$INIT" = weights/next ]; then
+  DEFAULT_WEIGHTS="0.5 6 2 1.5" LR=(--warmup 1000 --lr-scale 0.15)
+else
+  DEFAULT_WEIGHTS="1 1.5 0.5 1.5" LR=(--warmup 1500 --lr-scale 0.5)
+fi
+WEIGHTS=${WEIGHTS:-$DEFAULT_WEIGHTS} NOISE_CASE=${NOISE_CASE:-0.03} NOISE_ACCENTS=${NOISE_ACCENTS:-0.03}
 . scripts/model_data.sh
 mkdir -p "$(dirname "$OUT")"
 LAUNCH=(torchrun --standalone --nproc-per-node "${PROCS:-2}" -m tt_cli.main train --out "$OUT" --threads 1)
 if [ -d "$OUT/checkpoints" ]; then
-  ARGS=(--resume --max-time "$TIME")
+  ARGS=(--resume --max-time "$TIME" "$@")
 else
-  ARGS=("${DATA[@]}" --init-from "${INIT:-weights}" --dropout 0 --attention-dropout 0 --warmup 1500 --lr-scale 0.5
-    --valid-every 1000 --save-every 250 --keep-last 8 --bleu-sample 200 --log-every 50 --max-time "$TIME")
+  ARGS=("${DATA[@]}" --init-from "$INIT" --dropout 0 --attention-dropout 0 "${LR[@]}"
+    --valid-every 1000 --save-every 250 --keep-last 8 --bleu-sample 200 --log-every 50 --max-time "$TIME" "$@")
 fi
 OMP_NUM_THREADS=1 nohup nice -n "${NICE:-0}" "${LAUNCH[@]}" "${ARGS[@]}" >> "$OUT.log" 2>&1 &
 echo "training in the background: $OUT (log: $OUT.log)"

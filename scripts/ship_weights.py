@@ -281,9 +281,9 @@ def render_continued(card: dict) -> str:
     """The card's section on continued training: the model above trained further on the corpus-scale mix
     (scripts/model_continue.sh, a run started with --init-from weights and without guided alignment)."""
     ft = card["fine_tune"]
-    tc = ft["train_config"]
+    tc = {**ft["train_config"], **ft["train_config"].get("model_overrides", {})}  # dropout lives with the model options
     data_flags = " \\\n  ".join(f"--data {d}" for d in tc["data"])
-    weights = " ".join(f"--data-weight {w:g}" for w in tc.get("data_weight") or [])
+    weights = " ".join(f"--data-weight {w:g}" for w in tc.get("data_weights") or [])
     valid = "\n".join(f"| {name} | {s['bleu']:.1f} | {s['chrf']:.1f} |" for name, s in ft["valid"].items())
     return f"""### Continued training on Europarl and news
 

@@ -102,13 +102,12 @@ def test_a_card_trained_further_on_europarl_and_news_says_so():
         **base["train_config"],
         "init_from": "weights",
         "data": ["../shared/data/europarl/europarl-v7", "../shared/data/tatoeba-fra-eng/fra-eng.tsv"],
-        "data_weight": [1.0, 1.5],
+        "data_weights": [1.0, 1.5],
         "mix_temperature": 2.0,
         "valid": ["../shared/data/news/newstest2013"],
         "noise_case": 0.03,
         "noise_accents": 0.03,
-        "dropout": 0.0,
-        "attention_dropout": 0.0,
+        "model_overrides": {"dropout": 0.0, "attention_dropout": 0.0},  # where TrainConfig keeps them
         "warmup": 1500,
         "lr_scale": 0.5,
     }
@@ -126,7 +125,7 @@ def test_a_card_trained_further_on_europarl_and_news_says_so():
     text = ship_weights().render_card(card)
     assert "Koehn 2005" in text and "FLORES-101" in text and "newstest2014" in text
     assert "for 4200 steps" in text and "--data-weight 1 --data-weight 1.5 --mix-temperature 2" in text
-    assert "--noise-case 0.03" in text and "--valid ../shared/data/news/newstest2013" in text
+    assert "--noise-case 0.03" in text and "--valid ../shared/data/news/newstest2013" in text and "--dropout 0 " in text
     assert "| newstest2013 | 3000 | 19.2 | 48.0 |" in text and "(newstest2013: 19.2 BLEU)" in text
     assert "first 200 lines" in text and "Candidates scored on newstest2013 (first 1000 lines)" in text
     plain = ship_weights().render_card(CARD)

@@ -81,3 +81,34 @@ def test_eval_reproduces_the_card(name, tmp_path):
     # Same model, same decoding: equal up to float summation order on another CPU.
     assert scores["bleu"] == pytest.approx(expected["bleu"], abs=0.3)
     assert scores["chrf"] == pytest.approx(expected["chrf"], abs=0.3)
+
+
+NEXT = WEIGHTS / "next"
+
+
+@pytest.mark.data
+def test_the_model_in_training_loads_and_reproduces_its_card(tmp_path):
+    """weights/next (the model issue's model between sessions, not shipped): the shipped model's shape and
+    vocabulary, never the default, and `tt eval` gives its card's newstest2013 check figure."""
+    from core.checkpoint import load_model
+    from tt_cli.main import app
+
+    card = json.loads((NEXT / "card.json").read_text())
+    loaded = load_model(NEXT)
+    assert (
+        loaded.cfg.to_dict() == card["model_config"]
+        and loaded.cfg.to_dict()["d_model"] == CARD["model_config"]["d_model"]
+    )
+    assert (NEXT / "spm.model").read_bytes() == (WEIGHTS / "spm.model").read_bytes()
+    assert load_model(None).path.resolve() == WEIGHTS.resolve()
+    check = card["test_sets"]["newstest2013"]["check"]
+    for suffix in (".fr", ".en"):
+        lines = (SHARED_DATA / ("news/newstest2013" + suffix)).read_text(encoding="utf-8").splitlines(keepends=True)
+        (tmp_path / ("check" + suffix)).write_text("".join(lines[: check["sentences"]]), encoding="utf-8")
+    args = ["eval", "--model", str(NEXT), "--src", str(tmp_path / "check.fr"), "--ref", str(tmp_path / "check.en")]
+    result = CliRunner().invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.stderr
+    scores = json.loads(result.stdout.strip().splitlines()[-1])
+    assert scores["bleu"] == pytest.approx(check["bleu"], abs=0.3) and scores["chrf"] == pytest.approx(
+        check["chrf"], abs=0.3
+    )
