@@ -16,6 +16,9 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from ship_weights import head_files  # noqa: E402
 
 
 def main() -> None:
@@ -27,12 +30,9 @@ def main() -> None:
     ap.add_argument("--alphas", default="0.6,1.0")
     ap.add_argument("--threads", type=int, default=0)
     args = ap.parse_args()
-    tmp = Path(tempfile.mkdtemp())
-    files = []
-    for suffix in (".fr", ".en"):
-        lines = Path(f"{args.dev}{suffix}").read_text(encoding="utf-8").splitlines(keepends=True)
-        (tmp / f"dev{suffix}").write_text("".join(lines[: args.lines] if args.lines else lines), encoding="utf-8")
-        files.append(tmp / f"dev{suffix}")
+    files = Path(f"{args.dev}.fr"), Path(f"{args.dev}.en")
+    if args.lines:
+        files = head_files(*files, args.lines, Path(tempfile.mkdtemp()), "dev")
     rows = []
     for beam in map(int, args.beams.split(",")):
         for alpha in map(float, args.alphas.split(",")) if beam > 1 else [0.0]:

@@ -1,4 +1,5 @@
-# The model issue's training data as `tt train` options (sourced by model_pilots.sh and model_long_run.sh):
+# The model issue's training data as `tt train` options (sourced by model_pilots.sh, model_long_run.sh
+# and model_continue.sh):
 # Europarl v7 + Tatoeba + Multi30k + WMT news 2008-2011/2015, mixed at temperature 2; dev newstest2013;
 # per-corpus held-out sets; a little case and accent noise on the source side; the token cache in
 # $OUT/cache (the pilots') so every run with the 16k tokenizer shares it. WEIGHTS, NOISE_CASE and NOISE_ACCENTS

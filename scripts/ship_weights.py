@@ -287,20 +287,20 @@ def render_continued(card: dict) -> str:
     valid = "\n".join(f"| {name} | {s['bleu']:.1f} | {s['chrf']:.1f} |" for name, s in ft["valid"].items())
     return f"""### Continued training on Europarl and news
 
-The model above was then trained further from its own weights (`--init-from weights`: same architecture and
+The model above was then trained further from its own weights (`--init-from {tc["init_from"]}`: same architecture and
 vocabulary, a fresh optimizer) for {ft["train_steps"]} steps ({ft["train_seconds"] / 3600:.1f} h wall-clock, 2 processes of one thread,
 ~{tc["max_tokens"]}-piece batches each, {tc["precision"]}) on Europarl, Tatoeba, Multi30k and WMT news mixed at temperature
 {tc["mix_temperature"]:g}, with {tc["noise_case"]:g} of the pairs added in capitals (and again in lower case) and {tc["noise_accents"]:g} without
 accents (`bash scripts/model_continue.sh`; docs/model.md has the learning curve and why this path):
 
 ```
-torchrun --standalone --nproc-per-node 2 -m tt_cli.main train --init-from weights --threads 1 \\
+torchrun --standalone --nproc-per-node 2 -m tt_cli.main train --init-from {tc["init_from"]} --threads 1 \\
   {data_flags} \\
   {weights} --mix-temperature {tc["mix_temperature"]:g} --valid {" ".join(tc["valid"])} \\
   --noise-case {tc["noise_case"]:g} --noise-accents {tc["noise_accents"]:g} --dropout {tc["dropout"]:g} --attention-dropout {tc["attention_dropout"]:g} \\
   --warmup {tc["warmup"]} --lr-scale {tc["lr_scale"]:g} --valid-every {tc["valid_every"]} --save-every {tc["save_every"]} \\
-  --keep-last {tc["keep_last"]} --max-time {ft["train_seconds"]} --out runs/c1
-python scripts/ship_weights.py --run runs/c1 --last 5 --dev ../shared/data/news/newstest2013 --news
+  --keep-last {tc["keep_last"]} --max-time {ft["train_seconds"]} --out {tc["out"]}
+python scripts/ship_weights.py --run {tc["out"]} --last 5 --dev ../shared/data/news/newstest2013 --news
 ```
 
 Candidates scored on {ft.get("valid_set", "the validation set")} (`tt eval`'s defaults: beam 4, α 0.6):

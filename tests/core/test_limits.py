@@ -100,7 +100,8 @@ def test_a_card_trained_further_on_europarl_and_news_says_so():
     base = CARD.get("base") or CARD
     tc = {
         **base["train_config"],
-        "init_from": "weights",
+        "init_from": "weights/next",
+        "out": "runs/c2",
         "data": ["../shared/data/europarl/europarl-v7", "../shared/data/tatoeba-fra-eng/fra-eng.tsv"],
         "data_weights": [1.0, 1.5],
         "mix_temperature": 2.0,
@@ -124,6 +125,9 @@ def test_a_card_trained_further_on_europarl_and_news_says_so():
     card = {**CARD, "fine_tune": fine_tune, "test_sets": {**CARD["test_sets"], "newstest2013": news}}
     text = ship_weights().render_card(card)
     assert "Koehn 2005" in text and "FLORES-101" in text and "newstest2014" in text
+    assert (
+        "train --init-from weights/next --threads 1" in text and "--out runs/c2\n" in text and "--run runs/c2 " in text
+    )
     assert "for 4200 steps" in text and "--data-weight 1 --data-weight 1.5 --mix-temperature 2" in text
     assert "--noise-case 0.03" in text and "--valid ../shared/data/news/newstest2013" in text and "--dropout 0 " in text
     assert "| newstest2013 | 3000 | 19.2 | 48.0 |" in text and "(newstest2013: 19.2 BLEU)" in text

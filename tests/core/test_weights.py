@@ -57,7 +57,6 @@ def test_everyday_sentences(french, accepted):
 def test_eval_reproduces_the_card(name, tmp_path):
     """`tt eval` on each test set gives the BLEU and chrF the model card reports."""
     from core.data.readers import heldout_range, read_corpus, write_aligned
-    from tt_cli.main import app
 
     spec = CARD["test_sets"][name]
     if spec["source"] == "tatoeba-heldout":
@@ -70,12 +69,26 @@ def test_eval_reproduces_the_card(name, tmp_path):
     expected = spec
     if "check" in spec:  # a large set (news: 3,000 long sentences): its first lines, scored when the card was made
         expected = spec["check"]
-        n = expected["sentences"]
-        for path in (src, ref):
-            lines = path.read_text(encoding="utf-8").splitlines(keepends=True)[:n]
-            (tmp_path / ("check" + path.suffix)).write_text("".join(lines), encoding="utf-8")
-        src, ref = tmp_path / ("check" + src.suffix), tmp_path / ("check" + ref.suffix)
-    result = CliRunner().invoke(app, ["eval", "--src", str(src), "--ref", str(ref), "--json"])
+        src, ref = first_lines(src, ref, expected["sentences"], tmp_path)
+    assert_scores(None, src, ref, expected)  # no --model: the default, as users run it
+
+
+def first_lines(src, ref, n: int, tmp_path) -> tuple:
+    """The first n lines of a source and its reference, as files in tmp_path."""
+    out = []
+    for path in (src, ref):
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)[:n]
+        out.append(tmp_path / ("check" + path.suffix))
+        out[-1].write_text("".join(lines), encoding="utf-8")
+    return tuple(out)
+
+
+def assert_scores(model, src, ref, expected: dict) -> None:
+    """`tt eval [--model MODEL]` gives the BLEU and chrF of `expected`."""
+    from tt_cli.main import app
+
+    chosen = ["--model", str(model)] if model else []
+    result = CliRunner().invoke(app, ["eval", *chosen, "--src", str(src), "--ref", str(ref), "--json"])
     assert result.exit_code == 0, result.stderr
     scores = json.loads(result.stdout.strip().splitlines()[-1])
     # Same model, same decoding: equal up to float summation order on another CPU.
@@ -91,7 +104,6 @@ def test_the_model_in_training_loads_and_reproduces_its_card(tmp_path):
     """weights/next (the model issue's model between sessions, not shipped): the shipped model's shape and
     vocabulary, never the default, and `tt eval` gives its card's newstest2013 check figure."""
     from core.checkpoint import load_model
-    from tt_cli.main import app
 
     card = json.loads((NEXT / "card.json").read_text())
     loaded = load_model(NEXT)
@@ -102,13 +114,7 @@ def test_the_model_in_training_loads_and_reproduces_its_card(tmp_path):
     assert (NEXT / "spm.model").read_bytes() == (WEIGHTS / "spm.model").read_bytes()
     assert load_model(None).path.resolve() == WEIGHTS.resolve()
     check = card["test_sets"]["newstest2013"]["check"]
-    for suffix in (".fr", ".en"):
-        lines = (SHARED_DATA / ("news/newstest2013" + suffix)).read_text(encoding="utf-8").splitlines(keepends=True)
-        (tmp_path / ("check" + suffix)).write_text("".join(lines[: check["sentences"]]), encoding="utf-8")
-    args = ["eval", "--model", str(NEXT), "--src", str(tmp_path / "check.fr"), "--ref", str(tmp_path / "check.en")]
-    result = CliRunner().invoke(app, [*args, "--json"])
-    assert result.exit_code == 0, result.stderr
-    scores = json.loads(result.stdout.strip().splitlines()[-1])
-    assert scores["bleu"] == pytest.approx(check["bleu"], abs=0.3) and scores["chrf"] == pytest.approx(
-        check["chrf"], abs=0.3
+    news = SHARED_DATA / "news/newstest2013"
+    assert_scores(
+        NEXT, *first_lines(news.with_suffix(".fr"), news.with_suffix(".en"), check["sentences"], tmp_path), check
     )
