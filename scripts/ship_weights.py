@@ -4,7 +4,10 @@
     python scripts/ship_weights.py --card-only      # re-measure the limits section of the shipped model, re-render
 
 A run started with `tt train --init-from weights` (a fine-tune, e.g. with guided alignment) keeps the
-base model's training record in the card (card["base"]) and adds its own (card["fine_tune"]). The
+base model's training record in the card (card["base"]) and adds its own (card["fine_tune"]); a run started from a
+model that was itself continued (weights/next) keeps that model's record too, earliest first
+(card["earlier_fine_tunes"]), so every run on the way stays in the card. `--out weights/next` (the model issue's
+model between sessions, not shipped) renders that folder's short README (render_next) instead of the model card. The
 Alignment section is measured here: `tt align --find-heads` on the Hansards trial set stores the rule
 with the new model, then the stored rule, the earlier rule and the diagonal are scored with `tt align --gold`.
 
@@ -15,6 +18,7 @@ that `tt eval` reproduces it.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import platform
 import re
@@ -277,15 +281,14 @@ earlier rule (mean of the last layer's heads, argmax) and {a["diagonal_aer"]:.1f
 """
 
 
-def render_continued(card: dict) -> str:
-    """The card's section on continued training: the model above trained further on the corpus-scale mix
-    (scripts/model_continue.sh, a run started with --init-from weights and without guided alignment)."""
-    ft = card["fine_tune"]
+def render_continued(ft: dict) -> str:
+    """The card's section on one continued-training run: the model above trained further on the corpus-scale mix
+    (scripts/model_continue.sh, a run started with --init-from and without guided alignment)."""
     tc = {**ft["train_config"], **ft["train_config"].get("model_overrides", {})}  # dropout lives with the model options
     data_flags = " \\\n  ".join(f"--data {d}" for d in tc["data"])
     weights = " ".join(f"--data-weight {w:g}" for w in tc.get("data_weights") or [])
     valid = "\n".join(f"| {name} | {s['bleu']:.1f} | {s['chrf']:.1f} |" for name, s in ft["valid"].items())
-    return f"""### Continued training on Europarl and news
+    return f"""### Continued training on Europarl and news: {tc["out"]}
 
 The model above was then trained further from its own weights (`--init-from {tc["init_from"]}`: same architecture and
 vocabulary, a fresh optimizer) for {ft["train_steps"]} steps ({ft["train_seconds"] / 3600:.1f} h wall-clock, 2 processes of one thread,
@@ -315,13 +318,17 @@ Kept: **{ft["selected"]}**.
 
 
 def render_fine_tune(card: dict) -> str:
-    """The card's fine-tuning section (a run started with --init-from); empty for a model trained from scratch."""
-    ft = card.get("fine_tune")
-    if not ft:
-        return ""
+    """The card's sections on the runs that trained the model further with --init-from, earliest first; empty for
+    a model trained from scratch."""
+    records = [*card.get("earlier_fine_tunes", []), *([card["fine_tune"]] if card.get("fine_tune") else [])]
+    return "".join(
+        render_guided(ft) if ft["train_config"].get("align_links") else render_continued(ft) for ft in records
+    )
+
+
+def render_guided(ft: dict) -> str:
+    """The card's section on a guided-alignment fine-tune (tt train --init-from weights --align-links)."""
     tc = ft["train_config"]
-    if not tc.get("align_links"):
-        return render_continued(card)
     data_flags = " ".join(f"--data {d}" for d in tc["data"])
     valid = "\n".join(f"| {name} | {s['bleu']:.1f} | {s['chrf']:.1f} |" for name, s in ft["valid"].items())
     control = ft.get("control")
@@ -368,8 +375,8 @@ Kept: **{ft["selected"]}**.
 
 def corpus_scale(card: dict) -> bool:
     """Whether the model went on to the corpus-scale data of the model issue (Europarl, news)."""
-    ft = card.get("fine_tune") or {}
-    return any("europarl" in str(d) for d in (ft.get("train_config") or {}).get("data", []))
+    records = [*card.get("earlier_fine_tunes", []), card.get("fine_tune") or {}]
+    return any("europarl" in str(d) for ft in records for d in (ft.get("train_config") or {}).get("data", []))
 
 
 def render_more_data(card: dict) -> str:
@@ -493,6 +500,105 @@ and saved it in fp16:
 """
 
 
+NEXT = ROOT / "weights" / "next"
+# The model issue's bars to ship (issue 19): newstest2013 at least this BLEU, and the everyday sets at most
+# this many BLEU below the shipped model.
+SHIP_NEWS_BLEU, SHIP_MAX_LOSS = 25.0, 2.0
+
+
+def shipping_verdict(card: dict, shipped: dict) -> list[str]:
+    """Why a candidate does not ship yet, one phrase per bar it misses (empty: it passes them)."""
+    sets, old = card["test_sets"], shipped["test_sets"]
+    missed = []
+    if sets["newstest2013"]["bleu"] < SHIP_NEWS_BLEU:
+        missed.append(f"newstest2013 must reach {SHIP_NEWS_BLEU:g} BLEU (it is at {sets['newstest2013']['bleu']:.1f})")
+    losses = {name: old[name]["bleu"] - sets[name]["bleu"] for name in ("tatoeba-test", "multi30k-test2016")}
+    over = {name: loss for name, loss in losses.items() if loss > SHIP_MAX_LOSS}
+    if over:
+        lost = " and ".join(f"{name} {loss:.1f}" for name, loss in over.items())
+        missed.append(
+            f"Tatoeba and Multi30k may lose at most {SHIP_MAX_LOSS:g} BLEU against the shipped model ({lost})"
+        )
+    return missed
+
+
+def shipped_news(previous: dict) -> dict:
+    """The shipped model's scores on NEWS_SETS (its own card has none), for weights/next's comparison: measured
+    once per shipped model (keyed by the sha256 of its weights) and kept in weights/next/card.json."""
+    digest = hashlib.sha256((ROOT / "weights" / "model.safetensors").read_bytes()).hexdigest()
+    if previous.get("shipped_news", {}).get("model_sha256") == digest:
+        return previous["shipped_news"]
+    sets = {}
+    for name, file in NEWS_SETS.items():
+        full = eval_json(ROOT / "weights", SHARED / f"{file}.fr", SHARED / f"{file}.en")
+        sets[name] = {k: full[k] for k in ("sentences", "bleu", "chrf")}
+    return {"model_sha256": digest, "sets": sets}
+
+
+def render_next(card: dict, shipped: dict) -> str:
+    """weights/next/README.md: the model in training between sessions, set against the shipped model (its card,
+    and its news scores kept in card["shipped_news"])."""
+    shipped = {**shipped, "test_sets": {**card.get("shipped_news", {}).get("sets", {}), **shipped["test_sets"]}}
+    runs = [*card.get("earlier_fine_tunes", []), card["fine_tune"]]
+    done = ", then ".join(
+        f"`{ft['train_config']['out']}` ({ft['train_steps']} steps, {ft['train_seconds'] / 3600:.1f} h, "
+        f"{ft['train_config']['precision']}, kept: {ft['selected']})"
+        for ft in runs
+    )
+    rows = "\n".join(
+        f"| {name} | {spec['sentences']} | {shipped['test_sets'][name]['bleu']:.1f} | **{spec['bleu']:.1f}** | "
+        f"{shipped['test_sets'][name]['chrf']:.1f} | **{spec['chrf']:.1f}** |"
+        for name, spec in card["test_sets"].items()
+    )
+    signature = next(iter(card["test_sets"].values()))["bleu_signature"]
+    ood, a = card["limits"]["ood"], card["alignment"]
+    hard = "\n".join(f"| {fr} | {en} |" for fr, en, _ in card["limits"]["hard"])
+    missed = shipping_verdict(card, shipped)
+    verdict = (
+        "It does not ship yet, by the model issue's bars: " + "; ".join(missed) + "."
+        if missed
+        else "It passes the model issue's bars (newstest2013 and the everyday sets; FLORES-101 dev is in the table)."
+    )
+    return f"""# weights/next — the model issue's model in training (not shipped)
+
+**Not the shipped model**: `tt` never loads it unless asked (`--model weights/next`, or `TT_MODEL=weights/next`).
+It is the shipped model (`weights/`) trained further on Europarl v7 (Koehn 2005), Tatoeba, Multi30k and the WMT news
+test sets 2008–2011/2015 by {done}: each a run of `bash scripts/model_continue.sh` starting from
+the previous one's weights; stored in fp16. docs/model.md has the recipes, the learning curves and why it lives here: this project's machine is a fresh one every session, so a run directory never
+outlives its session, and the next session continues from these weights (`bash scripts/model_continue.sh` starts
+from here when it exists).
+
+{verdict}
+
+`tt eval --model weights/next --src … --ref …` (beam 4, α 0.6, sacreBLEU `{signature}`), the
+shipped model beside it:
+
+| test set | sentences | BLEU shipped | BLEU next | chrF shipped | chrF next |
+|---|---:|---:|---:|---:|---:|
+{rows}
+
+docs/ood ({ood["sentences"]} news and parliamentary sentences written for tt): **{ood["bleu"]:.1f} BLEU** (shipped: {shipped["limits"]["ood"]["bleu"]:.1f}).
+Word alignment (`tt align --find-heads` on the {a["pairs"]} Hansards trial pairs, the rule stored in alignment.json:
+{a["rule"]}): AER {a["aer"]:.1f} (the shipped model: {shipped["alignment"]["aer"]:.1f}). Its translations of the
+README's hard sentences:
+
+| French | weights/next |
+|---|---|
+{hard}
+
+card.json holds every figure with its signature, as `scripts/ship_weights.py --out weights/next` wrote it (this
+file too); when this model passes the bars, `python scripts/ship_weights.py --run RUN --last 5 --dev
+../shared/data/news/newstest2013 --news` ships it into `weights/` with the full model card.
+"""
+
+
+def render_readme(out: Path, card: dict) -> str:
+    """The README of a weights folder: weights/next's short one, else the model card."""
+    if out.resolve() == NEXT.resolve():
+        return render_next(card, json.loads((ROOT / "weights" / "card.json").read_text(encoding="utf-8")))
+    return render_card(card)
+
+
 def choose(run: Path, last: int, averaged_dir: Path, vsrc: Path, vref: Path) -> tuple[dict[str, Path], dict, str]:
     """A run's candidates — its best checkpoint by validation BLEU (the run's top level) and the average
     of its last `last` checkpoints — scored on the validation split: (candidates, scores, the better one)."""
@@ -536,7 +642,7 @@ def main() -> None:
         card["limits"] = measure_limits(args.out)
         card["alignment"] = measure_alignment(args.out, card.get("alignment", {}), args.reverse_model)
         (args.out / "card.json").write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        (args.out / "README.md").write_text(render_card(card), encoding="utf-8")
+        (args.out / "README.md").write_text(render_readme(args.out, card), encoding="utf-8")
         return
     previous = (
         json.loads((args.out / "card.json").read_text(encoding="utf-8")) if (args.out / "card.json").exists() else {}
@@ -589,6 +695,8 @@ def main() -> None:
         base = base_card.get("base") or {
             k: base_card[k] for k in ("train_steps", "train_seconds", "train_config", "selected", "valid")
         }
+        # the runs that made the starting model, earliest first (empty when it was trained from scratch)
+        earlier = [*base_card.get("earlier_fine_tunes", []), *filter(None, [base_card.get("fine_tune")])]
     record = {
         "selected": chosen,
         "valid": valid,
@@ -623,6 +731,8 @@ def main() -> None:
     }
     if fine_tune:
         card["base"], card["fine_tune"] = base, record
+        if earlier:
+            card["earlier_fine_tunes"] = earlier
         if args.control:
             _, ctrl_valid, ctrl_best = choose(args.control, args.last, tmp / "control", vsrc, vref)
             record["control"] = {
@@ -631,10 +741,12 @@ def main() -> None:
                 "bleu": ctrl_valid[ctrl_best]["bleu"],
                 "chrf": ctrl_valid[ctrl_best]["chrf"],
             }
-    earlier = previous.get("alignment") or (base_card.get("alignment") if fine_tune else None) or {}
-    card["alignment"] = measure_alignment(args.out, earlier, args.reverse_model)
+    if args.out.resolve() == NEXT.resolve():
+        card["shipped_news"] = shipped_news(previous)
+    earlier_rule = previous.get("alignment") or (base_card.get("alignment") if fine_tune else None) or {}
+    card["alignment"] = measure_alignment(args.out, earlier_rule, args.reverse_model)
     (args.out / "card.json").write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    (args.out / "README.md").write_text(render_card(card), encoding="utf-8")
+    (args.out / "README.md").write_text(render_readme(args.out, card), encoding="utf-8")
     print(json.dumps({k: card[k] for k in ("selected", "test_sets")}, indent=1), file=sys.stderr)
     shutil.rmtree(tmp, ignore_errors=True)
 

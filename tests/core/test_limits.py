@@ -134,3 +134,64 @@ def test_a_card_trained_further_on_europarl_and_news_says_so():
     assert "first 200 lines" in text and "Candidates scored on newstest2013 (first 1000 lines)" in text
     plain = ship_weights().render_card(CARD)
     assert "Koehn" not in plain and "first 200 lines" not in plain and "It fails on long formal or news text" in plain
+
+
+def test_a_card_continued_twice_keeps_both_runs_earliest_first():
+    """A model continued from weights/next (itself continued from the shipped model): the card shows the earlier
+    run's section, then the new one's, each with its own command, steps and candidates."""
+    base = CARD.get("base") or CARD
+
+    def run(out: str, init: str, steps: int, bleu: float) -> dict:
+        tc = {
+            **base["train_config"],
+            "init_from": init,
+            "out": out,
+            "data": ["../shared/data/europarl/europarl-v7"],
+            "data_weights": [1.0],
+            "mix_temperature": 2.0,
+            "valid": ["../shared/data/news/newstest2013"],
+            "noise_case": 0.05,
+            "noise_accents": 0.05,
+            "model_overrides": {"dropout": 0.0, "attention_dropout": 0.0},
+        }
+        return {
+            "selected": "best",
+            "valid": {"best": {"bleu": bleu, "chrf": 50.0}},
+            "valid_set": "newstest2013 (first 1000 lines)",
+            "train_steps": steps,
+            "train_seconds": 6000,
+            "train_config": tc,
+        }
+
+    card = {
+        **CARD,
+        "earlier_fine_tunes": [run("runs/c1", "weights", 4541, 19.6)],
+        "fine_tune": run("runs/c2", "weights/next", 3900, 22.3),
+    }
+    text = ship_weights().render_card(card)
+    first, second = text.index("Europarl and news: runs/c1"), text.index("Europarl and news: runs/c2")
+    assert first < second
+    assert "--init-from weights --threads 1" in text[first:second] and "for 4541 steps" in text[first:second]
+    assert "--init-from weights/next --threads 1" in text[second:] and "for 3900 steps" in text[second:]
+    assert "| best | 19.6 | 50.0 |" in text[first:second] and "| best | 22.3 | 50.0 |" in text[second:]
+    assert "Koehn 2005" in text
+
+
+def test_the_shipping_verdict_names_each_bar_missed():
+    sw = ship_weights()
+    shipped = {"test_sets": {"tatoeba-test": {"bleu": 62.7}, "multi30k-test2016": {"bleu": 52.6}}}
+
+    def card(news: float, tatoeba: float, multi30k: float) -> dict:
+        return {
+            "test_sets": {
+                "newstest2013": {"bleu": news},
+                "tatoeba-test": {"bleu": tatoeba},
+                "multi30k-test2016": {"bleu": multi30k},
+            }
+        }
+
+    assert sw.shipping_verdict(card(25.0, 60.8, 50.6), shipped) == []
+    news_only = sw.shipping_verdict(card(24.9, 62.0, 52.0), shipped)
+    assert len(news_only) == 1 and "it is at 24.9" in news_only[0]
+    everyday = sw.shipping_verdict(card(30.0, 60.0, 51.0), shipped)
+    assert len(everyday) == 1 and "tatoeba-test 2.7" in everyday[0] and "multi30k" not in everyday[0]

@@ -118,3 +118,20 @@ def test_the_model_in_training_loads_and_reproduces_its_card(tmp_path):
     assert_scores(
         NEXT, *first_lines(news.with_suffix(".fr"), news.with_suffix(".en"), check["sentences"], tmp_path), check
     )
+
+
+def test_the_model_in_trainings_readme_is_rendered_from_its_card():
+    """weights/next/README.md comes from its card.json and the shipped card (a hand edit would be lost at the next
+    session's `ship_weights.py --out weights/next`), and the shipped model's news figures it quotes belong to the
+    weights in weights/ today."""
+    import hashlib
+
+    from tests.core.test_limits import ship_weights
+
+    card = json.loads((NEXT / "card.json").read_text())
+    sw = ship_weights()
+    assert sw.render_readme(NEXT, card) == (NEXT / "README.md").read_text(encoding="utf-8")
+    assert sw.render_readme(WEIGHTS, CARD) == sw.render_card(CARD)
+    digest = hashlib.sha256((WEIGHTS / "model.safetensors").read_bytes()).hexdigest()
+    assert card["shipped_news"]["model_sha256"] == digest
+    assert set(card["shipped_news"]["sets"]) == set(sw.NEWS_SETS)
