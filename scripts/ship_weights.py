@@ -285,6 +285,7 @@ def render_continued(ft: dict) -> str:
     """The card's section on one continued-training run: the model above trained further on the corpus-scale mix
     (scripts/model_continue.sh, a run started with --init-from and without guided alignment)."""
     tc = {**ft["train_config"], **ft["train_config"].get("model_overrides", {})}  # dropout lives with the model options
+    grow = f" --d-ff {tc['d_ff']}" if tc.get("d_ff") else ""  # the FFN widened at the start (core/model/grow.py)
     data_flags = " \\\n  ".join(f"--data {d}" for d in tc["data"])
     weights = " ".join(f"--data-weight {w:g}" for w in tc.get("data_weights") or [])
     valid = "\n".join(f"| {name} | {s['bleu']:.1f} | {s['chrf']:.1f} |" for name, s in ft["valid"].items())
@@ -300,7 +301,7 @@ accents (`bash scripts/model_continue.sh`; docs/model.md has the learning curve 
 torchrun --standalone --nproc-per-node 2 -m tt_cli.main train --init-from {tc["init_from"]} --threads 1 \\
   {data_flags} \\
   {weights} --mix-temperature {tc["mix_temperature"]:g} --valid {" ".join(tc["valid"])} \\
-  --noise-case {tc["noise_case"]:g} --noise-accents {tc["noise_accents"]:g} --dropout {tc["dropout"]:g} --attention-dropout {tc["attention_dropout"]:g} \\
+  --noise-case {tc["noise_case"]:g} --noise-accents {tc["noise_accents"]:g} --dropout {tc["dropout"]:g} --attention-dropout {tc["attention_dropout"]:g}{grow} \\
   --warmup {tc["warmup"]} --lr-scale {tc["lr_scale"]:g} --valid-every {tc["valid_every"]} --save-every {tc["save_every"]} \\
   --keep-last {tc["keep_last"]} --max-time {ft["train_seconds"]} --out {tc["out"]}
 python scripts/ship_weights.py --run {tc["out"]} --last 5 --dev ../shared/data/news/newstest2013 --news

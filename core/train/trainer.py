@@ -82,9 +82,11 @@ def _bleu_chrf(scores: Any) -> dict[str, float]:
 STOP_STATUS = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}
 
 
-# --init-from: the model options a fine-tune may set differently from the pre-training's; the rest of
-# the architecture is the loaded model's.
+# --init-from: the model options a fine-tune may set differently from the pre-training's, and the ones it may
+# grow without changing what the model computes (core/model/grow.py); the rest of the architecture is the
+# loaded model's.
 FINE_TUNE_MAY_CHANGE = ("dropout", "attention_dropout")
+FINE_TUNE_MAY_GROW = ("d_ff",)
 
 
 class Trainer:
@@ -204,7 +206,7 @@ class Trainer:
         differ = sorted(
             k
             for k, v in cfg.model_overrides.items()
-            if v is not None and k not in FINE_TUNE_MAY_CHANGE and own.get(k) != v
+            if v is not None and k not in FINE_TUNE_MAY_CHANGE + FINE_TUNE_MAY_GROW and own.get(k) != v
         )
         if differ:
             raise ConfigError(
@@ -217,7 +219,15 @@ class Trainer:
             )
         cfg.spm_model = str(spm)
         overrides = {k: cfg.model_overrides[k] for k in FINE_TUNE_MAY_CHANGE if cfg.model_overrides.get(k) is not None}
-        return replace(loaded.cfg, **overrides), loaded.model.state_dict()
+        model_cfg, state = replace(loaded.cfg, **overrides), loaded.model.state_dict()
+        if cfg.model_overrides.get("d_ff") is not None:
+            from core.model.grow import widen_ffn
+
+            try:
+                model_cfg, state = widen_ffn(state, model_cfg, cfg.model_overrides["d_ff"], seed=cfg.seed)
+            except ValueError as exc:
+                raise ConfigError(f"--init-from {cfg.init_from}: {exc}") from None
+        return model_cfg, state
 
     # -- checkpoints ---------------------------------------------------------------------------
     def checkpoints(self) -> list[Path]:

@@ -141,7 +141,7 @@ def test_a_card_continued_twice_keeps_both_runs_earliest_first():
     run's section, then the new one's, each with its own command, steps and candidates."""
     base = CARD.get("base") or CARD
 
-    def run(out: str, init: str, steps: int, bleu: float) -> dict:
+    def run(out: str, init: str, steps: int, bleu: float, d_ff: int | None = None) -> dict:
         tc = {
             **base["train_config"],
             "init_from": init,
@@ -152,7 +152,7 @@ def test_a_card_continued_twice_keeps_both_runs_earliest_first():
             "valid": ["../shared/data/news/newstest2013"],
             "noise_case": 0.05,
             "noise_accents": 0.05,
-            "model_overrides": {"dropout": 0.0, "attention_dropout": 0.0},
+            "model_overrides": {"dropout": 0.0, "attention_dropout": 0.0, "d_ff": d_ff},
         }
         return {
             "selected": "best",
@@ -166,12 +166,13 @@ def test_a_card_continued_twice_keeps_both_runs_earliest_first():
     card = {
         **CARD,
         "earlier_fine_tunes": [run("runs/c1", "weights", 4541, 19.6)],
-        "fine_tune": run("runs/c2", "weights/next", 3900, 22.3),
+        "fine_tune": run("runs/c2", "weights/next", 3900, 22.3, d_ff=2048),
     }
     text = ship_weights().render_card(card)
     first, second = text.index("Europarl and news: runs/c1"), text.index("Europarl and news: runs/c2")
     assert first < second
     assert "--init-from weights --threads 1" in text[first:second] and "for 4541 steps" in text[first:second]
+    assert "--d-ff" not in text[first:second] and "--attention-dropout 0 --d-ff 2048 " in text[second:]
     assert "--init-from weights/next --threads 1" in text[second:] and "for 3900 steps" in text[second:]
     assert "| best | 19.6 | 50.0 |" in text[first:second] and "| best | 22.3 | 50.0 |" in text[second:]
     assert "Koehn 2005" in text

@@ -311,7 +311,12 @@ def train(
     encoder_layers: Annotated[int | None, typer.Option(help="Encoder layers N.", rich_help_panel="Model")] = None,
     decoder_layers: Annotated[int | None, typer.Option(help="Decoder layers N.", rich_help_panel="Model")] = None,
     d_ff: Annotated[
-        int | None, typer.Option(help="Inner width of the feed-forward network.", rich_help_panel="Model")
+        int | None,
+        typer.Option(
+            help="Inner width of the feed-forward network. With --init-from: a wider one grows the model's FFN "
+            "without changing its outputs (core/model/grow.py).",
+            rich_help_panel="Model",
+        ),
     ] = None,
     dropout: Annotated[
         float | None, typer.Option(help="P_drop on sub-layer outputs and embeddings.", rich_help_panel="Model")

@@ -321,6 +321,31 @@ def test_init_from_refuses_a_different_architecture_or_vocabulary(tmp_path):
         Trainer(tiny_cfg(tmp_path / "d", init_from=str(tmp_path / "missing"))).run()
 
 
+def test_init_from_with_a_wider_ffn_grows_the_model_and_keeps_its_outputs(tmp_path):
+    """--init-from with a larger --d-ff: the model's FFNs widen (core/model/grow.py), its first loss is the
+    trained model's, and the new units train; a narrower --d-ff is refused."""
+    Trainer(tiny_cfg(tmp_path / "base", max_steps=40)).run()
+    base = load_model(tmp_path / "base")
+    wide = 2 * base.cfg.d_ff
+    Trainer(
+        tiny_cfg(
+            tmp_path / "wide", max_steps=3, warmup=1, init_from=str(tmp_path / "base"), model_overrides={"d_ff": wide}
+        )
+    ).run()
+    grown = load_model(tmp_path / "wide")
+    assert grown.cfg.d_ff == wide and grown.cfg.d_model == base.cfg.d_model
+    # The first step's loss is the trained model's, far below a fresh model's (the new units add nothing yet).
+    assert step_losses(tmp_path / "wide")[1] < step_losses(tmp_path / "base")[1] * 0.8
+    w2 = grown.model.state_dict()["decoder_layers.0.ffn.w_2.weight"]
+    assert w2[:, base.cfg.d_ff :].abs().sum() > 0  # three steps moved the new units off zero
+    with pytest.raises(ConfigError, match="would narrow the model's FFN"):
+        Trainer(
+            tiny_cfg(
+                tmp_path / "narrow", init_from=str(tmp_path / "base"), model_overrides={"d_ff": base.cfg.d_ff // 2}
+            )
+        ).run()
+
+
 def test_swap_trains_the_other_direction(tmp_path):
     Trainer(tiny_cfg(tmp_path, max_steps=1, swap=True, valid_per_mille=0)).run()
     from core.data.readers import read_tsv

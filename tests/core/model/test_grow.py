@@ -1,0 +1,44 @@
+"""Function-preserving growth (core/model/grow.py): the shipped model with wider FFNs computes what it did."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from core.checkpoint import load_model
+from core.model.grow import widen_ffn
+from core.model.transformer import Transformer
+
+
+def test_a_wider_ffn_gives_the_same_logits_and_keeps_the_old_weights():
+    loaded = load_model(None)
+    cfg, state = loaded.cfg, loaded.model.state_dict()
+    wide_cfg, wide_state = widen_ffn(state, cfg, 2 * cfg.d_ff, seed=3)
+    assert wide_cfg.d_ff == 2 * cfg.d_ff and wide_cfg.d_model == cfg.d_model
+    wide = Transformer(wide_cfg).eval()
+    wide.load_state_dict(wide_state)
+    src = torch.tensor([loaded.tokenizer.encode("Le gouvernement a annoncé une hausse des impôts.") + [cfg.eos_id]])
+    tgt = torch.tensor([[cfg.bos_id] + loaded.tokenizer.encode("The government announced a tax rise.")])
+    with torch.inference_mode():
+        before = loaded.model.eval()(src, tgt)
+        after = wide(src, tgt)
+    assert torch.allclose(before, after, atol=1e-4), (before - after).abs().max()
+    # The old units are untouched, the new ones answer (W1 rows drawn) but contribute nothing (W2 columns zero).
+    name = "encoder_layers.0.ffn"
+    assert torch.equal(wide_state[f"{name}.w_1.weight"][: cfg.d_ff], state[f"{name}.w_1.weight"])
+    assert wide_state[f"{name}.w_1.weight"][cfg.d_ff :].std() > 0
+    assert not wide_state[f"{name}.w_2.weight"][:, cfg.d_ff :].any()
+    # The same seed draws the same new units; another draws others.
+    again = widen_ffn(state, cfg, 2 * cfg.d_ff, seed=3)[1]
+    other = widen_ffn(state, cfg, 2 * cfg.d_ff, seed=4)[1]
+    assert torch.equal(again[f"{name}.w_1.weight"], wide_state[f"{name}.w_1.weight"])
+    assert not torch.equal(other[f"{name}.w_1.weight"], wide_state[f"{name}.w_1.weight"])
+
+
+def test_the_ffn_never_narrows_and_equal_width_changes_nothing():
+    loaded = load_model(None)
+    cfg, state = loaded.cfg, loaded.model.state_dict()
+    with pytest.raises(ValueError, match="would narrow"):
+        widen_ffn(state, cfg, cfg.d_ff - 1)
+    same_cfg, same = widen_ffn(state, cfg, cfg.d_ff)
+    assert same_cfg == cfg and all(torch.equal(same[k], state[k]) for k in state)
