@@ -10,6 +10,7 @@
 #   bash scripts/model_continue.sh [TIME [OPTION…]]  # TIME of wall clock in all (default 2h), in the background;
 #                                                   # resumes runs/c1, OPTIONs (tt train's) override its settings
 #   python scripts/learning_curve.py runs/c1    # BLEU against CPU hours so far
+#   bash scripts/model_continue.sh 1h40m --d-ff 2048   # a new run that first widens the FFNs (core/model/grow.py)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-runs/c1}

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +25,9 @@ import torch
 
 from core.checkpoint import load_model, read_weights, save_model
 from core.data.tokenizer import Tokenizer
-from core.errors import CheckpointError
+from core.errors import CheckpointError, ConfigError
 from core.files import atomic_write_bytes
+from core.model.transformer import Transformer
 
 TRAINER_STATE = "trainer.safetensors"
 TRAINER_JSON = "trainer.json"
@@ -157,28 +159,67 @@ def clean_partial_checkpoints(run_dir: Path) -> None:
                 shutil.rmtree(p, ignore_errors=True)
 
 
-def average_checkpoints(paths: list[Path], out: str | Path) -> Path:
-    """Average the weights of several checkpoints of one run into a model dir (§6.1: the last 5 or 20).
+def average_checkpoints(paths: list[Path], out: str | Path, weights: list[float] | None = None) -> Path:
+    """Average the weights of several checkpoints or models into a model dir (§6.1: the last 5 or 20).
 
+    `weights` (one per path, normalised to sum 1) makes it a weighted mean: with two models, one trained on from
+    the other, that is the interpolation between them (WiSE-FT; docs/model.md). Models whose FFNs differ only in
+    width are averaged at the widest, the narrower ones widened first with every added unit zero (in W1, b1 and
+    W2: a unit one model does not have counts as the zero it adds; core/model/grow.py).
     Keeps one running sum, so memory stays at two models whatever the count.
     """
     if not paths:
         raise CheckpointError("no checkpoints to average")
+    if weights is not None and (len(weights) != len(paths) or min(weights) < 0 or sum(weights) <= 0):
+        raise ConfigError(
+            f"{len(paths)} checkpoints take {len(paths)} weights, none negative and not all zero; got {weights}"
+        )
+    shares = [w / sum(weights) for w in weights] if weights is not None else [1 / len(paths)] * len(paths)
     first = load_model(paths[0])
-    total = {
-        k: v.detach().double().clone() if v.is_floating_point() else v for k, v in first.model.state_dict().items()
-    }
-    for path in paths[1:]:
-        other = load_model(path)
-        if other.cfg != first.cfg:
+    d_ff = max([first.cfg.d_ff] + [_model_config(p).d_ff for p in paths[1:]])
+    cfg = replace(first.cfg, d_ff=d_ff)  # the widest model's shape holds the mean
+    total: dict[str, torch.Tensor] = {}
+    for path, share in zip(paths, shares):
+        other = load_model(path) if path is not paths[0] else first
+        if replace(other.cfg, d_ff=d_ff) != cfg:
             raise CheckpointError(f"{path}: a different model config from {paths[0]}; cannot average them")
         if other.tokenizer.proto != first.tokenizer.proto:
             raise CheckpointError(f"{path}: a different SentencePiece model from {paths[0]}; cannot average them")
-        for k, v in other.model.state_dict().items():
-            if v.is_floating_point():
-                total[k] += v.double()
-    averaged = {k: (v / len(paths)).float() if v.is_floating_point() else v for k, v in total.items()}
-    first.model.load_state_dict(averaged)
-    return save_model(
-        first.model, first.tokenizer, out, extra_metadata={"averaged": ",".join(Path(p).name for p in paths)}
-    )
+        for k, v in _widened(other.model.state_dict(), other.cfg, d_ff).items():
+            if not v.is_floating_point():
+                total.setdefault(k, v)
+            else:
+                total[k] = total[k] + v.double() * share if k in total else v.double() * share
+    model = Transformer(cfg)
+    model.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in total.items()})
+    metadata = {"averaged": ",".join(Path(p).name for p in paths)}
+    if weights is not None:
+        metadata["weights"] = ",".join(f"{w:g}" for w in shares)
+    return save_model(model, first.tokenizer, out, extra_metadata=metadata)
+
+
+def _model_config(path: Path):
+    """The config of the model in `path`, from its weights file's metadata alone (load_model's errors otherwise)."""
+    from safetensors import safe_open
+
+    from core.checkpoint import WEIGHTS_FILE, config_from_metadata
+
+    file = Path(path) / WEIGHTS_FILE
+    try:
+        with safe_open(str(file), framework="pt") as f:
+            return config_from_metadata(file, f.metadata() or {})
+    except Exception:  # noqa: BLE001 - a missing or broken file: load_model says what is wrong
+        return load_model(path).cfg
+
+
+def _widened(state: dict[str, torch.Tensor], cfg, d_ff: int) -> dict[str, torch.Tensor]:
+    """`state` with its FFNs `d_ff` wide, every added unit zero (W1 rows, b1 entries, W2 columns)."""
+    if cfg.d_ff == d_ff:
+        return state
+    from core.model.grow import widen_ffn
+
+    grown = widen_ffn(state, cfg, d_ff)[1]
+    for k, v in grown.items():
+        if k.endswith("ffn.w_1.weight"):
+            grown[k] = torch.cat([v[: cfg.d_ff], v.new_zeros(d_ff - cfg.d_ff, v.size(1))])
+    return grown

@@ -164,6 +164,17 @@ def test_train_model_options_then_translate_and_average(tmp_path):
     assert too_many.exit_code == 1 and "--last 7 asks for more checkpoints than the run kept (3)" in too_many.stderr
     nothing = runner.invoke(app, ["average", "--run", str(tmp_path / "nope")])
     assert nothing.exit_code == 1 and "no such run directory" in nothing.stderr
+    # --weight: a weighted mean of the checkpoints given, in their order (normalised).
+    first, last = list_checkpoints(out)[0], list_checkpoints(out)[-1]
+    pair = ["average", "-c", str(first), "-c", str(last), "--out", str(tmp_path / "w")]
+    weighted = runner.invoke(app, [*pair, "--weight", "1", "--weight", "3"])
+    assert weighted.exit_code == 0, weighted.stderr
+    assert "weights 1 3" in weighted.stderr and load_model(tmp_path / "w").metadata["weights"] == "0.25,0.75"
+    a, b = (load_model(p).model.state_dict()["generator.weight"] for p in (first, last))
+    got = load_model(tmp_path / "w").model.state_dict()["generator.weight"]
+    assert torch.allclose(got, 0.25 * a + 0.75 * b, atol=1e-6) and not torch.allclose(got, (a + b) / 2, atol=1e-4)
+    one_weight = runner.invoke(app, [*pair, "--weight", "1"])
+    assert one_weight.exit_code == 1 and "2 checkpoints take 2 weights" in one_weight.stderr
     onto_a_file = runner.invoke(app, ["average", "--run", str(out), "--last", "3", "--out", str(out / "spm.model")])
     assert onto_a_file.exit_code == 1 and onto_a_file.stderr.endswith(
         "spm.model: not a directory (a file of that name exists)\n"

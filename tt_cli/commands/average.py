@@ -20,6 +20,15 @@ def average(
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="The model directory to write (default: RUN/averaged).")
     ] = None,
+    weight: Annotated[
+        list[float] | None,
+        typer.Option(
+            "--weight",
+            "-w",
+            help="One weight per checkpoint, in order (repeat; normalised): a weighted mean, e.g. -c weights "
+            "-c runs/c2/averaged -w 0.2 -w 0.8 interpolates a model with its continuation (docs/model.md).",
+        ),
+    ] = None,
 ) -> None:
     """Average checkpoint weights into a model directory that `tt translate --model` loads; print its path."""
     from rich.console import Console
@@ -48,9 +57,10 @@ def average(
         raise ConfigError("--out DIR is needed with --checkpoint")
     if target.resolve() in {p.resolve() for p in paths}:
         raise ConfigError(f"--out {target} is one of the checkpoints being averaged; choose another directory")
-    average_checkpoints(paths, target)
+    average_checkpoints(paths, target, weight)
+    shares = f", weights {' '.join(f'{w:g}' for w in weight)}" if weight else ""
     Console(stderr=True).print(
-        f"averaged {len(paths)} checkpoints ({paths[0].name} … {paths[-1].name})",
+        f"averaged {len(paths)} checkpoints ({paths[0].name} … {paths[-1].name}){shares}",
         highlight=False,
         markup=False,
         soft_wrap=True,

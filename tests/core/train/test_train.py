@@ -178,6 +178,36 @@ def test_averaging_is_the_mean_of_the_weights(tmp_path):
         average_checkpoints([paths[0], list_checkpoints(tmp_path / "other")[0]], tmp_path / "bad")
 
 
+def test_a_model_averages_with_its_wider_continuation_as_the_wider_model(tmp_path):
+    """A model and its continuation with a wider FFN (--init-from --d-ff) interpolate at the wider shape: the
+    narrow model's missing units count as zero, so a weight of 1 on either side gives that model's outputs."""
+    Trainer(tiny_cfg(tmp_path / "base", max_steps=20)).run()
+    base = load_model(tmp_path / "base")
+    wide_d_ff = 2 * base.cfg.d_ff
+    Trainer(
+        tiny_cfg(
+            tmp_path / "wide",
+            max_steps=4,
+            warmup=1,
+            init_from=str(tmp_path / "base"),
+            model_overrides={"d_ff": wide_d_ff},
+        )
+    ).run()
+    wide = load_model(tmp_path / "wide")
+    src = torch.tensor([[5, 6, 7, base.cfg.eos_id]])
+    tgt = torch.tensor([[base.cfg.bos_id, 8, 9]])
+    with torch.inference_mode():
+        for share, expected in ((1.0, base.model), (0.0, wide.model)):
+            average_checkpoints([tmp_path / "base", tmp_path / "wide"], tmp_path / f"mix{share}", [share, 1 - share])
+            mixed = load_model(tmp_path / f"mix{share}")
+            assert mixed.cfg.d_ff == wide_d_ff
+            assert torch.allclose(mixed.model(src, tgt), expected(src, tgt), atol=1e-4)
+        half = average_checkpoints([tmp_path / "base", tmp_path / "wide"], tmp_path / "half", [1, 1])
+        w1 = load_model(half).model.state_dict()["encoder_layers.0.ffn.w_1.weight"]
+        new_rows = wide.model.state_dict()["encoder_layers.0.ffn.w_1.weight"][base.cfg.d_ff :]
+        assert torch.allclose(w1[base.cfg.d_ff :], new_rows / 2, atol=1e-6)  # the narrow side adds zeros
+
+
 def test_fp16_on_cpu_is_refused(tmp_path):
     with pytest.raises(ConfigError, match="fp16 needs a CUDA GPU"):
         Trainer(tiny_cfg(tmp_path, precision="fp16", device="cpu")).run()
