@@ -288,7 +288,25 @@ def render_continued(ft: dict) -> str:
     grow = f" --d-ff {tc['d_ff']}" if tc.get("d_ff") else ""  # the FFN widened at the start (core/model/grow.py)
     data_flags = " \\\n  ".join(f"--data {d}" for d in tc["data"])
     weights = " ".join(f"--data-weight {w:g}" for w in tc.get("data_weights") or [])
-    valid = "\n".join(f"| {name} | {s['bleu']:.1f} | {s['chrf']:.1f} |" for name, s in ft["valid"].items())
+    kept, keep = ft.get("tatoeba_valid"), ft.get("keep_tatoeba")
+    options = (f" --interpolate {ft['interpolate']}" if ft.get("interpolate") else "") + (
+        f" --keep-tatoeba {keep:g}" if keep is not None else ""
+    )
+    if kept is None:
+        header = "| candidate | dev BLEU | dev chrF |\n|---|---:|---:|"
+        valid = "\n".join(f"| {name} | {s['bleu']:.1f} | {s['chrf']:.1f} |" for name, s in ft["valid"].items())
+        rule = ""
+    else:
+        header = "| candidate | dev BLEU | dev chrF | Tatoeba valid BLEU |\n|---|---:|---:|---:|"
+        valid = "\n".join(
+            f"| {name} | {s['bleu']:.1f} | {s['chrf']:.1f} | {kept[name]['bleu']:.1f} |"
+            for name, s in ft["valid"].items()
+        )
+        valid += f"\n| the shipped model | | | {kept['shipped']['bleu']:.1f} |"
+        rule = (
+            f" — the best dev BLEU among the candidates whose Tatoeba valid BLEU is at most {keep:g} below the shipped "
+            f"model's (`--keep-tatoeba`; the model issue's bound on the everyday sets)"
+        )
     return f"""### Continued training on Europarl and news: {tc["out"]}
 
 The model above was then trained further from its own weights (`--init-from {tc["init_from"]}`: same architecture and
@@ -304,16 +322,15 @@ torchrun --standalone --nproc-per-node 2 -m tt_cli.main train --init-from {tc["i
   --noise-case {tc["noise_case"]:g} --noise-accents {tc["noise_accents"]:g} --dropout {tc["dropout"]:g} --attention-dropout {tc["attention_dropout"]:g}{grow} \\
   --warmup {tc["warmup"]} --lr-scale {tc["lr_scale"]:g} --valid-every {tc["valid_every"]} --save-every {tc["save_every"]} \\
   --keep-last {tc["keep_last"]} --max-time {ft["train_seconds"]} --out {tc["out"]}
-python scripts/ship_weights.py --run {tc["out"]} --last 5 --dev ../shared/data/news/newstest2013 --news
+python scripts/ship_weights.py --run {tc["out"]} --last 5 --dev ../shared/data/news/newstest2013 --news{options}
 ```
 
 Candidates scored on {ft.get("valid_set", "the validation set")} (`tt eval`'s defaults: beam 4, α 0.6):
 
-| candidate | dev BLEU | dev chrF |
-|---|---:|---:|
+{header}
 {valid}
 
-Kept: **{ft["selected"]}**.
+Kept: **{ft["selected"]}**{rule}.
 
 """
 
@@ -611,6 +628,28 @@ def choose(run: Path, last: int, averaged_dir: Path, vsrc: Path, vref: Path) -> 
     return candidates, valid, max(valid, key=lambda n: valid[n]["bleu"])
 
 
+def interpolate(
+    candidates: dict[str, Path], valid: dict, chosen: str, shares: list[float], tmp: Path, vsrc: Path, vref: Path
+) -> None:
+    """Add a·(the chosen candidate) + (1 − a)·the shipped model for each share a to `candidates` and `valid`
+    (WiSE-FT: back toward the shipped model, for what the continued run forgot; tt average --weight)."""
+    for a in shares:
+        name = f"{chosen} ×{a:g} + shipped ×{1 - a:g}"
+        candidates[name] = average_checkpoints([candidates[chosen], ROOT / "weights"], tmp / f"mix-{a:g}", [a, 1 - a])
+        valid[name] = eval_json(candidates[name], vsrc, vref)
+        print(f"valid  {name:24s} BLEU {valid[name]['bleu']:.2f}  chrF {valid[name]['chrf']:.2f}", file=sys.stderr)
+
+
+def choose_keeping(valid: dict, kept: dict, floor: float) -> str:
+    """The candidate with the best dev BLEU among those whose `kept` BLEU (Tatoeba's valid split) is at least
+    `floor`; when none is, the one that keeps the most."""
+    eligible = [name for name in valid if kept[name]["bleu"] >= floor]
+    if not eligible:
+        print(f"no candidate keeps Tatoeba valid BLEU ≥ {floor:.2f}: the one closest to it", file=sys.stderr)
+        return max(kept, key=lambda n: kept[n]["bleu"])
+    return max(eligible, key=lambda n: valid[n]["bleu"])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--run", type=Path, default=ROOT / "runs/shipped")
@@ -637,6 +676,15 @@ def main() -> None:
     ap.add_argument(
         "--news", action="store_true", help="also score WMT newstest2012/2013 and FLORES-101 dev for the card"
     )
+    ap.add_argument(
+        "--interpolate",
+        help="shares a,b,…: also the chosen candidate × a + the shipped model (weights/) × (1 − a), each a candidate",
+    )
+    ap.add_argument(
+        "--keep-tatoeba",
+        type=float,
+        help="choose the best --dev candidate whose Tatoeba valid BLEU is at most this far below the shipped model's",
+    )
     args = ap.parse_args()
     if args.card_only:
         card = json.loads((args.out / "card.json").read_text(encoding="utf-8"))
@@ -657,6 +705,14 @@ def main() -> None:
         vsrc, vref = head_files(dsrc, dref, args.dev_lines, tmp, "dev") if args.dev_lines else (dsrc, dref)
 
     candidates, valid, chosen = choose(args.run, args.last, tmp / "averaged", vsrc, vref)
+    if args.interpolate:
+        interpolate(candidates, valid, chosen, [float(a) for a in args.interpolate.split(",")], tmp, vsrc, vref)
+        chosen = max(valid, key=lambda n: valid[n]["bleu"])
+    kept = None
+    if args.keep_tatoeba is not None:  # the everyday sets' bar of the model issue, on Tatoeba's valid split
+        tvs, tvr, _ = tatoeba_split(tmp, vlo, vhi, "kept")
+        kept = {name: eval_json(path, tvs, tvr) for name, path in {**candidates, "shipped": ROOT / "weights"}.items()}
+        chosen = choose_keeping(valid, kept, kept["shipped"]["bleu"] - args.keep_tatoeba)
     loaded = load_model(candidates[chosen])
     args.out.mkdir(exist_ok=True)
     save_model(loaded.model, loaded.tokenizer, args.out, dtype=torch.float16, extra_metadata={"selected": chosen})
@@ -710,6 +766,11 @@ def main() -> None:
         "train_seconds": round(info["elapsed"]),
         "train_config": info["train_config"],
     }
+    if args.interpolate:
+        record["interpolate"] = args.interpolate
+    if kept is not None:
+        record["tatoeba_valid"] = {name: {k: kept[name][k] for k in ("bleu", "chrf")} for name in kept}
+        record["keep_tatoeba"] = args.keep_tatoeba
     card = {
         "model_config": loaded.cfg.to_dict(),
         **(base if fine_tune else record),

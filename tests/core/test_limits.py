@@ -136,24 +136,28 @@ def test_a_card_trained_further_on_europarl_and_news_says_so():
     assert "Koehn" not in plain and "first 200 lines" not in plain and "It fails on long formal or news text" in plain
 
 
+def continued_config(out: str, init: str, d_ff: int | None = None) -> dict:
+    """The train_config of a run of scripts/model_continue.sh, as a card records it."""
+    return {
+        **(CARD.get("base") or CARD)["train_config"],
+        "init_from": init,
+        "out": out,
+        "data": ["../shared/data/europarl/europarl-v7"],
+        "data_weights": [1.0],
+        "mix_temperature": 2.0,
+        "valid": ["../shared/data/news/newstest2013"],
+        "noise_case": 0.05,
+        "noise_accents": 0.05,
+        "model_overrides": {"dropout": 0.0, "attention_dropout": 0.0, "d_ff": d_ff},
+    }
+
+
 def test_a_card_continued_twice_keeps_both_runs_earliest_first():
     """A model continued from weights/next (itself continued from the shipped model): the card shows the earlier
     run's section, then the new one's, each with its own command, steps and candidates."""
-    base = CARD.get("base") or CARD
 
     def run(out: str, init: str, steps: int, bleu: float, d_ff: int | None = None) -> dict:
-        tc = {
-            **base["train_config"],
-            "init_from": init,
-            "out": out,
-            "data": ["../shared/data/europarl/europarl-v7"],
-            "data_weights": [1.0],
-            "mix_temperature": 2.0,
-            "valid": ["../shared/data/news/newstest2013"],
-            "noise_case": 0.05,
-            "noise_accents": 0.05,
-            "model_overrides": {"dropout": 0.0, "attention_dropout": 0.0, "d_ff": d_ff},
-        }
+        tc = continued_config(out, init, d_ff)
         return {
             "selected": "best",
             "valid": {"best": {"bleu": bleu, "chrf": 50.0}},
@@ -196,3 +200,40 @@ def test_the_shipping_verdict_names_each_bar_missed():
     assert len(news_only) == 1 and "it is at 24.9" in news_only[0]
     everyday = sw.shipping_verdict(card(30.0, 60.0, 51.0), shipped)
     assert len(everyday) == 1 and "tatoeba-test 2.7" in everyday[0] and "multi30k" not in everyday[0]
+
+
+def test_keeping_tatoeba_chooses_the_best_dev_candidate_within_the_bound():
+    sw = ship_weights()
+    valid = {"best": {"bleu": 20.0}, "average of last 5": {"bleu": 21.0}, "mix": {"bleu": 19.0}}
+    kept = {"best": {"bleu": 59.0}, "average of last 5": {"bleu": 58.0}, "mix": {"bleu": 60.5}}
+    assert sw.choose_keeping(valid, kept, 58.5) == "best"  # the average scores more on dev but keeps too little
+    assert sw.choose_keeping(valid, kept, 57.0) == "average of last 5"
+    assert sw.choose_keeping(valid, kept, 61.0) == "mix"  # none keeps enough: the one that keeps the most
+
+
+def test_an_interpolated_candidate_is_scored_and_the_card_shows_the_rule(tmp_path):
+    """interpolate() writes a·candidate + (1 − a)·shipped and scores it with `tt eval` (here the shipped model with
+    itself, so it scores what the shipped model does); the card's candidates table then carries the Tatoeba column."""
+    sw = ship_weights()
+    src, ref = tmp_path / "dev.fr", tmp_path / "dev.en"
+    src.write_text("Je suis étudiant.\nIl fait froid.\n", encoding="utf-8")
+    ref.write_text("I am a student.\nIt is cold.\n", encoding="utf-8")
+    candidates, valid = {"best": ROOT / "weights"}, {"best": sw.eval_json(ROOT / "weights", src, ref)}
+    sw.interpolate(candidates, valid, "best", [0.7], tmp_path, src, ref)
+    name = "best ×0.7 + shipped ×0.3"
+    assert candidates[name].is_dir() and valid[name]["bleu"] == valid["best"]["bleu"]
+    tc = continued_config("runs/c2", "weights/next")
+    fine_tune = {
+        "selected": name,
+        "valid": {"best": {"bleu": 24.0, "chrf": 50.0}, name: {"bleu": 23.0, "chrf": 49.0}},
+        "tatoeba_valid": {"best": {"bleu": 57.0}, name: {"bleu": 59.5}, "shipped": {"bleu": 60.7}},
+        "keep_tatoeba": 2.0,
+        "interpolate": "0.7",
+        "train_steps": 100,
+        "train_seconds": 600,
+        "train_config": tc,
+    }
+    text = sw.render_card({**CARD, "fine_tune": fine_tune})
+    assert "--news --interpolate 0.7 --keep-tatoeba 2\n" in text
+    assert f"| {name} | 23.0 | 49.0 | 59.5 |" in text and "| the shipped model | | | 60.7 |" in text
+    assert f"Kept: **{name}** — the best dev BLEU among the candidates whose Tatoeba valid BLEU is at most 2" in text
