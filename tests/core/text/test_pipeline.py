@@ -188,6 +188,6 @@ def test_translate_chunks_gives_the_same_results_in_chunks(translator):
 
 
 def test_the_period_the_model_adds_to_a_heading_is_dropped_when_asked(run):
-    [on] = run(["Le chat dort"], TextOptions(follow_stop=True))
-    [off] = run(["Le chat dort"])  # a typed line is a sentence: "Je suis étudiant" → "I am a student."
-    assert (on.text, off.text) == ("The cat is sleeping", "The cat is sleeping.")
+    [on] = run(["Je suis étudiant"], TextOptions(follow_stop=True))
+    [off] = run(["Je suis étudiant"])  # a typed line is a sentence: "Je suis étudiant" → "I am a student."
+    assert off.text.endswith(".") and on.text == off.text[:-1] and on.text.startswith("I")
