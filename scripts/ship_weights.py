@@ -338,10 +338,14 @@ Kept: **{ft["selected"]}**{rule}.
 def render_fine_tune(card: dict) -> str:
     """The card's sections on the runs that trained the model further with --init-from, earliest first; empty for
     a model trained from scratch."""
-    records = [*card.get("earlier_fine_tunes", []), *([card["fine_tune"]] if card.get("fine_tune") else [])]
     return "".join(
-        render_guided(ft) if ft["train_config"].get("align_links") else render_continued(ft) for ft in records
+        render_guided(ft) if ft["train_config"].get("align_links") else render_continued(ft) for ft in fine_tunes(card)
     )
+
+
+def fine_tunes(card: dict) -> list[dict]:
+    """The records of the runs that trained the card's model further with --init-from, earliest first."""
+    return [*card.get("earlier_fine_tunes", []), *filter(None, [card.get("fine_tune")])]
 
 
 def render_guided(ft: dict) -> str:
@@ -393,8 +397,7 @@ Kept: **{ft["selected"]}**.
 
 def corpus_scale(card: dict) -> bool:
     """Whether the model went on to the corpus-scale data of the model issue (Europarl, news)."""
-    records = [*card.get("earlier_fine_tunes", []), card.get("fine_tune") or {}]
-    return any("europarl" in str(d) for ft in records for d in (ft.get("train_config") or {}).get("data", []))
+    return any("europarl" in str(d) for ft in fine_tunes(card) for d in ft["train_config"].get("data", []))
 
 
 def render_more_data(card: dict) -> str:
@@ -557,11 +560,10 @@ def render_next(card: dict, shipped: dict) -> str:
     """weights/next/README.md: the model in training between sessions, set against the shipped model (its card,
     and its news scores kept in card["shipped_news"])."""
     shipped = {**shipped, "test_sets": {**card.get("shipped_news", {}).get("sets", {}), **shipped["test_sets"]}}
-    runs = [*card.get("earlier_fine_tunes", []), card["fine_tune"]]
     done = ", then ".join(
         f"`{ft['train_config']['out']}` ({ft['train_steps']} steps, {ft['train_seconds'] / 3600:.1f} h, "
         f"{ft['train_config']['precision']}, kept: {ft['selected']})"
-        for ft in runs
+        for ft in fine_tunes(card)
     )
     rows = "\n".join(
         f"| {name} | {spec['sentences']} | {shipped['test_sets'][name]['bleu']:.1f} | **{spec['bleu']:.1f}** | "
@@ -753,7 +755,7 @@ def main() -> None:
             k: base_card[k] for k in ("train_steps", "train_seconds", "train_config", "selected", "valid")
         }
         # the runs that made the starting model, earliest first (empty when it was trained from scratch)
-        earlier = [*base_card.get("earlier_fine_tunes", []), *filter(None, [base_card.get("fine_tune")])]
+        earlier = fine_tunes(base_card)
     record = {
         "selected": chosen,
         "valid": valid,

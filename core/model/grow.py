@@ -20,12 +20,13 @@ from core.model.config import ModelConfig
 
 
 def widen_ffn(
-    state: dict[str, torch.Tensor], cfg: ModelConfig, d_ff: int, *, seed: int = 0
+    state: dict[str, torch.Tensor], cfg: ModelConfig, d_ff: int, *, seed: int = 0, draw: bool = True
 ) -> tuple[ModelConfig, dict[str, torch.Tensor]]:
     """The config and weights of `cfg`'s model with every FFN `d_ff` wide; `state` is not changed.
 
-    New rows of W1 are Xavier-uniform for the wider matrix (a generator seeded with `seed`), new entries of b1 and
-    the new columns of W2 are zero. Raises ValueError when `d_ff` is narrower than the model's."""
+    New rows of W1 are Xavier-uniform for the wider matrix (a generator seeded with `seed`), or zero with
+    draw=False (units that are simply absent: what averaging with a wider model needs); new entries of b1 and the
+    new columns of W2 are zero. Raises ValueError when `d_ff` is narrower than the model's."""
     if d_ff < cfg.d_ff:
         raise ValueError(f"--d-ff {d_ff} would narrow the model's FFN ({cfg.d_ff}); it can only grow")
     grown = dict(state)
@@ -36,7 +37,11 @@ def widen_ffn(
     bound = math.sqrt(6.0 / (cfg.d_model + d_ff))  # nn.init.xavier_uniform_ for a (d_ff, d_model) weight
     for name, tensor in state.items():
         if name.endswith("ffn.w_1.weight"):  # (d_ff, d_model)
-            new = (torch.rand(extra, tensor.size(1), generator=gen) * 2 - 1) * bound
+            new = (
+                (torch.rand(extra, tensor.size(1), generator=gen) * 2 - 1) * bound
+                if draw
+                else torch.zeros(extra, tensor.size(1))
+            )
             grown[name] = torch.cat([tensor, new.to(tensor.dtype)])
         elif name.endswith("ffn.w_1.bias"):  # (d_ff,)
             grown[name] = torch.cat([tensor, tensor.new_zeros(extra)])

@@ -27,6 +27,7 @@ from core.checkpoint import load_model, read_weights, save_model
 from core.data.tokenizer import Tokenizer
 from core.errors import CheckpointError, ConfigError
 from core.files import atomic_write_bytes
+from core.model.grow import widen_ffn
 from core.model.transformer import Transformer
 
 TRAINER_STATE = "trainer.safetensors"
@@ -185,7 +186,7 @@ def average_checkpoints(paths: list[Path], out: str | Path, weights: list[float]
             raise CheckpointError(f"{path}: a different model config from {paths[0]}; cannot average them")
         if other.tokenizer.proto != first.tokenizer.proto:
             raise CheckpointError(f"{path}: a different SentencePiece model from {paths[0]}; cannot average them")
-        for k, v in _widened(other.model.state_dict(), other.cfg, d_ff).items():
+        for k, v in widen_ffn(other.model.state_dict(), other.cfg, d_ff, draw=False)[1].items():
             if not v.is_floating_point():
                 total.setdefault(k, v)
             else:
@@ -210,16 +211,3 @@ def _model_config(path: Path):
             return config_from_metadata(file, f.metadata() or {})
     except Exception:  # noqa: BLE001 - a missing or broken file: load_model says what is wrong
         return load_model(path).cfg
-
-
-def _widened(state: dict[str, torch.Tensor], cfg, d_ff: int) -> dict[str, torch.Tensor]:
-    """`state` with its FFNs `d_ff` wide, every added unit zero (W1 rows, b1 entries, W2 columns)."""
-    if cfg.d_ff == d_ff:
-        return state
-    from core.model.grow import widen_ffn
-
-    grown = widen_ffn(state, cfg, d_ff)[1]
-    for k, v in grown.items():
-        if k.endswith("ffn.w_1.weight"):
-            grown[k] = torch.cat([v[: cfg.d_ff], v.new_zeros(d_ff - cfg.d_ff, v.size(1))])
-    return grown
