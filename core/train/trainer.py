@@ -144,7 +144,9 @@ class Trainer:
             raise ConfigError(
                 f"{self.run_dir} already holds a training run; use --resume to continue it or choose another --out"
             )
-        init = self.init_model() if cfg.init_from else None  # (config, weights) to fine-tune
+        # (config, weights) to fine-tune. A resumed fine-tune is its checkpoint's model: the --init-from
+        # directory is not read again, so it may have changed or gone since the run started.
+        init = self.init_model() if cfg.init_from and not self.resume else None
         # Rank 0 trains the tokenizer; the others wait and load it, so all agree on the vocabulary.
         if self.is_main:
             self.data = prepare_data(cfg, self.run_dir, True, reuse_tokenizer=self.resume)
@@ -152,7 +154,14 @@ class Trainer:
             torch.distributed.barrier()
             if not self.is_main:
                 self.data = prepare_data(cfg, self.run_dir, False, reuse_tokenizer=True)
-        self.model_cfg = init[0] if init else cfg.model_config(self.data.tokenizer.vocab_size)
+        if init:
+            self.model_cfg = init[0]
+        elif self.resume and cfg.init_from:
+            from core.checkpoint import load_model
+
+            self.model_cfg = load_model(self.latest_checkpoint()).cfg
+        else:
+            self.model_cfg = cfg.model_config(self.data.tokenizer.vocab_size)
         self.guide = None  # guided alignment (core/train/align_loss.py), with --align-links
         if cfg.align_links:
             from core.train.align_loss import GuidedAlignment
@@ -164,7 +173,7 @@ class Trainer:
             )
         torch.manual_seed(cfg.seed)
         self.model = Transformer(self.model_cfg)
-        if init and not self.resume:  # a resumed fine-tune takes its weights from the checkpoint below
+        if init:
             self.model.load_state_dict(init[1])
         self.model = self.model.to(self.device)
         if self.world > 1:  # same initial weights everywhere, but each rank its own dropout masks

@@ -368,6 +368,13 @@ def test_init_from_with_a_wider_ffn_grows_the_model_and_keeps_its_outputs(tmp_pa
     assert step_losses(tmp_path / "wide")[1] < step_losses(tmp_path / "base")[1] * 0.8
     w2 = grown.model.state_dict()["decoder_layers.0.ffn.w_2.weight"]
     assert w2[:, base.cfg.d_ff :].abs().sum() > 0  # three steps moved the new units off zero
+    # Resuming takes the grown model from its checkpoint, even with the --init-from model gone since.
+    (tmp_path / "base").rename(tmp_path / "gone")
+    resumed = tiny_cfg(
+        tmp_path / "wide", max_steps=5, warmup=1, init_from=str(tmp_path / "base"), model_overrides={"d_ff": wide}
+    )
+    assert Trainer(resumed, resume=True).run()["step"] == 5
+    assert load_model(list_checkpoints(tmp_path / "wide")[-1]).cfg.d_ff == wide
     with pytest.raises(ConfigError, match="would narrow the model's FFN"):
         Trainer(
             tiny_cfg(
