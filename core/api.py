@@ -29,6 +29,7 @@ from core.decode.translate import Alternative, Translation
 if TYPE_CHECKING:
     from core.checkpoint import LoadedModel
     from core.decode.translate import TranslateOptions
+    from core.text.accents import AccentTable
     from core.text.pipeline import TextOptions, TextResult
 
 # What `translate` returns: the one record of a translated sentence that `tt translate` writes too
@@ -86,6 +87,7 @@ class Translator:
         split: bool = True,
         protect: bool = True,
         case: bool = True,
+        accents: bool = True,
         glossary: str | Path | Iterable[tuple[str, str]] | None = None,
         coverage: bool = False,
         **decoding,
@@ -94,6 +96,7 @@ class Translator:
 
         split: sentences of a line translated apart and joined with the line's spacing; protect:
         numbers, times, URLs, e-mail, emoji, code and markup copied; case: ALL-CAPS and Title Case kept;
+        accents: a sentence typed without accents given them back where the model's vocabulary is clear;
         glossary: a terms.tsv path or (French, English) pairs, forced; coverage: also the source
         coverage signal (one teacher-forced pass more per sentence). The decoding keywords are translate's.
         """
@@ -102,7 +105,7 @@ class Translator:
         if isinstance(lines, str):
             raise TypeError("translate_text() takes a list of lines; for one: translate_text([text])[0]")
         options = _checked(lambda: replace(self.options, **decoding).validate())
-        text = TextOptions(split=split, protect=protect, case=case, terms=tuple(_terms(glossary)))
+        text = TextOptions(split=split, protect=protect, case=case, accents=accents, terms=tuple(_terms(glossary)))
         return list(translate_text_lines(self.loaded, list(lines), options, text, coverage=coverage))
 
 
@@ -153,11 +156,13 @@ def translate_text_lines(
     """One TextResult per line, streamed: lines are taken as they arrive (a pipe is answered line by line,
     a file fills whole batches), control characters become spaces (a warning says how many)."""
     from core.decode.lines import chunks
+    from core.text.accents import accent_table
     from core.text.protect import unknown_characters
 
     batch = text_batch(loaded, options, coverage=coverage)
     unknown = unknown_characters(loaded.tokenizer)
-    return text_chunks(chunks(lines, options.batch_size * 4), batch, text, unknown)
+    accents = accent_table(loaded.tokenizer)
+    return text_chunks(chunks(lines, options.batch_size * 4), batch, text, unknown, accents)
 
 
 def text_chunks(
@@ -165,9 +170,11 @@ def text_chunks(
     translate_batch: Callable[[list[str]], list[Translation]],
     text: TextOptions | None = None,
     unknown: Callable[[str], bool] | None = None,
+    accents: AccentTable | None = None,
 ) -> Iterator[TextResult]:
     """translate_text_lines over any translate_batch (a server hands in its batcher): one TextResult per
-    line of each list in `chunks`, indices running on across them; control characters become spaces."""
+    line of each list in `chunks`, indices running on across them; control characters become spaces.
+    `unknown` and `accents` are the model's (core.text.pipeline.translate_text)."""
     from core.decode.source import clean_text
     from core.text.pipeline import TextOptions, translate_chunks
 
@@ -186,7 +193,7 @@ def text_chunks(
             done += len(chunk)
             yield out
 
-    for r in translate_chunks(cleaned(chunks), translate_batch, text, unknown):
+    for r in translate_chunks(cleaned(chunks), translate_batch, text, unknown, accents):
         if r.index in notes:
             r.line_warnings = [notes.pop(r.index)]
         yield r

@@ -124,7 +124,7 @@ def fast_translate(args: list[str]) -> int | None:
     if warm is not None:  # the text pipeline, run by the server
         from tt_cli import remote_text, textrun
 
-        text = {"split": True, "protect": True, "glossary": None}
+        text = {"split": True, "protect": True, "accents": True, "glossary": None}
         output = Path(values["output"]) if values["output"] is not None else None
         job = textrun.TextJob(input_file, args, output, fmt, text, values["json_out"], None, "strict")
         return _guarded(remote_text.run, warm, request, job)

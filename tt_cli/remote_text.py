@@ -51,6 +51,7 @@ def body(request: Request, lines: list[str], text: TextOptions) -> dict:
         "split": text.split,
         "protect": text.protect,
         "case": text.case,
+        "accents": text.accents,
         "follow_stop": text.follow_stop,
         "terms": [list(pair) for pair in text.terms],
         "coverage": request.json,

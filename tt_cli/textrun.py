@@ -37,7 +37,7 @@ def document_format(input_file: Path | None, override: str | None) -> str:
     return fmt if fmt in DOCUMENT_FORMATS else "text"
 
 
-def text_options(*, split: bool, protect: bool, glossary: Path | None) -> TextOptions:
+def text_options(*, split: bool, protect: bool, accents: bool = True, glossary: Path | None) -> TextOptions:
     """The pipeline's options; the glossary is read here (a bad line: one error naming file:line)."""
     from core.text.options import TextOptions
 
@@ -46,7 +46,7 @@ def text_options(*, split: bool, protect: bool, glossary: Path | None) -> TextOp
         from core.text.glossary import read_glossary
 
         terms = tuple(read_glossary(glossary))
-    return TextOptions(split=split, protect=protect, terms=terms)
+    return TextOptions(split=split, protect=protect, accents=accents, terms=terms)
 
 
 def read_document(input_file: Path | None, fmt: str) -> Document:
@@ -109,7 +109,7 @@ class TextJob:
     args: list[str] | None  # the sentences given as arguments; None: read --input or stdin
     output: Path | None
     fmt: str  # text, srt or md
-    settings: dict  # text_options' keywords: split, protect, glossary
+    settings: dict  # text_options' keywords: split, protect, accents, glossary
     json_out: bool
     flag_below: float | None
     errors: str  # strict or replace (--errors)

@@ -8,16 +8,10 @@ DDP rank and a resumed run add the same ones.
 from __future__ import annotations
 
 import hashlib
-import unicodedata
 from collections.abc import Sequence
 
 from core.data.readers import Pair
-
-
-def strip_accents(text: str) -> str:
-    """ "Élève à l'école" → "Eleve a l'ecole": combining marks dropped (œ, æ and ß are letters, kept)."""
-    decomposed = unicodedata.normalize("NFD", text)
-    return unicodedata.normalize("NFC", "".join(ch for ch in decomposed if not unicodedata.combining(ch)))
+from core.text.accents import strip_accents
 
 
 def _draw(text: str, salt: str, seed: int) -> float:

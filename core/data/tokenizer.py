@@ -108,5 +108,9 @@ class Tokenizer:
     def piece_id(self, piece: str) -> int:
         return self.sp.piece_to_id(piece)
 
+    def scored_pieces(self) -> list[tuple[str, float]]:
+        """Every piece with its unigram log-probability (SentencePiece's score), by id."""
+        return [(self.sp.id_to_piece(i), self.sp.get_score(i)) for i in range(self.sp.get_piece_size())]
+
     def encode_pieces(self, text: str) -> list[str]:
         return self.sp.encode(text, out_type=str)

@@ -4,6 +4,7 @@
     protect.py     numbers, times, dates, URLs, e-mail, emoji, code, markup, unknown characters and
                    glossary terms → placeholders the model copies → back
     case.py        ALL-CAPS and Title Case translated through their natural case
+    accents.py     French typed without accents given them back, from the model's own vocabulary
     confidence.py  sentence confidence, source coverage, word confidences
     glossary.py    terms.tsv
     documents.py   srt, Markdown and plain text → segments to translate + a template → the document

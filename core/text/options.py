@@ -42,6 +42,7 @@ class TextOptions:
     split: bool = True  # split lines into sentences (off: each line is one sentence)
     protect: bool = True  # numbers, URLs, e-mail, emoji, code, markup, unknown characters
     case: bool = True  # ALL-CAPS and Title Case through their natural case
+    accents: bool = True  # a sentence typed without accents given them back where the word is clear
     # Drop the period the model adds to a source without a final stop: on for documents (a Markdown
     # heading, a subtitle cue); off for typed lines, where "Je suis étudiant" means a sentence.
     follow_stop: bool = False

@@ -1,6 +1,6 @@
 """Real text in, real text out: the one function every view calls around the model.
 
-    line ──sentence_spans──▶ sentences ──find_spans/protect──▶ placeholders ──natural_case──▶ model input
+    line ──sentence_spans──▶ sentences ──find_spans/protect──▶ placeholders ──natural_case, accents──▶ model input
          ◀──join_sentences── outputs ◀──restore── ◀──apply_case── ◀── translate_batch (one batch for all)
 
 `translate_text(lines, translate_batch, options)` takes any callable that translates a list of
@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from core.text.accents import AccentTable, restore_accents
 from core.text.case import NATURAL, apply_case, case_shape, natural_case
 from core.text.confidence import Confidence, confidence
 from core.text.documents import Document
@@ -113,7 +114,9 @@ class _Prepared:
     placeholders: frozenset[str]
 
 
-def _prepare(line_no: int, sentence: str, options: TextOptions, unknown, scheme: Scheme) -> _Prepared:
+def _prepare(
+    line_no: int, sentence: str, options: TextOptions, unknown, scheme: Scheme, accents: AccentTable | None
+) -> _Prepared:
     kinds = None if options.protect else ("term",)
     found = find_spans(sentence, terms=options.terms, unknown=unknown if options.protect else None, kinds=kinds)
     protected = protect(sentence, found, scheme)
@@ -123,6 +126,8 @@ def _prepare(line_no: int, sentence: str, options: TextOptions, unknown, scheme:
         shape = case_shape(text, keep)
         if shape != NATURAL:
             text = natural_case(text, keep)
+    if options.accents and accents is not None:
+        text = restore_accents(text, accents, keep)
     return _Prepared(line_no, sentence, text, shape, protected, keep)
 
 
@@ -154,7 +159,9 @@ def _translate(prepared: list[_Prepared], translate_batch, options: TextOptions)
     return sentences
 
 
-def _element_texts(prepared: list[_Prepared], translate_batch, options: TextOptions, unknown) -> dict[str, str]:
+def _element_texts(
+    prepared: list[_Prepared], translate_batch, options: TextOptions, unknown, accents: AccentTable | None
+) -> dict[str, str]:
     """The translation of the text inside each inline element (`<b>Envoyer</b>` → Send), one batch for all:
     the element is one placeholder in its sentence, so neither tag can be lost on its own."""
     inner = {
@@ -167,7 +174,7 @@ def _element_texts(prepared: list[_Prepared], translate_batch, options: TextOpti
     # A fragment alone is far from the sentences the model learned from; with a period it reads as
     # one ("Envoyer" → "Sendery it", "Envoyer." → "Sending."), and the period goes again after.
     stopped = [t if t.endswith(_STOPS) else t + "." for t in texts]
-    inside = [_prepare(-1, t, options, unknown, options.scheme) for t in stopped]
+    inside = [_prepare(-1, t, options, unknown, options.scheme, accents) for t in stopped]
     out = {}
     for text, full, r in zip(texts, stopped, _translate(inside, translate_batch, options)):
         out[text] = r.text[:-1] if full != text and r.text.endswith(".") else r.text
@@ -193,11 +200,13 @@ def translate_text(
     translate_batch: Callable[[list[str]], Sequence[Decoded]],
     options: TextOptions | None = None,
     unknown: Callable[[str], bool] | None = None,
+    accents: AccentTable | None = None,
 ) -> list[TextResult]:
     """One TextResult per line. translate_batch gets every sentence of every line in one list.
 
     unknown: the model's out-of-vocabulary test (protect.unknown_characters(tokenizer)); None protects
-    no unknown characters. A Decoded with a `cross` attribute (output steps × source pieces) also gets
+    no unknown characters. accents: the words of the model's vocabulary (accents.accent_table(tokenizer))
+    that give a sentence typed without accents its accents back; None gives none. A Decoded with a `cross` attribute (output steps × source pieces) also gets
     a coverage in its Confidence.
     """
     options = options or TextOptions()
@@ -210,8 +219,8 @@ def translate_text(
             stripped = line.strip()
             spans = [(line.index(stripped), line.index(stripped) + len(stripped))] if stripped else []
         per_line.append(spans)
-        prepared += [_prepare(i, line[a:b], options, unknown, options.scheme) for a, b in spans]
-    elements = _element_texts(prepared, translate_batch, options, unknown)
+        prepared += [_prepare(i, line[a:b], options, unknown, options.scheme, accents) for a, b in spans]
+    elements = _element_texts(prepared, translate_batch, options, unknown, accents)
     prepared = [_with_elements(p, elements) for p in prepared]
     sentences = _translate(prepared, translate_batch, options)
     for scheme in options.fallbacks:
@@ -219,7 +228,7 @@ def translate_text(
         if not retry:
             break
         again = [
-            _with_elements(_prepare(prepared[i].line, prepared[i].source, options, unknown, scheme), elements)
+            _with_elements(_prepare(prepared[i].line, prepared[i].source, options, unknown, scheme, accents), elements)
             for i in retry
         ]
         for i, second in zip(retry, _translate(again, translate_batch, options)):
@@ -239,12 +248,13 @@ def translate_chunks(
     translate_batch: Callable[[list[str]], Sequence[Decoded]],
     options: TextOptions | None = None,
     unknown: Callable[[str], bool] | None = None,
+    accents: AccentTable | None = None,
 ) -> Iterator[TextResult]:
     """translate_text over lists of lines as they come (a caller that reads a pipe hands over what is
     there, so each line is answered without waiting for the next); indices run on across lists."""
     done = 0
     for lines in chunks:
-        for r in translate_text(lines, translate_batch, options, unknown):
+        for r in translate_text(lines, translate_batch, options, unknown, accents):
             r.index += done
             yield r
         done += len(lines)
@@ -277,9 +287,10 @@ def translate_document(
     translate_batch: Callable[[list[str]], Sequence[Decoded]],
     options: TextOptions | None = None,
     unknown: Callable[[str], bool] | None = None,
+    accents: AccentTable | None = None,
 ) -> tuple[str, list[TextResult]]:
     """The document with its segments translated (see core.text.documents), and each segment's result.
     A heading or a cue without a final stop gets none (follow_stop)."""
     options = replace(options or TextOptions(), follow_stop=True)
-    results = translate_text(document.segments, translate_batch, options, unknown)
+    results = translate_text(document.segments, translate_batch, options, unknown, accents)
     return document.render([r.text for r in results]), results

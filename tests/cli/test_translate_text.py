@@ -93,6 +93,12 @@ def test_no_protect_hands_numbers_to_the_model():
     assert off["sentences"][0]["protected"] == [] and "1987" in off["sentences"][0]["model_input"]
 
 
+def test_accents_are_given_back_to_a_line_typed_without_them_unless_no_accents():
+    [on, off] = [records(ok("--json", *flag, "je suis etudiant"))[0] for flag in ((), ("--no-accents",))]
+    assert on["sentences"][0]["model_input"] == "je suis étudiant" and on["translation"] == "I am a student."
+    assert off["sentences"][0]["model_input"] == "je suis etudiant" and off["translation"] != on["translation"]
+
+
 def test_an_inline_element_keeps_its_closing_tag():
     out = ok("Clique sur <b>Envoyer</b> maintenant.").stdout
     assert out.startswith("Click on <b>") and "</b> now." in out

@@ -64,8 +64,10 @@ def same(monkeypatch, url: str, args: list[str], stdin: str | bytes | None = Non
         ["--no-split", "--no-protect", *LINES[:2]],
         ["--greedy", "--flag-below", "0.9", *LINES],
         ["--beam", "2", "--alpha", "1.0", "--json", *LINES[:2]],
+        ["--json", "je suis etudiant"],
+        ["--no-accents", "--json", "je suis etudiant"],
     ],
-    ids=["plain", "json", "no-split no-protect", "greedy flag-below", "beam alpha json"],
+    ids=["plain", "json", "no-split no-protect", "greedy flag-below", "beam alpha json", "accents", "no-accents"],
 )
 def test_a_warm_text_run_prints_what_the_local_one_prints(monkeypatch, url, args):
     assert same(monkeypatch, url, args).exit_code == 0

@@ -164,6 +164,14 @@ def translate(
             help="Copy numbers, times, dates, URLs, e-mail, emoji, inline code and markup instead of translating them.",
         ),
     ] = True,
+    accents: Annotated[
+        bool,
+        typer.Option(
+            "--accents/--no-accents",
+            help="Give French typed without accents ('je suis etudiant') its accents back where the model's "
+            "vocabulary knows the word; a sentence with any accent is left as it is.",
+        ),
+    ] = True,
     doc_format: Annotated[
         Optional[FormatChoice],
         typer.Option(
@@ -220,7 +228,9 @@ def translate(
         top_p=top_p,
         seed=seed,
     )
-    settings = dict(split=split, protect=protect, glossary=glossary)  # what core/text does around the model
+    settings = dict(
+        split=split, protect=protect, accents=accents, glossary=glossary
+    )  # what core/text does around the model
     if interactive:
         other_input = bool(text) or input_file is not None or output is not None
         return _interactive(model, device, decoding, quantize, json_out, threads, other_input, settings)

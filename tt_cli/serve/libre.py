@@ -40,7 +40,10 @@ async def translate(request) -> dict:
     def work(translate_batch) -> list[list[str]]:
         """Every segment's translation made of each sentence's k-th hypothesis, for k = 0 (the best) .. n-1."""
         kth = text.hypotheses(translate_batch) if n > 1 else lambda k: translate_batch
-        return [[r.text for r in text_chunks([segments], kth(k), options, service.unknown)] for k in range(n)]
+        return [
+            [r.text for r in text_chunks([segments], kth(k), options, service.unknown, service.accents)]
+            for k in range(n)
+        ]
 
     versions = await text.run(service, request, work, decoding, coverage=False)
     translated, others, start = [], [], 0

@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from core.errors import TTError
+from core.text.accents import accent_table
 from core.text.protect import unknown_characters
 from tt_cli.serve.announce import model_id
 from tt_cli.serve.batcher import Batcher, QueueFull
@@ -43,6 +44,8 @@ class Service:
         self._align_rule = None
         # The text pipeline's test for characters the model cannot write (it protects them).
         self.unknown = unknown_characters(translator.loaded.tokenizer)
+        # The words it gives back their accents in a sentence typed without any.
+        self.accents = accent_table(translator.loaded.tokenizer)
 
     # -- checks, in the order a handler makes them -------------------------------------------------------
     async def accept(self, request, *, pair_required: bool, blank: bool = False) -> tuple[Body, list[str], bool]:

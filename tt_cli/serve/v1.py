@@ -35,7 +35,7 @@ from tt_cli.serve.body import ApiError, Body
 from tt_cli.serve.settings import MAX_BEAM
 
 # The text pipeline's fields: with the model alone (raw) they mean nothing, and are refused.
-TEXT_FIELDS = ("split", "protect", "case", "terms", "follow_stop", "coverage")
+TEXT_FIELDS = ("split", "protect", "case", "accents", "terms", "follow_stop", "coverage")
 
 
 async def translate(request) -> dict:
@@ -89,13 +89,14 @@ async def _text(service, request, body: Body, texts: list[str], decoding: dict) 
         split=body.flag("split", True),
         protect=body.flag("protect", True),
         case=body.flag("case", True),
+        accents=body.flag("accents", True),
         follow_stop=body.flag("follow_stop", False),
         terms=body.pairs("terms"),
     )
     coverage = body.flag("coverage", True)
 
     def work(translate_batch) -> dict:
-        results = list(text_chunks([texts], translate_batch, options, service.unknown))
+        results = list(text_chunks([texts], translate_batch, options, service.unknown, service.accents))
         return {
             "translations": [r.to_dict() for r in results],
             "warnings": [{"index": r.index, "message": w} for r in results for w in r.warnings],

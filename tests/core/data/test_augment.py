@@ -1,13 +1,9 @@
 """Case and accent augmentation (core/data/augment.py)."""
 
-from core.data.augment import augmented, strip_accents
+from core.data.augment import augmented
 from core.data.readers import Pair
 
 PAIRS = [Pair(f"Élève numéro {i} à l'école.", f"Pupil number {i} at school.", f"x:{i}") for i in range(2000)]
-
-
-def test_strip_accents_keeps_letters_that_are_not_accents():
-    assert strip_accents("Élève à l'école, où ça ? cœur") == "Eleve a l'ecole, ou ca ? cœur"
 
 
 def test_shares_and_kinds_of_copies():
