@@ -11,6 +11,10 @@
 #                                                   # resumes runs/c1, OPTIONs (tt train's) override its settings
 #   python scripts/learning_curve.py runs/c1    # BLEU against CPU hours so far
 #   bash scripts/model_continue.sh 1h40m --d-ff 2048   # a new run that first widens the FFNs (core/model/grow.py)
+#   OUT=runs/c2 CACHE=runs/cache bash scripts/model_continue.sh 3h   # where the disk kept the run that made
+#       weights/next: resume it (Adam moments, schedule and data position) to 3 h of wall time in all, rather
+#       than warm a fresh optimizer up again from weights/next (docs/model.md, session 6: that cost 0.09 of
+#       validation loss over its first 1,000 steps)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-runs/c1}

@@ -348,6 +348,13 @@ def fine_tunes(card: dict) -> list[dict]:
     return [*card.get("earlier_fine_tunes", []), *filter(None, [card.get("fine_tune")])]
 
 
+def runs_before(card: dict, run_config: dict) -> list[dict]:
+    """The runs before the one with `run_config` that a new card of its model lists, earliest first: the
+    starting model's `fine_tunes`, less a record of this very run (resumed since it was shipped, it is
+    one run with a new record, not a second one)."""
+    return [ft for ft in fine_tunes(card) if ft["train_config"].get("out") != run_config.get("out")]
+
+
 def render_guided(ft: dict) -> str:
     """The card's section on a guided-alignment fine-tune (tt train --init-from weights --align-links)."""
     tc = ft["train_config"]
@@ -755,7 +762,7 @@ def main() -> None:
             k: base_card[k] for k in ("train_steps", "train_seconds", "train_config", "selected", "valid")
         }
         # the runs that made the starting model, earliest first (empty when it was trained from scratch)
-        earlier = fine_tunes(base_card)
+        earlier = runs_before(base_card, info["train_config"])
     record = {
         "selected": chosen,
         "valid": valid,

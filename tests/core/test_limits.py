@@ -182,6 +182,15 @@ def test_a_card_continued_twice_keeps_both_runs_earliest_first():
     assert "Koehn 2005" in text
 
 
+def test_a_resumed_run_shipped_again_replaces_its_own_record():
+    """weights/next from runs/c2, then runs/c2 resumed and shipped again: the new card lists c1 before it, once."""
+    c1 = {"train_config": continued_config("runs/c1", "weights")}
+    c2 = {"train_config": continued_config("runs/c2", "weights/next", 2048)}
+    card = {**CARD, "earlier_fine_tunes": [c1], "fine_tune": c2}
+    assert ship_weights().runs_before(card, c2["train_config"]) == [c1]
+    assert ship_weights().runs_before(card, continued_config("runs/c3", "weights/next")) == [c1, c2]
+
+
 def test_the_shipping_verdict_names_each_bar_missed():
     sw = ship_weights()
     shipped = {"test_sets": {"tatoeba-test": {"bleu": 62.7}, "multi30k-test2016": {"bleu": 52.6}}}
