@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
 
 _WORDS = re.compile(r"[^\W\d_]+")
 # Forms of avoir and être (accents stripped) after which a -e / -é word is the past participle.
@@ -57,47 +56,67 @@ def _final_e(word: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
 class AccentTable:
-    """Bare word → accented word: `plain` anywhere, `participle` right after avoir or être."""
+    """Bare word → accented word: `plain` anywhere, `participle` right after avoir or être.
 
-    plain: dict[str, str] = field(default_factory=dict)
-    participle: dict[str, str] = field(default_factory=dict)
+    Made from a SentencePiece vocabulary's (piece, score) pairs, whole words being the pieces after "▁", on
+    first use: ~15 ms that a cold `tt translate` of accented text never pays."""
+
+    def __init__(self, pieces: Callable[[], Iterable[tuple[str, float]]]) -> None:
+        self._pieces = pieces
+        self._tables: tuple[dict[str, str], dict[str, str]] | None = None
 
     @classmethod
     def from_pieces(cls, pieces: Iterable[tuple[str, float]]) -> AccentTable:
-        """From a SentencePiece vocabulary's (piece, score) pairs; whole words are the pieces after "▁"."""
-        score: dict[str, float] = {}
-        for piece, s in pieces:
-            if piece.startswith("▁") and len(piece) > 1:
-                word = piece[1:].lower()
-                score[word] = max(score.get(word, s), s)
-        forms: dict[str, set[str]] = {}
-        for word in score:
-            bare = strip_accents(word)
-            if bare != word and bare.isalpha():
-                forms.setdefault(bare, set()).add(word)
-        plain, participle = {}, {}
-        for bare, accented in forms.items():
-            if bare in _NEVER:
-                continue
-            finals = [w for w in accented if _final_e(w) is not None]
-            if finals and len(bare) >= 2 and bare != "de":  # "il est ne" → né; "il a de la chance"
-                participle[bare] = max(finals, key=lambda w: (score[w], w))
-            if bare in score:
-                continue
-            # An é-final form whose -e form is the bare word or another known form may be that -e form.
-            clear = [w for w in accented if _final_e(w) not in accented | {bare}]
-            if clear:
-                plain[bare] = max(clear, key=lambda w: (score[w], w))
-        return cls(plain, participle)
+        pieces = list(pieces)
+        return cls(lambda: pieces)
+
+    @property
+    def plain(self) -> dict[str, str]:
+        return self._built()[0]
+
+    @property
+    def participle(self) -> dict[str, str]:
+        return self._built()[1]
+
+    def _built(self) -> tuple[dict[str, str], dict[str, str]]:
+        if self._tables is None:
+            self._tables = _tables(self._pieces())
+        return self._tables
+
+
+def _tables(pieces: Iterable[tuple[str, float]]) -> tuple[dict[str, str], dict[str, str]]:
+    score: dict[str, float] = {}
+    for piece, s in pieces:
+        if piece.startswith("▁") and len(piece) > 1:
+            word = piece[1:].lower()
+            score[word] = max(score.get(word, s), s)
+    forms: dict[str, set[str]] = {}
+    for word in score:
+        bare = strip_accents(word)
+        if bare != word and bare.isalpha():
+            forms.setdefault(bare, set()).add(word)
+    plain, participle = {}, {}
+    for bare, accented in forms.items():
+        if bare in _NEVER:
+            continue
+        finals = [w for w in accented if _final_e(w) is not None]
+        if finals and len(bare) >= 2 and bare != "de":  # "il est ne" → né; "il a de la chance"
+            participle[bare] = max(finals, key=lambda w: (score[w], w))
+        if bare in score:
+            continue
+        # An é-final form whose -e form is the bare word or another known form may be that -e form.
+        clear = [w for w in accented if _final_e(w) not in accented | {bare}]
+        if clear:
+            plain[bare] = max(clear, key=lambda w: (score[w], w))
+    return plain, participle
 
 
 def accent_table(tokenizer) -> AccentTable:
-    """The table of a model's tokenizer (core.data.tokenizer.Tokenizer), made once per tokenizer."""
+    """The table of a model's tokenizer (core.data.tokenizer.Tokenizer), one per tokenizer, made on first use."""
     table = getattr(tokenizer, "_accent_table", None)
     if table is None:
-        table = AccentTable.from_pieces(tokenizer.scored_pieces())
+        table = AccentTable(tokenizer.scored_pieces)
         tokenizer._accent_table = table
     return table
 

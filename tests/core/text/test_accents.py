@@ -86,3 +86,17 @@ def test_the_python_api_takes_accents_as_a_keyword(translator):
     [off] = translator.translate_text(["je suis etudiant"], accents=False)
     assert on.text == "I am a student." and on.sentences[0].model_input == "je suis étudiant"
     assert off.sentences[0].model_input == "je suis etudiant"
+
+
+def test_the_table_is_made_only_when_a_sentence_needs_it(translator):
+    calls = []
+
+    def pieces():
+        calls.append(1)
+        return translator.loaded.tokenizer.scored_pieces()
+
+    table, batch = AccentTable(pieces), translator_batch(translator)
+    translate_text(["Je suis étudiant."], batch, None, None, table)  # accented: nothing to give back
+    assert calls == []
+    translate_text(["je suis etudiant", "il fait tres froid"], batch, None, None, table)
+    assert calls == [1]  # made once, then kept
