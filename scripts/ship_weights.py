@@ -591,9 +591,10 @@ def render_next(card: dict, shipped: dict) -> str:
 **Not the shipped model**: `tt` never loads it unless asked (`--model weights/next`, or `TT_MODEL=weights/next`).
 It is the shipped model (`weights/`) trained further on Europarl v7 (Koehn 2005), Tatoeba, Multi30k and the WMT news
 test sets 2008–2011/2015 by {done}: each a run of `bash scripts/model_continue.sh` starting from
-the previous one's weights; stored in fp16. docs/model.md has the recipes, the learning curves and why it lives here: this project's machine is a fresh one every session, so a run directory never
-outlives its session, and the next session continues from these weights (`bash scripts/model_continue.sh` starts
-from here when it exists).
+the previous one's weights (or resuming it, where the disk kept its run directory); stored in fp16. docs/model.md has
+the recipes, the learning curves and why it lives here: this project's machine is often a fresh one at a session's
+start, so a run directory may not outlive its session, and the next session continues from these weights
+(`bash scripts/model_continue.sh` starts from here when it exists).
 
 {verdict}
 
