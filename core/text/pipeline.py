@@ -206,8 +206,8 @@ def translate_text(
 
     unknown: the model's out-of-vocabulary test (protect.unknown_characters(tokenizer)); None protects
     no unknown characters. accents: the words of the model's vocabulary (accents.accent_table(tokenizer))
-    that give a sentence typed without accents its accents back; None gives none. A Decoded with a `cross` attribute (output steps × source pieces) also gets
-    a coverage in its Confidence.
+    that give a sentence typed without accents its accents back; None gives none. A Decoded with a
+    `cross` attribute (output steps × source pieces) also gets a coverage in its Confidence.
     """
     options = options or TextOptions()
     per_line: list[list[tuple[int, int]]] = []
