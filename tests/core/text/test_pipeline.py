@@ -71,9 +71,9 @@ def test_every_number_url_and_emoji_of_the_copy_list_survives(run):
 def test_lost_spans_are_reported_not_dropped(run):
     from core.text.protect import SCHEMES
 
-    # With Kyoto as its placeholder and no second try, the shipped model drops this URL: said so.
+    # With ⟨1⟩ as its placeholder (pieces the model cannot write) and no second try, the URL is lost: said so.
     line = "Lis la page https://fr.wikipedia.org/wiki/Paris ce soir."
-    [result] = run([line], TextOptions(scheme=SCHEMES["names-kyoto"], fallbacks=()))
+    [result] = run([line], TextOptions(scheme=SCHEMES["brackets"], fallbacks=()))
     assert [s.original for s in result.sentences[0].lost] == ["https://fr.wikipedia.org/wiki/Paris"]
     assert any("https://fr.wikipedia.org/wiki/Paris" in w for w in result.warnings)
 
@@ -145,9 +145,10 @@ def test_an_srt_file_round_trips_with_the_model(translator, run, tmp_path):
     unknown = unknown_characters(translator.loaded.tokenizer)
     out, results = translate_document(read_document(path), translator_batch(translator), None, unknown)
     assert len(results) == 3
+    [come, yes] = [r.text for r in run(["Tu viens ?", "Oui."])]  # each dialogue line is a segment of its own
     assert out == (
         "1\r\n00:00:01,000 --> 00:00:02,500\r\nI am a\r\nstudent.\r\n\r\n"
-        "2\r\n00:00:03,000 --> 00:00:04,000\r\n- Are you coming?\r\n- Yes.\r\n"
+        f"2\r\n00:00:03,000 --> 00:00:04,000\r\n- {come}\r\n- {yes}\r\n"
     )
 
 
@@ -171,8 +172,8 @@ def test_a_lost_placeholder_gets_another_try_with_the_fallback_placeholders(run)
     from core.text.protect import SCHEMES
 
     line = "Lis la page https://fr.wikipedia.org/wiki/Paris ce soir."
-    [once] = run([line], TextOptions(scheme=SCHEMES["names-kyoto"], fallbacks=()))
-    [twice] = run([line], TextOptions(scheme=SCHEMES["names-kyoto"], fallbacks=(SCHEMES["names"],)))
+    [once] = run([line], TextOptions(scheme=SCHEMES["brackets"], fallbacks=()))
+    [twice] = run([line], TextOptions(scheme=SCHEMES["brackets"], fallbacks=(SCHEMES["names"],)))
     assert [s.original for s in once.sentences[0].lost] == ["https://fr.wikipedia.org/wiki/Paris"]
     assert twice.sentences[0].lost == [] and "https://fr.wikipedia.org/wiki/Paris" in twice.text
 
