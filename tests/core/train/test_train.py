@@ -375,6 +375,7 @@ def test_init_from_with_a_wider_ffn_grows_the_model_and_keeps_its_outputs(tmp_pa
     )
     assert Trainer(resumed, resume=True).run()["step"] == 5
     assert load_model(list_checkpoints(tmp_path / "wide")[-1]).cfg.d_ff == wide
+    (tmp_path / "gone").rename(tmp_path / "base")  # back, for the refusal below
     with pytest.raises(ConfigError, match="would narrow the model's FFN"):
         Trainer(
             tiny_cfg(
