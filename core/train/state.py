@@ -177,7 +177,7 @@ def average_checkpoints(paths: list[Path], out: str | Path, weights: list[float]
         )
     shares = [w / sum(weights) for w in weights] if weights is not None else [1 / len(paths)] * len(paths)
     first = load_model(paths[0])
-    d_ff = max([first.cfg.d_ff] + [_model_config(p).d_ff for p in paths[1:]])
+    d_ff = max([first.cfg.d_ff] + [checkpoint_config(p).d_ff for p in paths[1:]])
     cfg = replace(first.cfg, d_ff=d_ff)  # the widest model's shape holds the mean
     total: dict[str, torch.Tensor] = {}
     for path, share in zip(paths, shares):
@@ -199,7 +199,7 @@ def average_checkpoints(paths: list[Path], out: str | Path, weights: list[float]
     return save_model(model, first.tokenizer, out, extra_metadata=metadata)
 
 
-def _model_config(path: Path):
+def checkpoint_config(path: Path):
     """The config of the model in `path`, from its weights file's metadata alone (load_model's errors otherwise)."""
     from safetensors import safe_open
 

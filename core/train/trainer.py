@@ -36,6 +36,7 @@ from core.train.state import (  # noqa: F401 - TRAINER_* and average_checkpoints
     TRAINER_JSON,
     TRAINER_STATE,
     average_checkpoints,
+    checkpoint_config,
     clean_partial_checkpoints,
     list_checkpoints,
     read_checkpoint,
@@ -156,10 +157,8 @@ class Trainer:
                 self.data = prepare_data(cfg, self.run_dir, False, reuse_tokenizer=True)
         if init:
             self.model_cfg = init[0]
-        elif self.resume and cfg.init_from:
-            from core.checkpoint import load_model
-
-            self.model_cfg = load_model(self.latest_checkpoint()).cfg
+        elif self.resume and cfg.init_from:  # from the weights file's metadata; the weights load below
+            self.model_cfg = checkpoint_config(self.latest_checkpoint())
         else:
             self.model_cfg = cfg.model_config(self.data.tokenizer.vocab_size)
         self.guide = None  # guided alignment (core/train/align_loss.py), with --align-links

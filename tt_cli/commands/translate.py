@@ -228,9 +228,8 @@ def translate(
         top_p=top_p,
         seed=seed,
     )
-    settings = dict(
-        split=split, protect=protect, accents=accents, glossary=glossary
-    )  # what core/text does around the model
+    # what core/text does around the model
+    settings = dict(split=split, protect=protect, accents=accents, glossary=glossary)
     if interactive:
         other_input = bool(text) or input_file is not None or output is not None
         return _interactive(model, device, decoding, quantize, json_out, threads, other_input, settings)
