@@ -86,6 +86,7 @@ class Translator:
         *,
         split: bool = True,
         protect: bool = True,
+        names: bool = True,
         case: bool = True,
         accents: bool = True,
         glossary: str | Path | Iterable[tuple[str, str]] | None = None,
@@ -95,7 +96,8 @@ class Translator:
         """One TextResult per line, in order: `tt translate`'s pipeline (core/text) around the model.
 
         split: sentences of a line translated apart and joined with the line's spacing; protect:
-        numbers, times, URLs, e-mail, emoji, code and markup copied; case: ALL-CAPS and Title Case kept;
+        numbers, times, URLs, e-mail, emoji, code and markup copied; names: with protect, people's names
+        (Angela Merkel) kept as written; case: ALL-CAPS and Title Case kept;
         accents: a sentence typed without accents given them back where the model's vocabulary is clear;
         glossary: a terms.tsv path or (French, English) pairs, forced; coverage: also the source
         coverage signal (one teacher-forced pass more per sentence). The decoding keywords are translate's.
@@ -105,7 +107,9 @@ class Translator:
         if isinstance(lines, str):
             raise TypeError("translate_text() takes a list of lines; for one: translate_text([text])[0]")
         options = _checked(lambda: replace(self.options, **decoding).validate())
-        text = TextOptions(split=split, protect=protect, case=case, accents=accents, terms=tuple(_terms(glossary)))
+        text = TextOptions(
+            split=split, protect=protect, names=names, case=case, accents=accents, terms=tuple(_terms(glossary))
+        )
         return list(translate_text_lines(self.loaded, list(lines), options, text, coverage=coverage))
 
 

@@ -28,7 +28,7 @@ def main() -> None:
     n_items = sum(len(want) for _, want in COPY_CASES)
     runs = {"no protection": TextOptions(protect=False)}
     runs.update({f"placeholders: {name}": TextOptions(scheme=scheme, fallbacks=()) for name, scheme in SCHEMES.items()})
-    runs["tt's default: names, then names-kyoto, then typed on a loss"] = TextOptions()
+    runs["tt's default: numbers copied, then names, names-kyoto, typed on a loss"] = TextOptions()
     print(f"{len(lines)} sentences, {n_items} things to copy\n")
     print("| run | copies right | sentences with every copy | reported lost |")
     print("|---|---:|---:|---:|")

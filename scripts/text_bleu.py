@@ -1,7 +1,7 @@
 """BLEU and chrF of the shipped model with core.text's splitting, protection and casing off and on
 (sacreBLEU, beam 4), on newstest2013 (first 500 lines) and the Tatoeba test split.
 
-    python scripts/text_bleu.py [--news-lines 500] [--model DIR]
+    python scripts/text_bleu.py [--news-lines 500] [--news-set newstest2013] [--tatoeba-lines N] [--model DIR]
     python scripts/text_bleu.py --cli      # end to end: `tt translate --input` with and without
                                            # --no-split --no-protect, as a user runs it
 """
@@ -22,12 +22,15 @@ from text_eval_sets import dev_sets  # noqa: E402
 
 from core.evaluate import corpus_scores  # noqa: E402
 from core.text.pipeline import TextOptions, translate_text, translator_batch  # noqa: E402
-from core.text.protect import unknown_characters  # noqa: E402
+from core.text.protect import SCHEMES, unknown_characters  # noqa: E402
 
 RUNS = {
     "off (the model alone)": TextOptions(split=False, protect=False, case=False, follow_stop=False),
-    "split": TextOptions(protect=False, case=False, follow_stop=False),
-    "split + protect + case (default)": TextOptions(),
+    "split + protect + case, numbers as placeholders (before)": TextOptions(
+        scheme=SCHEMES["names"], fallbacks=(SCHEMES["names-kyoto"], SCHEMES["typed"]), names=False
+    ),
+    "split + protect + case, numbers copied": TextOptions(names=False),
+    "split + protect + case, numbers and names copied (default)": TextOptions(),
 }
 
 
@@ -70,7 +73,7 @@ def main_cli(args) -> None:
 
 def _runs(args, runs: dict):
     """(set name, run name, its settings, sources, references) for every set and run."""
-    for name, (sources, refs) in dev_sets(args.news_lines, args.tatoeba_lines).items():
+    for name, (sources, refs) in dev_sets(args.news_lines, args.tatoeba_lines, args.news_set).items():
         for run, settings in runs.items():
             yield name, run, settings, sources, refs
 
@@ -78,7 +81,10 @@ def _runs(args, runs: dict):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--news-lines", type=int, default=500)
-    parser.add_argument("--tatoeba-lines", type=int, default=None, help="the split's first N pairs (default all)")
+    parser.add_argument("--news-set", default="newstest2013", help="a set of ../shared/data/news (flores101-dev, …)")
+    parser.add_argument(
+        "--tatoeba-lines", type=int, default=None, help="the split's first N pairs (default all; 0: none)"
+    )
     parser.add_argument("--model", default=None)
     parser.add_argument("--cli", action="store_true", help="through `tt translate` (on vs --no-split --no-protect)")
     args = parser.parse_args()

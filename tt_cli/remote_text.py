@@ -50,6 +50,7 @@ def body(request: Request, lines: list[str], text: TextOptions) -> dict:
         **request.decoding_body(lines),
         "split": text.split,
         "protect": text.protect,
+        "names": text.names,
         "case": text.case,
         "accents": text.accents,
         "follow_stop": text.follow_stop,

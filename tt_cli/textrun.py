@@ -37,7 +37,9 @@ def document_format(input_file: Path | None, override: str | None) -> str:
     return fmt if fmt in DOCUMENT_FORMATS else "text"
 
 
-def text_options(*, split: bool, protect: bool, accents: bool = True, glossary: Path | None) -> TextOptions:
+def text_options(
+    *, split: bool, protect: bool, names: bool = True, accents: bool = True, glossary: Path | None
+) -> TextOptions:
     """The pipeline's options; the glossary is read here (a bad line: one error naming file:line)."""
     from core.text.options import TextOptions
 
@@ -46,7 +48,7 @@ def text_options(*, split: bool, protect: bool, accents: bool = True, glossary: 
         from core.text.glossary import read_glossary
 
         terms = tuple(read_glossary(glossary))
-    return TextOptions(split=split, protect=protect, accents=accents, terms=terms)
+    return TextOptions(split=split, protect=protect, names=names, accents=accents, terms=terms)
 
 
 def read_document(input_file: Path | None, fmt: str) -> Document:
@@ -109,7 +111,7 @@ class TextJob:
     args: list[str] | None  # the sentences given as arguments; None: read --input or stdin
     output: Path | None
     fmt: str  # text, srt or md
-    settings: dict  # text_options' keywords: split, protect, accents, glossary
+    settings: dict  # text_options' keywords: split, protect, names, accents, glossary
     json_out: bool
     flag_below: float | None
     errors: str  # strict or replace (--errors)

@@ -118,9 +118,15 @@ def _prepare(
     line_no: int, sentence: str, options: TextOptions, unknown, scheme: Scheme, accents: AccentTable | None
 ) -> _Prepared:
     kinds = None if options.protect else ("term",)
-    found = find_spans(sentence, terms=options.terms, unknown=unknown if options.protect else None, kinds=kinds)
+    names = options.protect and options.names and case_shape(sentence) == NATURAL  # a headline capitalises every word
+    found = find_spans(
+        sentence, terms=options.terms, unknown=unknown if options.protect else None, kinds=kinds, names=names
+    )
     protected = protect(sentence, found, scheme)
-    keep = frozenset(s.placeholder for s in protected.spans)
+    # Placeholders, and the words of a name left for the model to copy, keep their case and accents.
+    keep = frozenset(
+        w for s in protected.spans for w in ([s.placeholder] + (s.placeholder.split() if s.copied else []))
+    )
     text, shape = protected.text, NATURAL
     if options.case:
         shape = case_shape(text, keep)

@@ -8,23 +8,29 @@ What is protected (earlier kinds win where they overlap): glossary terms, inline
 (the pipeline translates their text on its own and puts it back between the tags), other markup,
 URLs, e-mail addresses, dates in digits, times (14 h 35, 14h35, 14:35), numbers of two or more
 digits (a single digit is left to the model, which writes "three" for 3 as a translator would), and
-any word holding a character outside the model's vocabulary (emoji, other scripts).
+any word holding a character outside the model's vocabulary (emoji, other scripts); when asked, names
+(two or more capitalised words inside a sentence: Angela Merkel, Jean-Pierre Raffarin).
 
 A placeholder is a word the shipped model copies unchanged: measured in docs/text.md, where single
 pieces it saw often in training (city names that are the same in both languages, numbers for
 numeric spans) beat bracketed tokens such as ⟨1⟩, which it has never seen and translates into
-noise. Restoring never loses a span silently: one the model dropped is reported in `lost`, one it
-repeated is put back once and reported in `repeated`.
+noise. Numbers, times, dates and names are first left as written (the default `copy` scheme): a model
+that copies them does best with the thing itself, and a sentence where one does not come out whole is
+translated again with placeholders (core.text.pipeline); a name's placeholder is a person's (Tom, Mary). Restoring never loses a span silently: one
+the model dropped is reported in `lost`, one it repeated is put back once and reported in `repeated`.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+
+from core.text.accents import strip_accents
 
 # The placeholder schemes live with the pipeline's options (plain data, no patterns to compile).
 from core.text.options import (  # noqa: F401 - imported from here by callers
+    COPIED_KINDS,
     DEFAULT_SCHEME,
     FALLBACK_SCHEMES,
     NAME_POOL,
@@ -45,6 +51,7 @@ class Span:
     original: str  # the source text
     output: str  # what goes in the translation (the term's English, 14:35 for 14 h 35, else the original)
     placeholder: str = ""
+    copied: bool = False  # left in the text for the model to copy (a number or name in the copy scheme)
 
 
 @dataclass(frozen=True)
@@ -88,6 +95,31 @@ _PATTERNS: list[tuple[str, re.Pattern]] = [
     ),
 ]
 _WORD = re.compile(r"\S+")
+# A name: two or more capitalised words in a row (Angela Merkel, Jean-Pierre Raffarin, Dr Balfour Mount).
+_CAP = r"[A-ZÀ-ÖØ-Þ][a-zà-öø-ÿ]+(?:[-'’][A-ZÀ-ÖØ-Þa-zà-öø-ÿ][a-zà-öø-ÿ]*)*"
+_CAP_WORD = re.compile(_CAP)
+_NAME = re.compile(rf"(?<![\w'’-]){_CAP}(?:[ \u00a0]{_CAP})+(?![\w'’-])")
+# Capitalised words that open a sentence or stand before a name and are translated, not copied.
+_NOT_NAME = frozenset(
+    """le la les l un une des du de d ce cet cette ces mon ma mes son sa ses notre nos votre vos leur leurs
+    et mais ou donc or ni car en au aux à dans par pour sur sous avec sans selon depuis pendant après avant
+    il elle ils elles on nous vous je tu si quand comme lorsque alors ainsi cependant toutefois pourtant enfin
+    puis ensuite chez entre contre vers lundi mardi mercredi jeudi vendredi samedi dimanche monsieur madame
+    mademoiselle messieurs mesdames président présidente ministre premier première docteur professeur maître
+    général sénateur député juge saint sainte mme mlle mmes dre me""".split()
+)
+# A run that opens with one of these is an institution or a place in French word order (la Cour Suprême,
+# le Centre Brennan, la Commission Charbonneau, le Grand Montréal): English reorders or translates it.
+_INSTITUTION = frozenset(
+    """centre cour commission laboratoire laboratoires société union banque conseil parlement parti assemblée
+    université ministère agence institut fondation association fédération organisation office musée église
+    hôpital palais place rue avenue boulevard pont gare lac mont île grand grande nouvelle nouveau tribunal
+    maison chambre sénat gouvernement état états république royaume nations communauté conférence comité
+    bureau service direction armée forces front mouvement ligue coupe championnat prix festival salon océan
+    mer golfe cap baie vallée forêt région province département ville château collège lycée école académie
+    compagnie groupe caisse crédit fonds marché bourse cathédrale tour jardin parc stade moyen seconde guerre
+    jeux père mère nord sud haute haut petit petite""".split()
+)
 _EDGE_PUNCT = ".,;:!?()[]«»\"'’“”"
 
 
@@ -117,18 +149,36 @@ def _render(kind: str, text: str) -> str:
     return text
 
 
+def _names(text: str) -> Iterable[tuple[int, int]]:
+    """Runs of two or more capitalised words that are not the sentence's first word, leading words
+    that are translated rather than copied (Le, Président, Lundi) left out."""
+    first = re.search(r"\w", text)
+    for m in _NAME.finditer(text):
+        words = list(_CAP_WORD.finditer(m.group()))
+        while words and (
+            m.start() + words[0].start() == (first.start() if first else -1)
+            or re.split(r"[-'’]", words[0].group().lower())[0] in _NOT_NAME
+        ):
+            words.pop(0)
+        if len(words) >= 2 and words[0].group().lower() not in _INSTITUTION:
+            yield m.start() + words[0].start(), m.start() + words[-1].end()
+
+
 def find_spans(
     text: str,
     *,
     terms: Iterable[tuple[str, str]] = (),
     unknown: Callable[[str], bool] | None = None,
     kinds: Iterable[str] | None = None,
+    names: bool = False,
 ) -> list[Span]:
     """Non-overlapping spans to protect in `text`, in order.
 
     terms: (French, English) glossary pairs, matched whole-word and case-insensitively, longest first.
     unknown: says whether a character is outside the model's vocabulary (see `unknown_characters`).
     kinds: only these kinds (None = all).
+    names: also runs of capitalised words (kind "name"); only for a sentence in its natural case (in a
+    Title-Cased headline every word is capitalised).
     """
     wanted = None if kinds is None else set(kinds)
     found: list[Span] = []
@@ -151,6 +201,9 @@ def find_spans(
     if unknown is not None:
         for a, b in _unknown_words(text, unknown):
             add("unknown", a, b)
+    if names:
+        for a, b in _names(text):
+            add("name", a, b)
     return sorted(found, key=lambda s: s.start)
 
 
@@ -211,6 +264,9 @@ def protect(text: str, spans: list[Span], scheme: Scheme = DEFAULT_SCHEME) -> Pr
     out, last, used = [], head, set()
     placed = []
     for span in spans:
+        if scheme.copies and span.kind in COPIED_KINDS:
+            placed.append(replace(span, placeholder=span.original, copied=True))  # stays in the text
+            continue
         pool = [p for p in scheme.pool(span.kind) if p not in used and not _occurrences(text, p)]
         if not pool:  # more spans of a kind than placeholders: leave the rest to the model
             continue
@@ -235,19 +291,36 @@ def _occurrences(text: str, placeholder: str) -> list[re.Match]:
     return list(_pattern(placeholder).finditer(text))
 
 
+def _copy_pattern(span: Span) -> re.Pattern:
+    if span.kind == "name":  # as written, or without its accents (Montréal, Montreal); a whole name
+        forms = sorted({span.original, strip_accents(span.original)}, key=len, reverse=True)
+        return re.compile(rf"(?<![\w'’-])(?:{'|'.join(map(re.escape, forms))})(?![\w'’-])")
+    # A number as the source wrote it or the English way (1 000,5 or 1,000.5), not inside a longer one.
+    forms = sorted({span.original, span.output}, key=len, reverse=True)
+    return re.compile(rf"(?<![\w,.])(?:{'|'.join(map(re.escape, forms))})(?!\w|[,.]\d)")
+
+
 def restore(translation: str, protected: Protected) -> Restored:
     """The translation with each placeholder turned back into its span's output."""
     lost, repeated = [], []
     text = translation
     marks: dict[str, str] = {}
     for i, span in enumerate(protected.spans):
+        mark = f"\x00{chr(0xE000 + i)}\x00"  # kept apart until every span is found, so an output cannot match another
+        if span.copied:  # the first copy not yet claimed; one more in the output is the model's own
+            found = _copy_pattern(span).search(text)
+            if found is None:
+                lost.append(span)
+                continue
+            marks[mark] = found.group() if span.kind == "name" else span.output  # a name as the model wrote it
+            text = text[: found.start()] + mark + text[found.end() :]
+            continue
         hits = _occurrences(text, span.placeholder)
         if not hits:
             lost.append(span)
             continue
         if len(hits) > 1:
             repeated.append(span)
-        mark = f"\x00{i}\x00"  # kept apart until every placeholder is found, so an output cannot match another
         marks[mark] = span.output
         first = hits[0]
         rest = _pattern(span.placeholder).sub("", text[first.end() :])

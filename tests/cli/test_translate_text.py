@@ -93,6 +93,14 @@ def test_no_protect_hands_numbers_to_the_model():
     assert off["sentences"][0]["protected"] == [] and "1987" in off["sentences"][0]["model_input"]
 
 
+def test_names_are_kept_unless_no_names():
+    line = "Hier, j'ai vu Angela Merkel et Zlatan Ibrahimovic à Berlin."
+    [on, off] = [records(ok("--json", *flag, line))[0] for flag in ((), ("--no-names",))]
+    assert [p["kind"] for p in on["sentences"][0]["protected"]] == ["name", "name"]
+    assert "Angela Merkel" in on["translation"] and "Zlatan Ibrahimovic" in on["translation"]
+    assert off["sentences"][0]["protected"] == [] and off["sentences"][0]["model_input"] == line
+
+
 def test_accents_are_given_back_to_a_line_typed_without_them_unless_no_accents():
     [on, off] = [records(ok("--json", *flag, "je suis etudiant"))[0] for flag in ((), ("--no-accents",))]
     assert on["sentences"][0]["model_input"] == "je suis étudiant" and on["translation"] == "I am a student."

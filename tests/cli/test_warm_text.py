@@ -30,6 +30,7 @@ from tt_cli.textrun import text_options  # noqa: E402
 BORN = "Elle est née en 1987."
 THREE = "Je suis étudiant. Il fait froid ce matin. Le chat dort."
 LINES = [BORN, THREE, "JE SUIS ÉTUDIANT.", "Voir https://exemple.fr 🙂", "Il est arrivé à 14 h 35."]
+NAMES = "Hier, j'ai vu Angela Merkel et Zlatan Ibrahimovic à Berlin."  # names kept: a second try with Tom and Mary
 
 
 def jobs(url: str) -> int:
@@ -66,8 +67,20 @@ def same(monkeypatch, url: str, args: list[str], stdin: str | bytes | None = Non
         ["--beam", "2", "--alpha", "1.0", "--json", *LINES[:2]],
         ["--json", "je suis etudiant"],
         ["--no-accents", "--json", "je suis etudiant"],
+        ["--json", NAMES],
+        ["--no-names", "--json", NAMES],
     ],
-    ids=["plain", "json", "no-split no-protect", "greedy flag-below", "beam alpha json", "accents", "no-accents"],
+    ids=[
+        "plain",
+        "json",
+        "no-split no-protect",
+        "greedy flag-below",
+        "beam alpha json",
+        "accents",
+        "no-accents",
+        "names",
+        "no-names",
+    ],
 )
 def test_a_warm_text_run_prints_what_the_local_one_prints(monkeypatch, url, args):
     assert same(monkeypatch, url, args).exit_code == 0

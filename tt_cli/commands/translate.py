@@ -164,6 +164,14 @@ def translate(
             help="Copy numbers, times, dates, URLs, e-mail, emoji, inline code and markup instead of translating them.",
         ),
     ] = True,
+    names: Annotated[
+        bool,
+        typer.Option(
+            "--names/--no-names",
+            help="With --protect: keep people's names (two or more capitalised words inside a sentence: "
+            "Angela Merkel) as written; a name the model mangles is translated again with a placeholder.",
+        ),
+    ] = True,
     accents: Annotated[
         bool,
         typer.Option(
@@ -229,7 +237,7 @@ def translate(
         seed=seed,
     )
     # what core/text does around the model
-    settings = dict(split=split, protect=protect, accents=accents, glossary=glossary)
+    settings = dict(split=split, protect=protect, names=names, accents=accents, glossary=glossary)
     if interactive:
         other_input = bool(text) or input_file is not None or output is not None
         return _interactive(model, device, decoding, quantize, json_out, threads, other_input, settings)

@@ -35,7 +35,7 @@ from tt_cli.serve.body import ApiError, Body
 from tt_cli.serve.settings import MAX_BEAM
 
 # The text pipeline's fields: with the model alone (raw) they mean nothing, and are refused.
-TEXT_FIELDS = ("split", "protect", "case", "accents", "terms", "follow_stop", "coverage")
+TEXT_FIELDS = ("split", "protect", "names", "case", "accents", "terms", "follow_stop", "coverage")
 
 
 async def translate(request) -> dict:
@@ -88,6 +88,7 @@ async def _text(service, request, body: Body, texts: list[str], decoding: dict) 
     options = TextOptions(
         split=body.flag("split", True),
         protect=body.flag("protect", True),
+        names=body.flag("names", True),
         case=body.flag("case", True),
         accents=body.flag("accents", True),
         follow_stop=body.flag("follow_stop", False),

@@ -57,7 +57,43 @@ def test_protection_on_and_off(run):
     [on] = run(["Elle est née en 1987."])
     [off] = run(["Elle est née en 1987."], TextOptions(protect=False))
     assert on.text == "She was born in 1987."
-    assert "1987" not in on.sentences[0].model_input and "1987" in off.sentences[0].model_input
+    assert [s.original for s in on.sentences[0].spans] == ["1987"] and off.sentences[0].spans == []
+
+
+def test_a_number_stays_for_the_model_and_gets_a_placeholder_only_where_it_is_lost(run, translator):
+    # The shipped model copies 25 but writes 1987 as "198"; a model that learned from news copies both.
+    lines = ["Il a 25 ans.", "Elle est née en 1987."]
+    alone = [r.text for r in translator.translate(lines)]
+    results = run(lines)
+    for line, number, bare, result in zip(lines, ["25", "1987"], alone, results):
+        [sentence] = result.sentences
+        assert number in result.text and sentence.lost == []
+        if number in bare:  # copied: the model saw the number itself, no placeholder
+            assert sentence.model_input == line and sentence.model_output == bare
+        else:  # lost: translated again with a name in its place
+            assert number not in sentence.model_input and sentence.spans[0].placeholder in sentence.model_input
+
+
+def test_a_name_stays_for_the_model_and_gets_a_person_placeholder_only_where_it_is_lost(run, translator):
+    line = "Hier, j'ai vu Angela Merkel et Zlatan Ibrahimovic à Berlin."
+    [bare] = [r.text for r in translator.translate([line])]
+    [result] = run([line])
+    [sentence] = result.sentences
+    assert [s.kind for s in sentence.spans] == ["name", "name"]
+    assert "Angela Merkel" in result.text and "Zlatan Ibrahimovic" in result.text and sentence.lost == []
+    if "Angela Merkel" in bare and "Zlatan Ibrahimovic" in bare:
+        assert sentence.model_input == line
+    else:  # translated again with people's names in their place
+        assert "Merkel" not in sentence.model_input and {"Tom", "Mary"} <= set(sentence.model_input.split())
+    [off] = run([line], TextOptions(names=False))
+    assert off.sentences[0].spans == [] and off.sentences[0].model_input == line
+    [api_on, api_off] = [translator.translate_text([line], names=flag)[0] for flag in (True, False)]
+    assert api_on.to_dict() == result.to_dict() and api_off.to_dict() == off.to_dict()
+
+
+def test_a_headline_has_no_names(run):
+    [result] = run(["Le Président Rencontre Angela Merkel"])  # every word capitalised: not names
+    assert result.sentences[0].spans == []
 
 
 def test_every_number_url_and_emoji_of_the_copy_list_survives(run):

@@ -68,7 +68,7 @@ def test_kinds_limits_what_is_found():
 
 def test_protect_and_restore_round_trip():
     text = "Elle est née en 1987 à Boston, voir https://exemple.fr."
-    protected = protect(text, find_spans(text))
+    protected = protect(text, find_spans(text), SCHEMES["names"])
     assert "1987" not in protected.text and "https" not in protected.text
     assert "Boston" in protected.text  # a placeholder already in the text is not used
     assert restore(protected.text, protected).text == text
@@ -92,11 +92,79 @@ def test_a_dropped_placeholder_is_reported():
 
 def test_a_repeated_placeholder_is_put_back_once_and_reported():
     text = "Elle est née en 1987."
-    protected = protect(text, find_spans(text))
+    protected = protect(text, find_spans(text), SCHEMES["names"])
     ph = protected.spans[0].placeholder
     restored = restore(f"She was born in {ph} {ph}.", protected)
     assert restored.text == "She was born in 1987."
     assert [s.original for s in restored.repeated] == ["1987"] and restored.lost == []
+
+
+def test_the_default_leaves_numbers_for_the_model_to_copy():
+    text = "Le 12/03/2024 à 14 h 35, 1 000 000 de visiteurs ont vu https://exemple.fr."
+    protected = protect(text, find_spans(text))
+    assert [(s.kind, s.copied) for s in protected.spans] == [
+        ("date", True),
+        ("time", True),
+        ("number", True),
+        ("url", False),
+    ]
+    assert "12/03/2024" in protected.text and "14 h 35" in protected.text and "1 000 000" in protected.text
+    assert "https" not in protected.text
+    url = protected.spans[-1].placeholder
+    # Written as the source wrote it or the English way, each comes out the English way.
+    restored = restore(f"On 12/03/2024 at 14:35, 1 000 000 visitors saw {url}.", protected)
+    assert restored.text == "On 12/03/2024 at 14:35, 1,000,000 visitors saw https://exemple.fr." and not restored.lost
+    restored = restore(f"On 12/03/2024 at 14 h 35, 1,000,000 visitors saw {url}.", protected)
+    assert restored.text == "On 12/03/2024 at 14:35, 1,000,000 visitors saw https://exemple.fr." and not restored.lost
+
+
+def test_a_copied_number_is_lost_when_the_model_garbles_it():
+    text = "Elle est née en 1987, il a 25 ans."
+    protected = protect(text, find_spans(text))
+    assert [s.copied for s in protected.spans] == [True, True]
+    restored = restore("She was born in 198, he is 25.5 years old.", protected)  # neither is the number given
+    assert [s.original for s in restored.lost] == ["1987", "25"]
+    assert "dropped number '1987'" in restored.warnings[0]
+    assert restore("She was born in 19870, he is 125.", protected).lost == protected.spans  # not inside another
+
+
+def test_each_copy_of_a_number_claims_its_own_occurrence():
+    text = "En 2009 et en 2009."
+    protected = protect(text, find_spans(text))
+    assert [s.original for s in restore("In 2009 and in 2009.", protected).lost] == []
+    assert [s.original for s in restore("In 2009.", protected).lost] == ["2009"]
+    # One more in the output than in the source is the model's own, left as it wrote it.
+    assert restore("In 2009, 2009 and 2009.", protected).text == "In 2009, 2009 and 2009."
+
+
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        ("Hier, j'ai vu Angela Merkel à Berlin.", ["Angela Merkel"]),
+        ("Le président Emmanuel Macron parle à Jean-Pierre Raffarin.", ["Emmanuel Macron", "Jean-Pierre Raffarin"]),
+        ("Il a vu le Dr Balfour Mount et Mme Plamondon.", ["Dr Balfour Mount"]),  # Mme is translated: Ms
+        ("Angela Merkel a dit non.", []),  # a sentence's first word is capitalised anyway
+        ("Selon Le Monde, la Cour Suprême a parlé.", []),  # Le translated; an institution in French word order
+        ("Il travaille au Centre Brennan.", []),
+    ],
+)
+def test_names_are_runs_of_capitalised_words(text, names):
+    assert [s.original for s in find_spans(text, names=True) if s.kind == "name"] == names
+    assert [s for s in find_spans(text) if s.kind == "name"] == []  # only when asked
+
+
+def test_a_name_is_left_for_the_model_and_kept_as_it_wrote_it():
+    text = "Hier, Gérald Tremblay a vu Carlo Ancelotti."
+    protected = protect(text, find_spans(text, names=True))
+    assert protected.text == text and [s.copied for s in protected.spans] == [True, True]
+    restored = restore("Yesterday, Gerald Tremblay saw Carlo Ancelotti.", protected)  # accents dropped: fine
+    assert restored.text == "Yesterday, Gerald Tremblay saw Carlo Ancelotti." and restored.lost == []
+    restored = restore("Yesterday, Gérald Tremblay saw Carlo Anlo.", protected)
+    assert [s.original for s in restored.lost] == ["Carlo Ancelotti"]
+    # With placeholders a name gets a person's (Tom, Mary), not a city's: "a rencontré Chicago" reads as a place.
+    protected = protect(text, find_spans(text, names=True), SCHEMES["names"])
+    assert protected.text == "Hier, Tom a vu Mary."
+    assert restore("Yesterday, Tom saw Mary.", protected).text == "Yesterday, Gérald Tremblay saw Carlo Ancelotti."
 
 
 def test_placeholders_match_whole_tokens_only():
