@@ -196,9 +196,12 @@ def news_results(model: Path, tmp: Path) -> dict:
 
 
 def measure_limits(model: Path) -> dict:
-    """The card's limits section: the out-of-domain score and the HARD sentences as translated."""
+    """The card's limits section: the out-of-domain score and the HARD sentences as translated, by the
+    model alone (`--raw`) and by `tt translate` as a user runs it (the text pipeline around the model)."""
     ood = eval_json(model, Path(f"{OOD}.fr"), Path(f"{OOD}.en"))
-    hard = tt("translate", "--model", str(model), *(fr for fr, _ in HARD)).splitlines()
+    sources = [fr for fr, _ in HARD]
+    alone = tt("translate", "--local", "--raw", "--model", str(model), *sources).splitlines()
+    piped = tt("translate", "--local", "--model", str(model), *sources).splitlines()
     return {
         "ood": {
             "src": f"{OOD.relative_to(ROOT)}.fr",
@@ -208,7 +211,7 @@ def measure_limits(model: Path) -> dict:
             "chrf": ood["chrf"],
             "bleu_signature": ood["bleu_signature"],
         },
-        "hard": [[fr, en, kind] for (fr, kind), en in zip(HARD, hard)],
+        "hard": [[fr, en, kind, text] for (fr, kind), en, text in zip(HARD, alone, piped)],
     }
 
 
@@ -216,7 +219,14 @@ def render_limits(card: dict) -> str:
     if "limits" not in card:
         return ""
     lim, ood = card["limits"], card["limits"]["ood"]
-    hard = "\n".join(f"| {fr} | {en} | {kind} |" for fr, en, kind in lim["hard"])
+    # [French, the model alone, kind] in cards measured before the pipeline's column; then `tt translate`'s.
+    piped = all(len(row) == 4 for row in lim["hard"])
+    hard = "\n".join(f"| {' | '.join(row[:2] + row[3:] + row[2:3])} |" for row in lim["hard"])
+    header = (
+        "| French | the model alone | `tt translate` | kind |\n|---|---|---|---|"
+        if piped
+        else "| French | tt translate | kind |\n|---|---|---|"
+    )
     if corpus_scale(card):
         news = card["test_sets"].get("newstest2013", {})
         intro = f"""Best at short everyday sentences and image captions (the test sets above); parliamentary and news text
@@ -228,13 +238,18 @@ figures and rare words are where it still fails most — sentences written for t
 It fails on long formal or news text, names, numbers and rare words: it drops words, cuts or merges figures, and
 spells unknown names and words from pieces it knows:
 """
+    after = (
+        "\n`tt translate` runs the text pipeline around the model (numbers, names, URLs and emoji copied, case kept);\n"
+        "the model alone is `tt translate --raw`.\n"
+        if piped
+        else ""
+    )
     return f"""## What it is good at / where it fails
 
 {intro}
-| French | tt translate | kind |
-|---|---|---|
+{header}
 {hard}
-
+{after}
 Measured out of domain: **{ood["bleu"]:.1f} BLEU, {ood["chrf"]:.1f} chrF** on {ood["sentences"]} news and parliamentary sentences
 written for this card with our own reference translations (not taken from any test set), against
 {card["test_sets"]["tatoeba-test"]["bleu"]:.1f} BLEU on held-out Tatoeba. BLEU `{ood["bleu_signature"]}`. Reproduce:

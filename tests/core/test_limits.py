@@ -85,12 +85,17 @@ def test_the_ood_figure_is_reproduced_by_the_printed_command():
 
 @pytest.mark.slow
 def test_the_failures_shown_are_the_models_own():
-    result = CliRunner().invoke(app, ["translate", "--raw", *(fr for fr, _, _ in LIMITS["hard"])], env={"TT_MODEL": ""})
-    assert result.exit_code == 0, result.stderr
-    assert result.stdout.splitlines() == [en for _, en, _ in LIMITS["hard"]]
+    """Each row: the French, the model alone (`--raw`), its kind, and (cards since the text pipeline's
+    column) what `tt translate` prints."""
+    sources = [row[0] for row in LIMITS["hard"]]
+    runs = {1: ["--raw"]} | ({3: []} if all(len(row) == 4 for row in LIMITS["hard"]) else {})
+    for column, flags in runs.items():
+        result = CliRunner().invoke(app, ["translate", "--local", *flags, *sources], env={"TT_MODEL": ""})
+        assert result.exit_code == 0, result.stderr
+        assert result.stdout.splitlines() == [row[column] for row in LIMITS["hard"]]
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    for fr, en, _ in LIMITS["hard"]:
-        assert f"| {fr} | {en} |" in readme  # the README's table shows the same outputs
+    for row in LIMITS["hard"]:
+        assert f"| {' | '.join(row[:2] + row[3:])} |" in readme  # the README's table shows the same outputs
 
 
 def test_a_card_trained_further_on_europarl_and_news_says_so():
@@ -246,3 +251,13 @@ def test_an_interpolated_candidate_is_scored_and_the_card_shows_the_rule(tmp_pat
     assert "--news --interpolate 0.7 --keep-tatoeba 2\n" in text
     assert f"| {name} | 23.0 | 49.0 | 59.5 |" in text and "| the shipped model | | | 60.7 |" in text
     assert f"Kept: **{name}** — the best dev BLEU among the candidates whose Tatoeba valid BLEU is at most 2" in text
+
+
+def test_a_card_with_the_pipeline_column_shows_both_translations():
+    hard = [["Elle est née en 1987.", "She was born in 198.", "a number", "She was born in 1987."]]
+    card = {**CARD, "limits": {**LIMITS, "hard": hard}}
+    text = ship_weights().render_limits(card)
+    assert "| French | the model alone | `tt translate` | kind |" in text
+    assert "| Elle est née en 1987. | She was born in 198. | She was born in 1987. | a number |" in text
+    assert "the model alone is `tt translate --raw`" in text
+    assert "| French | tt translate | kind |" in ship_weights().render_limits(CARD)  # a card measured before it
