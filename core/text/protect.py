@@ -120,6 +120,8 @@ _INSTITUTION = frozenset(
     compagnie groupe caisse crédit fonds marché bourse cathédrale tour jardin parc stade moyen seconde guerre
     jeux père mère nord sud haute haut petit petite""".split()
 )
+# A run holding one of these is a place English words otherwise (Pacifique Sud → South Pacific).
+_COMPASS = frozenset("nord sud est ouest oriental orientale occidental occidentale central centrale".split())
 _EDGE_PUNCT = ".,;:!?()[]«»\"'’“”"
 
 
@@ -160,7 +162,8 @@ def _names(text: str) -> Iterable[tuple[int, int]]:
             or re.split(r"[-'’]", words[0].group().lower())[0] in _NOT_NAME
         ):
             words.pop(0)
-        if len(words) >= 2 and words[0].group().lower() not in _INSTITUTION:
+        lowered = [w.group().lower() for w in words]
+        if len(words) >= 2 and lowered[0] not in _INSTITUTION and not _COMPASS.intersection(lowered):
             yield m.start() + words[0].start(), m.start() + words[-1].end()
 
 

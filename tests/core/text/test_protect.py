@@ -146,6 +146,7 @@ def test_each_copy_of_a_number_claims_its_own_occurrence():
         ("Angela Merkel a dit non.", []),  # a sentence's first word is capitalised anyway
         ("Selon Le Monde, la Cour Suprême a parlé.", []),  # Le translated; an institution in French word order
         ("Il travaille au Centre Brennan.", []),
+        ("Il a évité le Pacifique Sud et Star Alliance.", ["Star Alliance"]),  # a compass word: a place
     ],
 )
 def test_names_are_runs_of_capitalised_words(text, names):
