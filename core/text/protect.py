@@ -298,9 +298,10 @@ def _copy_pattern(span: Span) -> re.Pattern:
     if span.kind == "name":  # as written, or without its accents (Montréal, Montreal); a whole name
         forms = sorted({span.original, strip_accents(span.original)}, key=len, reverse=True)
         return re.compile(rf"(?<![\w'’-])(?:{'|'.join(map(re.escape, forms))})(?![\w'’-])")
-    # A number as the source wrote it or the English way (1 000,5 or 1,000.5), not inside a longer one.
+    # A number as the source wrote it or the English way (1 000,5 or 1,000.5), not inside a longer one;
+    # an English plural after it is fine (les années 1990 → the 1990s).
     forms = sorted({span.original, span.output}, key=len, reverse=True)
-    return re.compile(rf"(?<![\w,.])(?:{'|'.join(map(re.escape, forms))})(?!\w|[,.]\d)")
+    return re.compile(rf"(?<![\w,.])(?:{'|'.join(map(re.escape, forms))})(?:(?=s(?!\w))|(?!\w|[,.]\d))")
 
 
 def restore(translation: str, protected: Protected) -> Restored:

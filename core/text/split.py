@@ -95,8 +95,8 @@ def sentence_spans(line: str) -> list[tuple[int, int]]:
         if end <= start:
             continue
         following = line[after:]
-        if not _starts_sentence(following):
-            continue
+        if not _starts_sentence(following) or not any(ch.isalnum() for ch in following):
+            continue  # nothing of a sentence follows: a spaced closing quote (« mourir. " ») stays with its own
         punct = match.group("end")
         if punct.rstrip(_CLOSERS + " \u00a0\u202f") == "." and _blocked_by_abbreviation(line[start:end], following):
             continue

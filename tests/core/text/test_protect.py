@@ -126,6 +126,10 @@ def test_a_copied_number_is_lost_when_the_model_garbles_it():
     assert [s.original for s in restored.lost] == ["1987", "25"]
     assert "dropped number '1987'" in restored.warnings[0]
     assert restore("She was born in 19870, he is 125.", protected).lost == protected.spans  # not inside another
+    decades = protect("Dans les années 1990 et 60.", find_spans("Dans les années 1990 et 60."))
+    plural = restore("In the 1990s and 60s.", decades)  # an English plural after a number keeps it whole
+    assert plural.text == "In the 1990s and 60s." and not plural.lost
+    assert restore("In the 1990st and 60.", decades).lost == decades.spans[:1]
 
 
 def test_each_copy_of_a_number_claims_its_own_occurrence():

@@ -59,3 +59,15 @@ def test_round_trip_on_any_text(line):
 )
 def test_words_that_look_like_abbreviations_still_end_sentences(line):
     assert len(split_sentences(line)) == 2
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'Ils disent toujours la même phrase: " Je veux mourir. "',  # newstest2013: a spaced straight quote
+        "Il l'a dit (voir plus haut. )",
+        "Elle a crié : « Au secours ! » ",
+    ],
+)
+def test_a_closing_quote_after_a_space_stays_with_its_sentence(line):
+    assert split_sentences(line) == [line.strip()]
