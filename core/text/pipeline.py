@@ -124,9 +124,8 @@ def _prepare(
     )
     protected = protect(sentence, found, scheme)
     # Placeholders, and the words of a name left for the model to copy, keep their case and accents.
-    keep = frozenset(
-        w for s in protected.spans for w in ([s.placeholder] + (s.placeholder.split() if s.copied else []))
-    )
+    copied_words = {w for s in protected.spans if s.copied for w in s.placeholder.split()}
+    keep = frozenset({s.placeholder for s in protected.spans} | copied_words)
     text, shape = protected.text, NATURAL
     if options.case:
         shape = case_shape(text, keep)

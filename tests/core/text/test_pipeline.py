@@ -91,6 +91,19 @@ def test_a_name_stays_for_the_model_and_gets_a_person_placeholder_only_where_it_
     assert api_on.to_dict() == result.to_dict() and api_off.to_dict() == off.to_dict()
 
 
+def test_a_name_keeps_its_spelling_when_the_sentence_gets_its_accents(translator):
+    from core.text.accents import accent_table
+
+    line = "il a parle avec Societe Generale hier"
+    table = accent_table(translator.loaded.tokenizer)
+    [first] = translate_text([line], translator_batch(translator), TextOptions(fallbacks=()), None, table)
+    [sentence] = first.sentences  # the first try, as the model saw it: accents given, the name as typed
+    assert [(s.kind, s.original) for s in sentence.spans] == [("name", "Societe Generale")]
+    assert sentence.model_input == "il a parlé avec Societe Generale hier"
+    [result] = translator.translate_text([line])
+    assert "Societe Generale" in result.text
+
+
 def test_a_headline_has_no_names(run):
     [result] = run(["Le Président Rencontre Angela Merkel"])  # every word capitalised: not names
     assert result.sentences[0].spans == []
