@@ -210,7 +210,16 @@ def test_snapshots_do_not_hang_on_float_rounding():
             if insides:
                 open_insides(app, tab="add_norm")
                 await settle(pilot)
-            return app.export_screenshot()
+            # Two captures alike, 50 ms apart: on a loaded machine the screen can still be drawing
+            # (the insides' tab switch is queued after a refresh) when the model thread is idle.
+            last = app.export_screenshot()
+            for _ in range(100):
+                await pilot.pause(0.05)
+                now = app.export_screenshot()
+                if now == last:
+                    return now
+                last = now
+            raise AssertionError("the screen kept changing")
 
     screens = []
     for dtype in (torch.float32, torch.float64):
