@@ -594,7 +594,13 @@ def render_next(card: dict, shipped: dict) -> str:
     )
     signature = next(iter(card["test_sets"].values()))["bleu_signature"]
     ood, a = card["limits"]["ood"], card["alignment"]
-    hard = "\n".join(f"| {fr} | {en} |" for fr, en, _ in card["limits"]["hard"])
+    piped = all(len(row) == 4 for row in card["limits"]["hard"])  # `tt translate`'s column (render_limits)
+    hard = "\n".join(f"| {' | '.join(row[:2] + row[3:])} |" for row in card["limits"]["hard"])
+    header = (
+        "| French | weights/next alone | `tt translate` |\n|---|---|---|"
+        if piped
+        else "| French | weights/next |\n|---|---|"
+    )
     missed = shipping_verdict(card, shipped)
     verdict = (
         "It does not ship yet, by the model issue's bars: " + "; ".join(missed) + "."
@@ -625,8 +631,7 @@ Word alignment (`tt align --find-heads` on the {a["pairs"]} Hansards trial pairs
 {a["rule"]}): AER {a["aer"]:.1f} (the shipped model: {shipped["alignment"]["aer"]:.1f}). Its translations of the
 README's hard sentences:
 
-| French | weights/next |
-|---|---|
+{header}
 {hard}
 
 card.json holds every figure with its signature, as `scripts/ship_weights.py --out weights/next` wrote it (this

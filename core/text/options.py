@@ -15,7 +15,9 @@ NUMBER_POOL = ("99", "9", "8", "50", "30", "20", "500", "200", "25", "16")
 # (a city in its place reads as a place: "a rencontré Chicago" → "met in Chicago"); then the city names.
 PEOPLE_POOL = ("Tom", "Mary", "John") + NAME_POOL
 NUMERIC_KINDS = frozenset({"number", "time", "date"})
-COPIED_KINDS = NUMERIC_KINDS | {"name"}  # what the copy scheme leaves in the text for the model to copy
+# What the copy scheme leaves in the text for the model to copy. Not times and dates: a model that copies
+# 1987 still writes 14 h 35 as "14" and a timestamp's digits its own way (docs/text.md).
+COPIED_KINDS = frozenset({"number", "name"})
 
 
 @dataclass(frozen=True)
@@ -25,7 +27,7 @@ class Scheme:
     name: str
     names: tuple[str, ...]  # for URLs, e-mail, emoji, code, glossary terms, unknown characters
     numbers: tuple[str, ...]  # for numbers, times and dates
-    # Numbers, times, dates and names left as written for the model to copy (checked in its output, a
+    # Numbers and names (COPIED_KINDS) left as written for the model to copy (checked in its output, a
     # number written the English way there): a model that learned from text full of them copies them,
     # where a placeholder reads to it as something else ("Il a Boston ans" → "He is Boston.").
     copies: bool = False
@@ -40,7 +42,7 @@ class Scheme:
 _BRACKETS = tuple(f"⟨{i}⟩" for i in range(1, 11))
 _HASHES = tuple(f"#{i}" for i in range(1, 11))
 SCHEMES = {
-    "copy": Scheme("copy", NAME_POOL, (), copies=True),
+    "copy": Scheme("copy", NAME_POOL, NAME_POOL, copies=True),  # times and dates: names, as "names" does
     "names": Scheme("names", NAME_POOL, NAME_POOL),
     "names-kyoto": Scheme(
         "names-kyoto",

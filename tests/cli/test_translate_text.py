@@ -217,7 +217,8 @@ def test_format_overrides_the_extension_and_text_keeps_lines(tmp_path):
     as_srt = ok("--input", str(src), "--format", "srt").stdout_bytes  # .stdout would turn CRLF into LF
     assert as_srt.startswith(b"1\r\n00:00:01,000 --> 00:00:02,500\r\nI am a\r\nstudent.")
     as_text = ok("--input", str(src)).stdout  # .txt: one output line per input line
-    assert as_text.count("\n") == SRT.count("\n") and "-->" in as_text.splitlines()[1]
+    timing = SRT.splitlines()[1]  # 00:00:01,000 --> 00:00:02,500: as text, a line like any other
+    assert as_text.count("\n") == SRT.count("\n") and as_text.splitlines()[1] == ok(timing).stdout.strip()
     from_stdin = ok("--format", "srt", input=SRT.encode())
     assert from_stdin.stdout_bytes == as_srt
 
