@@ -215,13 +215,20 @@ def measure_limits(model: Path) -> dict:
     }
 
 
+def hard_translations(card: dict) -> tuple[bool, list[list[str]]]:
+    """Whether the card's hard sentences carry `tt translate`'s column, and each row's French and
+    translations: [French, the model alone(, `tt translate`)]. Rows are [French, alone, kind(, tt translate)];
+    cards measured before the pipeline's column have three."""
+    rows = card["limits"]["hard"]
+    return all(len(row) == 4 for row in rows), [row[:2] + row[3:] for row in rows]
+
+
 def render_limits(card: dict) -> str:
     if "limits" not in card:
         return ""
     lim, ood = card["limits"], card["limits"]["ood"]
-    # [French, the model alone, kind] in cards measured before the pipeline's column; then `tt translate`'s.
-    piped = all(len(row) == 4 for row in lim["hard"])
-    hard = "\n".join(f"| {' | '.join(row[:2] + row[3:] + row[2:3])} |" for row in lim["hard"])
+    piped, translations = hard_translations(card)
+    hard = "\n".join(f"| {' | '.join(cells)} | {row[2]} |" for cells, row in zip(translations, lim["hard"]))
     header = (
         "| French | the model alone | `tt translate` | kind |\n|---|---|---|---|"
         if piped
@@ -594,8 +601,8 @@ def render_next(card: dict, shipped: dict) -> str:
     )
     signature = next(iter(card["test_sets"].values()))["bleu_signature"]
     ood, a = card["limits"]["ood"], card["alignment"]
-    piped = all(len(row) == 4 for row in card["limits"]["hard"])  # `tt translate`'s column (render_limits)
-    hard = "\n".join(f"| {' | '.join(row[:2] + row[3:])} |" for row in card["limits"]["hard"])
+    piped, translations = hard_translations(card)
+    hard = "\n".join(f"| {' | '.join(cells)} |" for cells in translations)
     header = (
         "| French | weights/next alone | `tt translate` |\n|---|---|---|"
         if piped
