@@ -4,7 +4,7 @@
   into its blocked layout. The same function (only the summation order differs), and on this project's
   CPU (AMD Zen 5) 1.5–2.5× faster for the model's GEMMs than torch's default fp32 path, MKL
   (bench/README.md). It also differentiates with respect to its input, for attribution.
-- `fast_model`: int8 dynamic quantization of the Linear layers, or bf16. Both are approximations of
+- `fast_model`: int8 dynamic quantization of the Linear layers (per output row), or bf16. Both are approximations of
   the fp32 model: `tt translate --quantize` offers them where BLEU on the held-out set stays within
   0.3 of fp32 (tests/core/model/test_quantize.py; bench/bench_ct2.py measures speed).
 
@@ -125,8 +125,12 @@ def fast_model(model: nn.Module, mode: str) -> nn.Module:
     fast = copy.deepcopy(model).eval()
     if mode == "bf16":
         return fast.to(torch.bfloat16)
-    # Weights to int8; activations quantized on the fly per batch (dynamic). torch.ao announces its
-    # move to torchao with warnings on every call; the API still works, and stderr is the user's.
+    # Weights to int8 with one scale per output row (a row's largest weight sets its own scale, so one large
+    # row does not coarsen the others); activations quantized on the fly per batch (dynamic). The decoding
+    # steps run these layers' int8 products fused (core/model/step.py). torch.ao announces its move to
+    # torchao with warnings on every call; the API still works, and stderr is the user's.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return torch.ao.quantization.quantize_dynamic(fast, {nn.Linear}, dtype=torch.qint8)
+        from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
+
+        return quantize_dynamic(fast, {nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8)

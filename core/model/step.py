@@ -9,15 +9,17 @@ operations a decoder step. At batch 1 a step is that overhead plus reading the w
   and every decoder layer's cross-attention W^K W^V of the memory as one product;
 - every product on a transposed copy of its weight, Wᵀ (in × out), as one `addmm`: on the CPU, MKL
   reads a one-row product's weight 1.3–1.5× faster that way than through `F.linear`. Large products of
-  a packed model (core/model/fast.py) go to oneDNN on its packed weights instead;
+  a packed model (core/model/fast.py) go to oneDNN on its packed weights instead, and an int8 model's
+  (`fast_model(model, "int8")`, `--quantize int8`) to fbgemm's int8 kernels on its own int8 weights;
 - attention written out for the one new query, on (N·h, T, d_k) views of the caches: 1/√d_k folded
   into W^Q, the source padding as an additive bias made once per batch, no masks built per step; for
-  a single sentence, W^Q and W^O of the cross-attention multiplied into its keys and values;
+  a single sentence of an fp32 model, W^Q and W^O of the cross-attention multiplied into its keys and values;
 - no module calls, no dropout (inference), no records.
 The numbers equal the modules' up to rounding (the same dot products, summed in another order).
 
 `fused_step(model)` returns None where the modules must run: training mode, hooks registered (what
-`tt inspect` and the analyses read through), or Linear layers that are not plain fp32 (--quantize).
+`tt inspect` and the analyses read through), or Linear layers that are neither fp32 nor int8 with
+zero points of 0 (`--quantize bf16`).
 """
 
 from __future__ import annotations
@@ -37,10 +39,21 @@ def _linear_kind(layer: nn.Module) -> str | None:
     from core.model.fast import PackedLinear
 
     if type(layer) is nn.Linear:
-        return "plain"
+        return "plain" if layer.weight.dtype == torch.float32 else None
     if type(layer) is PackedLinear:
         return "packed"
+    if type(layer).__module__.startswith("torch.ao.nn.quantized.dynamic"):  # fast_model(model, "int8")
+        weight = layer.weight()
+        return "int8" if weight.dtype == torch.qint8 and not bool(_int8_scales(weight)[1].any()) else None
     return None
+
+
+def _int8_scales(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A quantized weight's scale and zero point per output row (a per-tensor one repeated)."""
+    if weight.qscheme() in (torch.per_channel_affine, torch.per_channel_symmetric):
+        return weight.q_per_channel_scales().double(), weight.q_per_channel_zero_points()
+    rows = weight.size(0)
+    return torch.full((rows,), weight.q_scale(), dtype=torch.float64), torch.full((rows,), weight.q_zero_point())
 
 
 class Product:
@@ -81,23 +94,60 @@ class Product:
         return torch.addmm(self.bias, x, self.weight_t)  # (N, out)
 
 
-def _product(linear: nn.Module, packed: bool, scale: float = 1.0) -> Product:
-    """A model layer's Product; a packed model's layer lends its own packed copy."""
-    return Product(linear.weight, linear.bias, packed=linear if packed else False, scale=scale)
+class Int8Product:
+    """x Wᵀ + b for the step's (N, in) rows on int8 weights with one scale per output row (`--quantize int8`):
+    the rows of one or more of the model's dynamically quantized Linear layers, stacked as their fp32 weights
+    are on the other paths. The input is quantized per call, as the layers themselves do it
+    (`quantized::linear_dynamic`, fbgemm's reduced range), so a stacked product gives each layer's own outputs.
+    `scale` multiplies a part's weight scales and bias (1/√d_k folded into W^Q: a power of two, so exact).
+    """
+
+    def __init__(self, parts: list[tuple[nn.Module, float]]) -> None:
+        import warnings
+
+        ints, scales, biases = [], [], []
+        for linear, scale in parts:
+            weight, bias = linear.weight(), linear.bias()  # zero points are 0 (_linear_kind checked)
+            ints.append(weight.int_repr())
+            scales.append(_int8_scales(weight)[0] * scale)
+            biases.append(torch.zeros(weight.size(0)) if bias is None else bias.detach() * scale)
+        int_repr, row_scales = torch.cat(ints), torch.cat(scales)
+        self.in_features, self.out_features = int_repr.size(1), int_repr.size(0)
+        with warnings.catch_warnings():  # torch.ao's quantized tensors announce their move to torchao
+            warnings.simplefilter("ignore")
+            weight = torch._make_per_channel_quantized_tensor(
+                int_repr, row_scales, torch.zeros_like(row_scales, dtype=torch.long), 0
+            )
+            self.params = torch.ops.quantized.linear_prepack(weight, torch.cat(biases))
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.ops.quantized.linear_dynamic(x, self.params, True)  # (N, out)
+
+
+def _stacked(parts: list[tuple[nn.Module, float]], kind: str) -> Product | Int8Product:
+    """One product for the rows of the model layers `parts` ((layer, scale), stacked in order). A single
+    layer of a packed model lends its own packed copy."""
+    if kind == "int8":
+        return Int8Product(parts)
+    packed = kind == "packed"
+    if len(parts) == 1:
+        linear, scale = parts[0]
+        return Product(linear.weight, linear.bias, packed=linear if packed else False, scale=scale)
+    weight = torch.cat([linear.weight * scale for linear, scale in parts])
+    bias = torch.cat([linear.bias * scale for linear, scale in parts])
+    return Product(weight, bias, packed=packed)
 
 
 class _Layer:
     """One decoder layer's tensors, as the step reads them."""
 
-    def __init__(self, layer: nn.Module, packed: bool) -> None:
+    def __init__(self, layer: nn.Module, kind: str) -> None:
         sa, ca, ffn = layer.self_attn, layer.cross_attn, layer.ffn
         d, scale = sa.w_q.in_features, 1.0 / math.sqrt(sa.d_k)
-        qkv_weight = torch.cat([sa.w_q.weight * scale, sa.w_kv.weight])  # (3d, d): Q scaled, then K, V
-        qkv_bias = torch.cat([sa.w_q.bias * scale, sa.w_kv.bias])
-        self.qkv = Product(qkv_weight, qkv_bias, packed=packed)
-        self.self_out, self.cross_out = _product(sa.w_o, packed), _product(ca.w_o, packed)
-        self.cross_q = _product(ca.w_q, packed, scale)
-        self.w_1, self.w_2 = _product(ffn.w_1, packed), _product(ffn.w_2, packed)
+        self.qkv = _stacked([(sa.w_q, scale), (sa.w_kv, 1.0)], kind)  # (3d, d): Q scaled, then K, V
+        self.self_out, self.cross_out = _stacked([(sa.w_o, 1.0)], kind), _stacked([(ca.w_o, 1.0)], kind)
+        self.cross_q = _stacked([(ca.w_q, scale)], kind)
+        self.w_1, self.w_2 = _stacked([(ffn.w_1, 1.0)], kind), _stacked([(ffn.w_2, 1.0)], kind)
         self.norms = [n.norm for n in (layer.self_attn_norm, layer.cross_attn_norm, layer.ffn_norm)]
         self.d = d
 
@@ -105,12 +155,11 @@ class _Layer:
 class _EncoderLayer:
     """One encoder layer's tensors: Q (scaled), K, V as one product, then W^O and the FFN."""
 
-    def __init__(self, layer: nn.Module, packed: bool) -> None:
+    def __init__(self, layer: nn.Module, kind: str) -> None:
         sa, ffn = layer.self_attn, layer.ffn
-        scale = 1.0 / math.sqrt(sa.d_k)
-        qkv_weight = torch.cat([sa.w_q.weight * scale, sa.w_kv.weight])  # (3d, d)
-        self.qkv = Product(qkv_weight, torch.cat([sa.w_q.bias * scale, sa.w_kv.bias]), packed=packed)
-        self.out, self.w_1, self.w_2 = _product(sa.w_o, packed), _product(ffn.w_1, packed), _product(ffn.w_2, packed)
+        self.qkv = _stacked([(sa.w_q, 1.0 / math.sqrt(sa.d_k)), (sa.w_kv, 1.0)], kind)  # (3d, d)
+        self.out = _stacked([(sa.w_o, 1.0)], kind)
+        self.w_1, self.w_2 = _stacked([(ffn.w_1, 1.0)], kind), _stacked([(ffn.w_2, 1.0)], kind)
         self.norms = [layer.self_attn_norm.norm, layer.ffn_norm.norm]
 
 
@@ -145,13 +194,12 @@ class FusedStep:
     def __init__(self, model: Transformer, kind: str) -> None:
         self.model, self.cfg = model, model.cfg
         self.pre = model.cfg.norm == "pre"
-        packed = kind == "packed"
-        self.layers = [_Layer(layer, packed) for layer in model.decoder_layers]
-        self.encoder_layers = [_EncoderLayer(layer, packed) for layer in model.encoder_layers]
+        self.kind = kind
+        self.layers = [_Layer(layer, kind) for layer in model.decoder_layers]
+        self.encoder_layers = [_EncoderLayer(layer, kind) for layer in model.encoder_layers]
         # Every decoder layer's W^K W^V of the memory stacked: the cross-attention caches in one product.
-        cross = [layer.cross_attn.w_kv for layer in model.decoder_layers]
-        self.cross_kv = Product(torch.cat([c.weight for c in cross]), torch.cat([c.bias for c in cross]), packed=packed)
-        self.generator = _product(model.generator, packed)
+        self.cross_kv = _stacked([(layer.cross_attn.w_kv, 1.0) for layer in model.decoder_layers], kind)
+        self.generator = _stacked([(model.generator, 1.0)], kind)
         self.key = _weights_key(model)
         self.watched: list[nn.Module] = []  # the modules whose hooks would send decoding through them
         self._bias_for: tuple[torch.Tensor, torch.Tensor | None] | None = None
@@ -207,7 +255,8 @@ class FusedStep:
             model.tgt_pos.positions(1, offset), F.embedding(tgt.view(n), embed.table.weight), alpha=embed.scale
         )
         src_bias = self._source_bias(enc.src_mask)  # (N·h, 1, S) or None
-        absorbed = self._absorbed(state) if n == 1 and src_bias is None else None
+        # Absorbing W^Q and W^O into the memory is fp32 arithmetic: int8 layers keep their own products.
+        absorbed = self._absorbed(state) if n == 1 and src_bias is None and self.kind != "int8" else None
         for i, layer in enumerate(self.layers):
             d = layer.d
             qkv = layer.qkv(self._norm(x, layer.norms[0]) if self.pre else x)  # (N, 3d)
@@ -310,7 +359,7 @@ def _hooked(modules: list[nn.Module]) -> bool:
 
 def fused_step(model: Transformer) -> FusedStep | None:
     """The model's FusedStep (kept on the model, rebuilt when its weights change), or None where the
-    modules must run: training, hooks, quantized or other non-fp32 Linear layers.
+    modules must run: training, hooks, Linear layers neither fp32 nor int8 (bf16).
 
     Called once per search: the check of a kept step reads ~20 layers, not the whole model."""
     if model.training:
@@ -323,7 +372,7 @@ def fused_step(model: Transformer) -> FusedStep | None:
         return None
     linears = _read_linears(model)
     kinds = {_linear_kind(m) for m in linears}
-    if len(kinds) != 1 or None in kinds or any(m.weight.dtype != torch.float32 for m in linears):
+    if len(kinds) != 1 or None in kinds:
         return None
     with torch.no_grad():
         step = FusedStep(model, kinds.pop())

@@ -61,6 +61,21 @@ def test_fused_encoder_and_caches_equal_the_modules(norm, packed):
     assert all(c.length == 0 and c.capacity == 4 for c in got_state.self_attn)
 
 
+def steps_agree(model: Transformer, step: FusedStep, enc, fused_state):
+    """Six steps through the modules and through `step` (from `fused_state`) give the same logits and
+    self-attention caches; the fused state afterwards."""
+    ref_state = model.start_state(enc, capacity=6)
+    assert_caches_close(ref_state.cross_attn, fused_state.cross_attn)
+    tokens = torch.full((enc.memory.size(0), 1), 2)
+    for _ in range(6):
+        ref = model.decode(tokens, enc, state=ref_state).logits[:, -1]
+        torch.testing.assert_close(step(tokens, enc, fused_state), ref, rtol=1e-5, atol=1e-5)
+        assert_caches_close(ref_state.self_attn, fused_state.self_attn)
+        tokens = ref.argmax(-1, keepdim=True)
+    assert fused_state.length == ref_state.length == 6
+    return fused_state
+
+
 @pytest.mark.parametrize("norm", ["post", "pre"])
 @pytest.mark.parametrize("rows", ["batch", "one sentence"])
 @torch.inference_mode()
@@ -69,15 +84,7 @@ def test_fused_steps_equal_the_modules_steps(norm, packed, rows):
     model, step = model_and_step(norm, packed, encoder=2, decoder=3)
     src = src_batch() if rows == "batch" else pad_batch([[5, 9, 12, 7, 3]], 0)
     enc = model.encode(src)
-    ref_state, fused_state = model.start_state(enc, capacity=6), model.start_state(enc, capacity=6)
-    tokens = torch.full((src.size(0), 1), 2)
-    for _ in range(6):
-        ref = model.decode(tokens, enc, state=ref_state).logits[:, -1]
-        got = step(tokens, enc, fused_state)
-        torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-5)
-        assert_caches_close(ref_state.self_attn, fused_state.self_attn)
-        tokens = ref.argmax(-1, keepdim=True)
-    assert fused_state.length == ref_state.length == 6
+    fused_state = steps_agree(model, step, enc, model.start_state(enc, capacity=6))
     assert ("_absorbed" in fused_state.__dict__) == (rows == "one sentence")
 
 
@@ -113,13 +120,37 @@ def test_searches_run_the_fused_step_and_decode_the_same(monkeypatch):
     assert calls  # the modules ran
 
 
-def test_no_fused_step_in_training_or_for_quantized_layers():
+def test_no_fused_step_in_training_or_for_bf16_layers():
     model = model_of()
     assert fused_step(model.train()) is None
     model.eval()
-    assert fused_step(fast_model(model, "int8")) is None
     assert fused_step(fast_model(model, "bf16")) is None
     assert fused_step(model) is not None
+    assert fused_step(fast_model(model, "int8")).kind == "int8"
+
+
+@pytest.mark.parametrize("rows", ["batch", "one sentence"])
+@torch.inference_mode()
+def test_int8_layers_take_the_fused_step_and_compute_what_their_modules_compute(rows):
+    """`--quantize int8`: the stacked int8 products (Q scaled, K, V; every layer's cross K, V) and the
+    step give the int8 modules' own numbers; one sentence keeps its int8 cross-attention products."""
+    model = fast_model(model_of(seed=5, n_encoder_layers=2, n_decoder_layers=3), "int8")
+    weight = model.generator.weight()  # a scale per output row, zero points 0
+    assert weight.qscheme() == torch.per_channel_affine and weight.q_per_channel_scales().unique().numel() > 1
+    assert not weight.q_per_channel_zero_points().any()
+    step = fused_step(model)
+    src = src_batch() if rows == "batch" else pad_batch([[5, 9, 12, 7, 3]], 0)
+    ref_enc, got_enc = model.encode(src), step.encode(src)
+    real = src != 0
+    torch.testing.assert_close(got_enc.memory[real], ref_enc.memory[real], rtol=1e-5, atol=1e-5)
+    fused_state = steps_agree(model, step, ref_enc, step.start_state(ref_enc, capacity=6))
+    assert "_absorbed" not in fused_state.__dict__
+    # The int8 model is not the fp32 model: a step that read the fp32 weights would fail above.
+    fp32 = model_of(seed=5, n_encoder_layers=2, n_decoder_layers=3)
+    enc = fp32.encode(src)
+    logits = fp32.decode(torch.full((src.size(0), 1), 2), enc, state=fp32.start_state(enc)).logits[:, -1]
+    again = model.start_state(ref_enc)
+    assert not torch.allclose(step(torch.full((src.size(0), 1), 2), ref_enc, again), logits, rtol=1e-5, atol=1e-5)
 
 
 def test_the_fused_weights_follow_an_update_in_place():
@@ -138,15 +169,19 @@ def test_the_fused_weights_follow_an_update_in_place():
         torch.testing.assert_close(second(tokens, enc, b), model.decode(tokens, enc, state=a).logits[:, -1])
 
 
-def test_the_shipped_model_decodes_the_same_pieces_on_both_paths(monkeypatch):
-    """The shipped weights as `tt translate` loads them (packed): greedy one sentence at a time, greedy
-    and beam search in a batch give the same pieces on the fused path as through the modules."""
+@pytest.mark.parametrize("packed,int8", [(True, False), (False, True)], ids=["packed", "int8"])
+def test_the_shipped_model_decodes_the_same_pieces_on_both_paths(monkeypatch, packed, int8):
+    """The shipped weights as `tt translate` loads them (packed; `--quantize int8`: unpacked, then int8):
+    greedy one sentence at a time, greedy and beam search in a batch give the same pieces on the fused
+    path as through the modules."""
     from core.checkpoint import load_model
     from core.decode.source import prepare_source
     from tests.conftest import TINY_TSV
 
-    loaded = load_model(None, packed=True)
+    loaded = load_model(None, packed=packed)
     model, tok = loaded.model, loaded.tokenizer
+    if int8:
+        model = fast_model(model, "int8")
     french = [line.split("\t")[0] for line in TINY_TSV.read_text(encoding="utf-8").splitlines()]
     ids = [prepare_source(tok, s, model.cfg.max_len).ids for s in french]
     batch = pad_batch(ids, model.cfg.pad_id)
