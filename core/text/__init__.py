@@ -3,6 +3,7 @@
     split.py       sentences of a line, the line's own spacing kept
     protect.py     numbers, times, dates, URLs, e-mail, emoji, code, markup, unknown characters and
                    glossary terms → placeholders the model copies → back
+    currency.py    12,50 € → 12,50 euros: a currency symbol against a number spelled for the model
     case.py        ALL-CAPS and Title Case translated through their natural case
     accents.py     French typed without accents given them back, from the model's own vocabulary
     confidence.py  sentence confidence, source coverage, word confidences

@@ -61,7 +61,7 @@ FALLBACK_SCHEMES = (SCHEMES["names"], SCHEMES["names-kyoto"], SCHEMES["typed"]) 
 @dataclass(frozen=True)
 class TextOptions:
     split: bool = True  # split lines into sentences (off: each line is one sentence)
-    protect: bool = True  # numbers, URLs, e-mail, emoji, code, markup, unknown characters
+    protect: bool = True  # numbers, URLs, e-mail, emoji, code, markup, unknown characters; prices spelled
     names: bool = True  # with protect: runs of capitalised words (Angela Merkel) copied as written
     case: bool = True  # ALL-CAPS and Title Case through their natural case
     accents: bool = True  # a sentence typed without accents given them back where the word is clear

@@ -19,6 +19,7 @@ from typing import Protocol
 from core.text.accents import AccentTable, restore_accents
 from core.text.case import NATURAL, apply_case, case_shape, natural_case
 from core.text.confidence import Confidence, confidence
+from core.text.currency import VERBATIM_KINDS, spell_currencies
 from core.text.documents import Document
 from core.text.options import TextOptions
 from core.text.protect import ELEMENT_TEXT, Protected, Scheme, Span, find_spans, protect, restore
@@ -119,10 +120,14 @@ def _prepare(
 ) -> _Prepared:
     kinds = None if options.protect else ("term",)
     names = options.protect and options.names and case_shape(sentence) == NATURAL  # a headline capitalises every word
+    text = sentence
+    if options.protect:  # 12,50 € → 12,50 euros, outside code, markup, URLs and e-mail addresses
+        verbatim = find_spans(sentence, kinds=VERBATIM_KINDS)
+        text = spell_currencies(sentence, [(s.start, s.end) for s in verbatim])
     found = find_spans(
-        sentence, terms=options.terms, unknown=unknown if options.protect else None, kinds=kinds, names=names
+        text, terms=options.terms, unknown=unknown if options.protect else None, kinds=kinds, names=names
     )
-    protected = protect(sentence, found, scheme)
+    protected = protect(text, found, scheme)
     # Placeholders, and the words of a name left for the model to copy, keep their case and accents.
     copied_words = {w for s in protected.spans if s.copied for w in s.placeholder.split()}
     keep = frozenset({s.placeholder for s in protected.spans} | copied_words)

@@ -162,7 +162,8 @@ def translate(
         bool,
         typer.Option(
             "--protect/--no-protect",
-            help="Copy numbers, times, dates, URLs, e-mail, emoji, inline code and markup instead of translating them.",
+            help="Copy numbers, times, dates, URLs, e-mail, emoji, inline code and markup instead of translating them, "
+            "and spell a currency symbol against a number for the model (12,50 € → 12,50 euros).",
         ),
     ] = True,
     names: Annotated[

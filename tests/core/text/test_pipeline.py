@@ -60,6 +60,19 @@ def test_protection_on_and_off(run):
     assert [s.original for s in on.sentences[0].spans] == ["1987"] and off.sentences[0].spans == []
 
 
+def test_a_price_reaches_the_model_with_its_currency_spelled(run):
+    """12,50 € goes to the model as 12,50 euros (it learned prices spelled); not in code, not with protection off."""
+    [price] = run(["Il a payé 12,50 € pour deux cafés."])
+    # (the shipped model loses the number and gets it again as a placeholder: Il a payé Boston euros …)
+    assert price.sentences[0].model_input.endswith(" euros pour deux cafés.")
+    assert "12.50" in price.text and "€" not in price.text
+    [code] = run(["Tapez `x=5$` puis 5 $."])
+    assert code.sentences[0].spans[0].original == "`x=5$`" and "`x=5$`" in code.text
+    assert code.sentences[0].model_input.endswith("puis 5 dollars.")
+    [off] = run(["Il a payé 12,50 € pour deux cafés."], TextOptions(protect=False))
+    assert off.sentences[0].model_input == "Il a payé 12,50 € pour deux cafés."
+
+
 def test_a_number_stays_for_the_model_and_gets_a_placeholder_only_where_it_is_lost(run, translator):
     # The shipped model copies 25 but writes 1987 as "198"; a model that learned from news copies both.
     lines = ["Il a 25 ans.", "Elle est née en 1987."]
