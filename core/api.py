@@ -53,17 +53,31 @@ class Translator:
     """A model loaded once; `translate` as many lists as you like.
 
     model: a model directory (what `tt train` writes); None = $TT_MODEL, else the shipped model.
-    device: auto, cpu, cuda, cuda:N or mps. The decoding keywords are `tt translate`'s options and
-    the paper's defaults (beam 4, α 0.6); each call to `translate` may override them.
+    device: auto, cpu, cuda, cuda:N or mps. quantize: None (the fp32 model), "int8" (CPU; faster in
+    batches, slower one sentence at a time) or "bf16", as `tt translate --quantize`. The decoding keywords
+    are `tt translate`'s options and the paper's defaults (beam 4, α 0.6); each call to `translate` may
+    override them.
     """
 
-    def __init__(self, model: str | Path | None = None, *, device: str = "auto", **decoding) -> None:
+    def __init__(
+        self, model: str | Path | None = None, *, device: str = "auto", quantize: str | None = None, **decoding
+    ) -> None:
         from core.checkpoint import load_model
         from core.decode.translate import TranslateOptions
         from core.device import resolve_device
+        from core.errors import ConfigError
+        from core.model.fast import MODES, fast_model
 
         self.options = _checked(lambda: TranslateOptions(**decoding).validate())
-        self.loaded = load_model(model, device=resolve_device(device), packed=True)
+        if quantize is not None and quantize not in MODES:
+            raise ConfigError(f"quantize={quantize!r}: give one of {', '.join(MODES)}, or None for the fp32 model")
+        where = resolve_device(device)
+        if quantize == "int8" and where.type != "cpu":
+            raise ConfigError("quantize='int8' runs on the CPU only (device='cpu', or quantize='bf16')")
+        self.quantize = quantize
+        self.loaded = load_model(model, device=where, packed=quantize is None)
+        if quantize is not None:
+            self.loaded = replace(self.loaded, model=fast_model(self.loaded.model, quantize))
 
     @property
     def path(self) -> Path:

@@ -20,6 +20,21 @@ ModelOpt = Annotated[
     Path | None, typer.Option("--model", "-m", help="Model directory (default: $TT_MODEL, else the shipped model).")
 ]
 DeviceOpt = Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:N or mps.")]
+
+
+class QuantizeChoice(str, Enum):
+    int8 = "int8"
+    bf16 = "bf16"
+
+
+QuantizeOpt = Annotated[
+    QuantizeChoice | None,
+    typer.Option(
+        help="Approximate inference: int8 (dynamic int8 Linear layers with a scale per row, CPU; faster in "
+        "batches, slower one sentence at a time) or bf16 weights. BLEU within 0.3 of fp32 on the held-out set "
+        "(bench/README.md)."
+    ),
+]
 ThreadsOpt = Annotated[
     int,
     typer.Option(

@@ -210,7 +210,8 @@ def _check(url: str, wanted: str, say: bool) -> Warm | None:
     elif health.get("api_keys"):
         problem = "it needs an API key"
     elif health.get("model_id") != wanted:
-        problem = f"it serves another model ({health.get('model')})"
+        quantized = f", --quantize {health['quantize']}" if health.get("quantize") else ""
+        problem = f"it serves another model ({health.get('model')}{quantized})"
     if problem is None:
         return Warm(client, url, health)
     client.close()

@@ -251,7 +251,7 @@ def test_v1_model_is_the_card_and_the_defaults(client):
         "model": str(ROOT / "weights"),
         "source": "fr",
         "target": "en",
-        "decoding": {"method": "beam", "beam": 4, "alpha": 0.6},
+        "decoding": {"method": "beam", "beam": 4, "alpha": 0.6, "quantize": None},
         "card": card,
     }
 

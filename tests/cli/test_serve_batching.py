@@ -21,6 +21,7 @@ pytest.importorskip("uvicorn", reason="tt serve needs the serve extra (pip insta
 from core.api import Translator  # noqa: E402
 from tests.conftest import ROOT  # noqa: E402
 from tt_cli.main import app  # noqa: E402
+from tt_cli.serve import announce  # noqa: E402
 from tt_cli.serve.client import Client  # noqa: E402
 from tt_cli.serve.server import Background, listen  # noqa: E402
 from tt_cli.serve.settings import ServeSettings  # noqa: E402
@@ -241,13 +242,15 @@ def test_tt_serve_passes_every_option_to_the_server(tmp_path):
         *("--host", "127.0.0.1", "--model", str(model), "--threads", "1", "--beam", "2", "--alpha", "1.0"),
         *("--batch-size", "7", "--batch-wait", "12", "--queue-size", "50", "--max-chars", "300"),
         *("--max-sentences", "9", "--timeout", "33", "--api-keys", str(keys), "--cors", "https://a.example"),
+        *("--quantize", "int8"),
     )
     try:
         assert url.startswith("http://127.0.0.1:")
         with Client(url, api_key="k1") as c:
             health = c.get("/health").json()
             about = c.get("/v1/model").json()
-            assert c.post("/v1/translate", {"q": "Merci."}).status == 200
+            served = c.post("/v1/translate", {"q": "Il fait froid ce matin.", "raw": True})
+            assert served.status == 200
         assert health["model"] == str(model) and health["threads"] == 1
         assert {k: health["batching"][k] for k in ("batch_size", "batch_wait_ms", "queue_size")} == {
             "batch_size": 7,
@@ -256,7 +259,15 @@ def test_tt_serve_passes_every_option_to_the_server(tmp_path):
         }
         assert health["limits"] == {"max_chars": 300, "max_sentences": 9, "timeout_s": 33.0}
         assert health["api_keys"] is True and health["cors"] == ["https://a.example"]
-        assert about["decoding"] == {"method": "beam", "beam": 2, "alpha": 1.0}
+        assert about["decoding"] == {"method": "beam", "beam": 2, "alpha": 1.0, "quantize": "int8"}
+        # The int8 model's translations (log-probabilities of the int8 copy, not of the fp32 model) …
+        [record] = served.json()["translations"]
+        int8 = Translator(model, quantize="int8", beam=2, alpha=1.0).translate(["Il fait froid ce matin."])[0]
+        fp32 = Translator(model, beam=2, alpha=1.0).translate(["Il fait froid ce matin."])[0]
+        assert record["token_logprobs"] == pytest.approx([round(x, 4) for x in int8.token_logprobs], abs=2e-4)
+        assert record["token_logprobs"] != pytest.approx([round(x, 4) for x in fp32.token_logprobs], abs=2e-4)
+        # … which a warm `tt translate` of the fp32 model does not take.
+        assert health["model_id"] == announce.model_id(model) + "|int8" and health["quantize"] == "int8"
         assert about["card"]["train_config"]["note"] == "a copy"
         with Client(url) as c:
             assert c.post("/v1/translate", {"q": "Merci."}).status == 401

@@ -166,6 +166,24 @@ def test_a_server_that_is_down_or_serves_another_model_is_passed_over(monkeypatc
     assert f"$TT_SERVER={url}: it serves another model ({ROOT / 'weights'}); translating here" in result.stderr
 
 
+def test_a_quantized_server_is_another_model_to_a_warm_call(monkeypatch, tmp_path):
+    """`tt serve --quantize int8` serves the int8 copy: a plain `tt translate` asks for the fp32 model, so it
+    translates here, whether the server is named ($TT_SERVER, with a warning) or only announced."""
+    from core.api import Translator
+
+    int8 = Translator(quantize="int8")
+    with Background(int8, ServeSettings(log=io.StringIO())) as quantized:
+        result = tt(monkeypatch, ["translate", "--raw", SENTENCES[0]], quantized)
+        assert result.exit_code == 0 and result.stdout == "I am a student.\n" and decode_calls(quantized) == 0
+        assert f"it serves another model ({ROOT / 'weights'}, --quantize int8); translating here" in result.stderr
+        monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+        monkeypatch.delenv("TT_SERVER")
+        with announce.announced(quantized, int8.path, api_keys=False, quantize="int8"):
+            assert remote.connect(_request()) is None
+        with announce.announced(quantized, int8.path, api_keys=False):  # announced as fp32: asked, then refused
+            assert remote.connect(_request()) is None
+
+
 def test_chunks_past_the_server_limits_are_translated_here(monkeypatch, translator, tmp_path):
     lines = [*SENTENCES, SENTENCES[0], LONG, *SENTENCES]  # batch size 1: chunks of 4 lines, the second too long
     with Background(translator, ServeSettings(log=io.StringIO(), max_chars=200)) as small:

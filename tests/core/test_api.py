@@ -100,6 +100,27 @@ def test_bad_calls_are_clear(translator, tmp_path):
         Translator(tmp_path / "nowhere")
 
 
+def test_quantize_gives_the_quantized_models_translations():
+    """quantize="int8" (as `tt translate --quantize int8`): the int8 copy's log-probabilities, not fp32's."""
+    from dataclasses import replace
+
+    from core.checkpoint import load_model
+    from core.model.fast import fast_model
+
+    shipped = ROOT / "weights"
+    int8 = Translator(shipped, quantize="int8", method="greedy")
+    assert int8.quantize == "int8"
+    got = int8.translate(["Il fait froid ce matin."])[0].token_logprobs
+    loaded = load_model(shipped)
+    copy = replace(loaded, model=fast_model(loaded.model, "int8"))
+    expected = next(translate_lines(copy, ["Il fait froid ce matin."], TranslateOptions(method="greedy")))
+    assert got == pytest.approx(expected.token_logprobs, abs=1e-5)
+    plain = Translator(shipped, method="greedy").translate(["Il fait froid ce matin."])[0].token_logprobs
+    assert got != pytest.approx(plain, abs=2e-4)
+    with pytest.raises(TTError, match=r"^quantize='int4': give one of int8, bf16, or None for the fp32 model"):
+        Translator(shipped, quantize="int4")
+
+
 # ------------------------------------------------------------------------------------ TT_MODEL
 
 

@@ -22,6 +22,8 @@ from tt_cli.options import (
     ErrorsOpt,
     GreedyOpt,
     ModelOpt,
+    QuantizeChoice,
+    QuantizeOpt,
     ThreadsOpt,
     check_sampling,
     load_model_for,
@@ -35,11 +37,6 @@ class AttentionChoice(str, Enum):
     none = "none"
     cross = "cross"
     all = "all"
-
-
-class QuantizeChoice(str, Enum):
-    int8 = "int8"
-    bf16 = "bf16"
 
 
 class FormatChoice(str, Enum):
@@ -127,14 +124,7 @@ def translate(
             "the line, Ctrl-D quits. Needs a terminal (exit 2 without one: pipe lines instead).",
         ),
     ] = False,
-    quantize: Annotated[
-        Optional[QuantizeChoice],
-        typer.Option(
-            help="Approximate inference: int8 (dynamic int8 Linear layers with a scale per row, CPU; faster in "
-            "batches, slower one sentence at a time) or bf16 weights. BLEU within 0.3 of fp32 on the held-out set "
-            "(bench/README.md)."
-        ),
-    ] = None,
+    quantize: QuantizeOpt = None,
     attribution: Annotated[
         Optional[AttributionChoice],
         typer.Option(

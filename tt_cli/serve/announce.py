@@ -44,6 +44,13 @@ def model_id(directory: Path) -> str | None:
     return f"{directory.resolve()}|{info.st_size}|{info.st_mtime_ns}"
 
 
+def served_id(directory: Path, quantize: str | None) -> str | None:
+    """The model_id a server announces: a quantized model (tt serve --quantize) is another model, so a
+    warm `tt translate`, which asks for the fp32 one, never takes its outputs."""
+    found = model_id(directory)
+    return found if found is None or quantize is None else f"{found}|{quantize}"
+
+
 def local_url(url: str) -> str:
     """The address this machine's clients reach a server by: a wildcard host becomes loopback."""
     parts = urlsplit(url)
@@ -54,7 +61,7 @@ def local_url(url: str) -> str:
 
 
 @contextlib.contextmanager
-def announced(url: str, model_dir: Path, *, api_keys: bool) -> Iterator[Path | None]:
+def announced(url: str, model_dir: Path, *, api_keys: bool, quantize: str | None = None) -> Iterator[Path | None]:
     """While the block runs, a file in runtime_dir() says a server at `url` serves `model_dir`.
     A directory that cannot be made private leaves the server unannounced (None), not stopped."""
     directory = _private_dir(create=True)
@@ -62,7 +69,7 @@ def announced(url: str, model_dir: Path, *, api_keys: bool) -> Iterator[Path | N
         yield None
         return
     path = directory / f"server-{os.getpid()}-{urlsplit(url).port}.json"
-    info = {"url": local_url(url), "pid": os.getpid(), "model_id": model_id(model_dir), "api_keys": api_keys}
+    info = {"url": local_url(url), "pid": os.getpid(), "model_id": served_id(model_dir, quantize), "api_keys": api_keys}
     atomic_write_bytes(path, json.dumps(info).encode("utf-8"))
     try:
         yield path

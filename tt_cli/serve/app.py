@@ -40,7 +40,9 @@ def make_app(translator, settings: ServeSettings) -> Starlette:
         # uvicorn re-raises a SIGTERM.
         keyed = bool(settings.api_keys)
         with (
-            announced(settings.url, translator.path, api_keys=keyed) if settings.announce else contextlib.nullcontext()
+            announced(settings.url, translator.path, api_keys=keyed, quantize=translator.quantize)
+            if settings.announce
+            else contextlib.nullcontext()
         ):
             log(
                 "listening",

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from tt_cli.errors import fail
-from tt_cli.options import AlphaOpt, BeamOpt, DeviceOpt, GreedyOpt, ModelOpt, method_of, set_threads
+from tt_cli.options import AlphaOpt, BeamOpt, DeviceOpt, GreedyOpt, ModelOpt, QuantizeOpt, method_of, set_threads
 
 EXIT_USAGE = 2
 
@@ -22,6 +22,7 @@ def serve(
     beam: BeamOpt = 4,
     alpha: AlphaOpt = 0.6,
     greedy: GreedyOpt = False,
+    quantize: QuantizeOpt = None,
     batch_size: Annotated[
         int, typer.Option(help="Most sentences decoded together (1 = each request decoded on its own).")
     ] = 32,
@@ -83,7 +84,13 @@ def serve(
         settings = replace(settings, api_keys=read_keys(api_keys))
     set_threads(threads, few=False)
     translator = Translator(
-        model, device=device, beam=beam, alpha=alpha, method=method_of(greedy), batch_size=batch_size
+        model,
+        device=device,
+        quantize=quantize.value if quantize else None,
+        beam=beam,
+        alpha=alpha,
+        method=method_of(greedy),
+        batch_size=batch_size,
     )
     source, target = model_languages(translator.path)
     run(translator, replace(settings, source=source, target=target), listen(host, port))

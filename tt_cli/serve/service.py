@@ -10,7 +10,7 @@ from typing import Any
 from core.errors import TTError
 from core.text.accents import accent_table
 from core.text.protect import unknown_characters
-from tt_cli.serve.announce import model_id
+from tt_cli.serve.announce import served_id
 from tt_cli.serve.batcher import Batcher, QueueFull
 from tt_cli.serve.body import ApiError, Body, read_body
 from tt_cli.serve.keys import allowed, key_of
@@ -150,7 +150,9 @@ class Service:
         return {
             "status": "ok",
             "model": str(self.translator.path),
-            "model_id": model_id(self.translator.path),  # what a warm `tt translate` compares with its --model
+            # What a warm `tt translate` compares with its --model (a quantized model is another one).
+            "model_id": served_id(self.translator.path, self.translator.quantize),
+            "quantize": self.translator.quantize,
             "source": self.settings.source,
             "target": self.settings.target,
             "threads": torch.get_num_threads(),

@@ -130,6 +130,11 @@ async def model(request) -> dict:
         "model": str(service.translator.path),
         "source": service.settings.source,
         "target": service.settings.target,
-        "decoding": {"method": options.method, "beam": options.beam, "alpha": options.alpha},
+        "decoding": {
+            "method": options.method,
+            "beam": options.beam,
+            "alpha": options.alpha,
+            "quantize": service.translator.quantize,
+        },
         "card": service.card(),
     }
