@@ -11,7 +11,10 @@ editor or a browser extension does; each count sends the same --requests request
 the sentences below), and stops early after --max-seconds. Latency is per request, from send to
 full reply.
 
-    nice -n 5 python bench/bench_serve.py [--requests 192] [--max-seconds 60] [--model DIR]
+    nice -n 5 python bench/bench_serve.py [--requests 192] [--max-seconds 60] [--model DIR] [--int8]
+
+--int8 adds a third server, batched with `--quantize int8` (the model's int8 copy): its outputs may differ
+from fp32's (counted apart).
 
 Sentences: the shipped model card's samples and hard cases, and docs/ood/ood.fr (53 lines, 3 to 30
 words). The outputs of the two servers are compared: batching must not change a translation.
@@ -122,9 +125,11 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=192, help="requests per client count and server")
     parser.add_argument("--max-seconds", type=float, default=60.0, help="stop sending after this long (each cell)")
     parser.add_argument("--model", help="model directory (default: the shipped one)")
+    parser.add_argument("--int8", action="store_true", help="also a batched server with --quantize int8")
     args = parser.parse_args()
     lines = sentences()
-    servers = {mode: start(args.model, extra) for mode, extra in MODES.items()}
+    modes = MODES | ({"batched, int8": ["--quantize", "int8"]} if args.int8 else {})
+    servers = {mode: start(args.model, extra) for mode, extra in modes.items()}
     try:
         for _, url in servers.values():  # warm-up: lazy imports, allocator, first decode
             load(url, lines, 4, 16, 30)
@@ -132,7 +137,7 @@ def main() -> None:
         print(f"{args.requests} requests per row (one sentence each, beam 4), at most {args.max_seconds:g} s per row\n")
         print("| clients | server | requests | req/s | p50 ms | p99 ms | vs one at a time, same clients |")
         print("|---:|---|---:|---:|---:|---:|---:|")
-        rates, differ = {}, 0
+        rates, differ, differ_int8 = {}, 0, 0
         for clients in CLIENTS:
             results = {
                 mode: load(url, lines, clients, args.requests, args.max_seconds) for mode, (_, url) in servers.items()
@@ -147,12 +152,20 @@ def main() -> None:
                 )
             shared = base["outputs"].keys() & results["batched"]["outputs"].keys()
             differ += sum(base["outputs"][i] != results["batched"]["outputs"][i] for i in shared)
+            if "batched, int8" in results:
+                int8 = results["batched, int8"]["outputs"]
+                differ_int8 += sum(base["outputs"][i] != int8[i] for i in base["outputs"].keys() & int8.keys())
         single = rates["one at a time", 1]
         print(
             f"\nbatched at 16 clients: {rates['batched', 16] / single:.2f}x the one-at-a-time rate of a single client "
             f"({rates['batched', 16]:.1f} vs {single:.1f} req/s); at 64: {rates['batched', 64] / single:.2f}x"
         )
-        print(f"outputs that differ between the two servers: {differ}")
+        print(f"outputs that differ between the two fp32 servers: {differ}")
+        if args.int8:
+            print(
+                f"int8 batched at 16 clients: {rates['batched, int8', 16] / rates['batched', 16]:.2f}x fp32 batched; "
+                f"outputs that differ from fp32's: {differ_int8}"
+            )
         print(f"load average {os.getloadavg()[0]:.2f} at the end")
     finally:
         for process, _ in servers.values():
