@@ -12,6 +12,7 @@ address is left as it is, and so is a symbol on its own.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 # Symbol → French (singular, plural). £ is "livre sterling": "livres" alone also reads as books.
 WORDS = {
@@ -39,7 +40,7 @@ def _words(number: str, symbol: str, scale: str | None = None) -> str:
     return f"{number} {one if number == '1' else many}"
 
 
-def spell_currencies(text: str, keep: list[tuple[int, int]] = ()) -> str:
+def spell_currencies(text: str, keep: Sequence[tuple[int, int]] = ()) -> str:
     """`text` with each currency symbol written against a number replaced by its French word; the
     (start, end) ranges in `keep` (code, markup, URLs) are left untouched."""
     out, last = [], 0
