@@ -119,9 +119,13 @@ def packed_model(model: nn.Module, *, inplace: bool = False) -> nn.Module:
 
 
 def fast_model(model: nn.Module, mode: str) -> nn.Module:
-    """A copy of `model` (eval mode) for inference: mode "int8" or "bf16"."""
+    """A copy of `model` (eval mode) for inference: mode "int8" (a model on the CPU) or "bf16"."""
     if mode not in MODES:
         raise ValueError(f"quantize mode must be one of {', '.join(MODES)}, got {mode!r}")
+    if mode == "int8" and any(p.device.type != "cpu" for p in model.parameters()):
+        from core.errors import ConfigError
+
+        raise ConfigError("--quantize int8 runs on the CPU only (use --device cpu, or --quantize bf16)")
     fast = copy.deepcopy(model).eval()
     if mode == "bf16":
         return fast.to(torch.bfloat16)

@@ -28,9 +28,10 @@ SCALES = {"M": "millions", "Md": "milliards", "Mds": "milliards", "G": "milliard
 
 _SP = "[ \u00a0\u202f]"
 _NUMBER = r"(?:\d{1,3}(?:[ \u00a0\u202f]\d{3})+|\d+)(?:[,.]\d+)*"  # 12 | 12,50 | 3 500 | 1.5
-_SYMBOL = "[€$£¥]"
-_AFTER = re.compile(rf"(?<![\w$€£¥])({_NUMBER}){_SP}?(Mds|Md|M|G)?({_SYMBOL})(?![\w$€£¥])")
-_BEFORE = re.compile(rf"(?<![\w$€£¥])({_SYMBOL}){_SP}?({_NUMBER})(?![\w€£¥]|[,.]\d)")
+SYMBOLS = frozenset(WORDS)  # a sentence without one has nothing to spell
+_CHARS = "".join(WORDS)  # inside a character class: $ is literal
+_AFTER = re.compile(rf"(?<![\w{_CHARS}])({_NUMBER}){_SP}?(Mds|Md|M|G)?([{_CHARS}])(?![\w{_CHARS}])")
+_BEFORE = re.compile(rf"(?<![\w{_CHARS}])([{_CHARS}]){_SP}?({_NUMBER})(?![\w€£¥]|[,.]\d)")
 
 
 def _words(number: str, symbol: str, scale: str | None = None) -> str:

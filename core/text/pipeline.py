@@ -19,7 +19,7 @@ from typing import Protocol
 from core.text.accents import AccentTable, restore_accents
 from core.text.case import NATURAL, apply_case, case_shape, natural_case
 from core.text.confidence import Confidence, confidence
-from core.text.currency import VERBATIM_KINDS, spell_currencies
+from core.text.currency import SYMBOLS, VERBATIM_KINDS, spell_currencies
 from core.text.documents import Document
 from core.text.options import TextOptions
 from core.text.protect import ELEMENT_TEXT, Protected, Scheme, Span, find_spans, protect, restore
@@ -121,7 +121,7 @@ def _prepare(
     kinds = None if options.protect else ("term",)
     names = options.protect and options.names and case_shape(sentence) == NATURAL  # a headline capitalises every word
     text = sentence
-    if options.protect:  # 12,50 € → 12,50 euros, outside code, markup, URLs and e-mail addresses
+    if options.protect and SYMBOLS.intersection(sentence):  # 12,50 € → 12,50 euros, outside code, markup, URLs
         verbatim = find_spans(sentence, kinds=VERBATIM_KINDS)
         text = spell_currencies(sentence, [(s.start, s.end) for s in verbatim])
     found = find_spans(

@@ -355,12 +355,9 @@ def _load(model: Path | None, device: str, quantize: QuantizeChoice | None, laye
     if quantize is not None:
         import dataclasses
 
-        from core.device import resolve_device
         from core.model.fast import fast_model
 
-        if quantize == QuantizeChoice.int8 and resolve_device(device).type != "cpu":
-            raise fail("--quantize int8 runs on the CPU only (use --device cpu, or --quantize bf16)")
-        loaded = dataclasses.replace(loaded, model=fast_model(loaded.model, quantize.value))
+        loaded = dataclasses.replace(loaded, model=fast_model(loaded.model, quantize.value))  # int8: CPU only
     n_layers, n_heads = loaded.cfg.n_decoder_layers, loaded.cfg.h
     if not -n_layers <= layer < n_layers:
         raise fail(f"--layer {layer}: this model has {n_layers} decoder layers (0..{n_layers - 1}, or -1 for the last)")

@@ -57,6 +57,21 @@ def test_quantized_copies_leave_the_model_alone_and_translate_the_samples_alike(
     assert sum(a == b for a, b in zip(reference, quantized)) >= len(SAMPLES) - 1, list(zip(reference, quantized))
 
 
+def test_int8_off_the_cpu_is_refused_before_anything_is_copied():
+    """The one check the CLI and the API share (fast_model): a model on another device (here "meta", which
+    every machine has) gets the flag's one-line error, bf16 does not."""
+    from core.errors import ConfigError
+    from core.model.config import preset
+    from core.model.transformer import Transformer
+
+    model = Transformer(preset("tiny", vocab_size=40)).to("meta")
+    with pytest.raises(
+        ConfigError, match=r"^--quantize int8 runs on the CPU only \(use --device cpu, or --quantize bf16\)$"
+    ):
+        fast_model(model, "int8")
+    assert next(fast_model(model, "bf16").parameters()).dtype == torch.bfloat16
+
+
 def test_an_unknown_mode_is_refused(shipped):
     with pytest.raises(ValueError, match="int8, bf16"):
         fast_model(shipped.model, "int4")
