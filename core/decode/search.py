@@ -85,17 +85,19 @@ def next_logprobs(
     ban_eos: bool,
     head_mask: HeadMask | None = None,
     fused: FusedStep | None = None,
+    group: int = 1,
 ) -> torch.Tensor:
     """One decoder step over the cache: step_input (N, 1) -> log p(next piece) (N, vocab), bans applied.
 
     `fused` (core/model/step.py) computes the same step with fewer operations; None runs the modules.
+    With `fused`, `group` rows in a row share one row of the memory (beam search's beams of a sentence).
 
     Greedy search needs only the argmax and its log-probability, but on the CPU the fused
     log_softmax is 2-3x cheaper than the logsumexp that would skip it (bench/README.md), so every
     rule takes the full log-softmax.
     """
     if fused is not None:
-        logits = fused(step_input, enc, state)  # (N, vocab)
+        logits = fused(step_input, enc, state, group)  # (N, vocab)
     else:
         logits = model.decode(step_input, enc, state=state, head_mask=head_mask).logits[:, -1]  # (N, vocab)
     logprobs = logits.float().log_softmax(-1)
@@ -338,18 +340,22 @@ def beam_search(
         top_finished=[False] * b,
     )
     step_input = torch.full((b, 1), cfg.bos_id, dtype=torch.long, device=device)
+    # The fused step reads a sentence's memory once for all its beams; the modules need a copy per beam.
+    shared = fused is not None
     for step in range(max(limits)):
-        lp = next_logprobs(model, step_input, enc, state, banned=banned, ban_eos=step < min_len, fused=fused)
+        lp = next_logprobs(
+            model, step_input, enc, state, banned=banned, ban_eos=step < min_len, fused=fused, group=beams.k
+        )
         c = _extend(beams, lp, beam_size, cfg.eos_id)
         if on_step is not None and beams.alive[0] == 0:
             on_step(step, _sentence_zero(c, beams.seqs, beam_size))
         _finish(c, beams, finished, cfg.eos_id)
-        enc = _reorder(c, beams, enc, state)
+        enc = _reorder(c, beams, enc, state, shared)
         keep = _still_searching(beams, step, limits, finished, beam_size)
         if not keep:
             break
         if len(keep) < len(beams.alive):
-            enc = _drop_sentences(beams, keep, enc, state)
+            enc = _drop_sentences(beams, keep, enc, state, shared)
             c.next_token = c.next_token.index_select(0, torch.tensor(keep, device=device))
         step_input = c.next_token.reshape(-1, 1)  # (n·k, 1)
 
@@ -387,12 +393,18 @@ class _Extensions:
 
 def _extend(beams: _Beams, lp: torch.Tensor, beam: int, eos_id: int) -> _Extensions:
     """The 2·beam best extensions of each sentence's beams (at most one EOS per beam, so at least
-    `beam` of them go on): the top `beam` EOS ones finish, the best `beam` others are the next beams."""
+    `beam` of them go on): the top `beam` EOS ones finish, the best `beam` others are the next beams.
+
+    A sentence's best candidates are among its beams' own best pieces, so each beam's top `width`
+    pieces are found first (`_row_top`) and only those are scored: the same candidates as a top-k
+    over all k·vocab sums, without forming them."""
     n, k, (_, vocab), device = len(beams.alive), beams.k, lp.shape, lp.device
-    cand = (beams.scores.view(n * k, 1) + lp).view(n, k * vocab)  # (n, k·V)
     width = min(2 * beam, k * vocab)
+    w = min(width, vocab)
+    row_lps, row_tokens = _row_top(lp, w)  # (n·k, w)
+    cand = (beams.scores.view(n * k, 1) + row_lps).view(n, k * w)  # (n, k·w)
     top_scores, top_index = cand.topk(width, dim=-1)  # (n, width), best first
-    parent, token = top_index // vocab, top_index % vocab  # (n, width)
+    parent, token = top_index // w, row_tokens.view(n, k * w).gather(1, top_index)  # (n, width)
     is_eos = token == eos_id
     rank = torch.arange(width, device=device).expand(n, width)
     finite = top_scores > float("-inf")
@@ -400,12 +412,11 @@ def _extend(beams: _Beams, lp: torch.Tensor, beam: int, eos_id: int) -> _Extensi
     k_next = min(beam, width)
     order = (rank + is_eos.long() * width).topk(k_next, dim=-1, largest=False).indices  # (n, k_next)
     next_scores = top_scores.gather(1, order).masked_fill(is_eos.gather(1, order), float("-inf"))
-    rows = (torch.arange(n, device=device)[:, None] * k + parent).view(-1)  # (n·width,) rows of lp
     return _Extensions(
         top_scores=top_scores,
         parent=parent,
         token=token,
-        cand_lps=lp[rows, token.view(-1)].view(n, width),
+        cand_lps=row_lps.view(n, k * w).gather(1, top_index),
         is_eos=is_eos,
         finite=finite,
         finishing=is_eos & (rank < beam) & finite,
@@ -414,6 +425,25 @@ def _extend(beams: _Beams, lp: torch.Tensor, beam: int, eos_id: int) -> _Extensi
         next_parent=parent.gather(1, order),
         next_token=token.gather(1, order),
     )
+
+
+CHUNK = 32  # vocabulary pieces per block in _row_top's first pass
+
+
+def _row_top(lp: torch.Tensor, w: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The w largest values of each row of lp (R, V), best first, and their columns.
+
+    A row's w largest lie in the w blocks of CHUNK columns with the largest maxima, so a vectorised max
+    per block and a top-k over the w·CHUNK values of those blocks stand in for a top-k over the whole row:
+    on the CPU a top-k costs per element what a max does many times over (bench/README.md)."""
+    r, v = lp.shape
+    if v % CHUNK or v < 64 * w:  # small or ragged vocabularies: one top-k
+        return lp.topk(w, dim=-1)
+    blocks = lp.view(r, v // CHUNK, CHUNK)
+    best = blocks.amax(-1).topk(w, dim=-1).indices  # (R, w) the blocks holding the w largest
+    picked = blocks.gather(1, best[:, :, None].expand(r, w, CHUNK)).view(r, w * CHUNK)
+    values, where = picked.topk(w, dim=-1)  # (R, w)
+    return values, best.gather(1, where // CHUNK) * CHUNK + where % CHUNK
 
 
 def _sentence_zero(c: _Extensions, seqs: torch.Tensor, beam: int) -> StepCandidates:
@@ -446,12 +476,13 @@ def _finish(c: _Extensions, beams: _Beams, finished: list, eos_id: int) -> None:
         finished[beams.alive[s]].append((float(c.top_scores[s, j]), pieces, logprobs))
 
 
-def _reorder(c: _Extensions, beams: _Beams, enc: Encoded, state: DecoderState) -> Encoded:
-    """Make the chosen extensions the live beams: their rows of the old (n·k) batch, extended."""
+def _reorder(c: _Extensions, beams: _Beams, enc: Encoded, state: DecoderState, shared: bool) -> Encoded:
+    """Make the chosen extensions the live beams: their rows of the old (n·k) batch, extended.
+    `shared`: the memory and cross-attention caches hold one row per sentence, not per beam."""
     n, device = len(beams.alive), c.order.device
     k_next = c.order.size(1)
     rows = (torch.arange(n, device=device)[:, None] * beams.k + c.next_parent).view(-1)  # (n·k_next,)
-    if k_next != beams.k:
+    if k_next != beams.k and not shared:
         enc = _drop_rows(enc, state, rows)  # every sentence's memory and caches, once per beam
     else:
         # Beams of one sentence share its memory: only the self-attention caches move.
@@ -491,12 +522,20 @@ def _still_searching(beams: _Beams, step: int, limits: list[int], finished: list
     return keep
 
 
-def _drop_sentences(beams: _Beams, keep: list[int], enc: Encoded, state: DecoderState) -> Encoded:
-    """Only sentences `keep` stay in the batch (their memory, caches and beams)."""
+def _drop_sentences(beams: _Beams, keep: list[int], enc: Encoded, state: DecoderState, shared: bool) -> Encoded:
+    """Only sentences `keep` stay in the batch (their memory, caches and beams). `shared`: the memory
+    and cross-attention caches hold one row per sentence."""
     device, k = beams.scores.device, beams.k
     sent_index = torch.tensor(keep, device=device)
     row_index = (sent_index[:, None] * k + torch.arange(k, device=device)).view(-1)  # (n'·k,)
-    enc = _drop_rows(enc, state, row_index)
+    if shared:
+        for cache in state.self_attn:
+            cache.select(row_index)
+        for cache in state.cross_attn:
+            cache.select(sent_index)
+        enc = enc.select(sent_index)
+    else:
+        enc = _drop_rows(enc, state, row_index)
     beams.scores = beams.scores.index_select(0, sent_index)
     beams.seqs, beams.seq_lps = beams.seqs.index_select(0, row_index), beams.seq_lps.index_select(0, row_index)
     beams.alive = [beams.alive[s] for s in keep]

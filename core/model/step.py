@@ -244,8 +244,12 @@ class FusedStep:
         # A copy of the model (fast_model, packed_model) builds its own step for its own layers.
         return None
 
-    def __call__(self, tgt: torch.Tensor, enc: Encoded, state: DecoderState) -> torch.Tensor:
-        """tgt (N, 1) the newest pieces -> next-piece logits (N, vocab); the caches grow by one position."""
+    def __call__(self, tgt: torch.Tensor, enc: Encoded, state: DecoderState, group: int = 1) -> torch.Tensor:
+        """tgt (N, 1) the newest pieces -> next-piece logits (N, vocab); the caches grow by one position.
+
+        `group` rows in a row share one source: the memory and the cross-attention caches hold N / group
+        rows (beam search's beams of one sentence), and each of their rows is read once for its group's
+        queries rather than copied per row."""
         model, cfg = self.model, self.cfg
         n, h, d_k, offset = tgt.size(0), cfg.h, cfg.d_k, state.length
         if offset + 1 > cfg.max_len:
@@ -257,6 +261,7 @@ class FusedStep:
         src_bias = self._source_bias(enc.src_mask)  # (N·h, 1, S) or None
         # Absorbing W^Q and W^O into the memory is fp32 arithmetic: int8 layers keep their own products.
         absorbed = self._absorbed(state) if n == 1 and src_bias is None and self.kind != "int8" else None
+        sources = n // group
         for i, layer in enumerate(self.layers):
             d = layer.d
             qkv = layer.qkv(self._norm(x, layer.norms[0]) if self.pre else x)  # (N, 3d)
@@ -267,9 +272,15 @@ class FusedStep:
             x = self._residual(x, layer.self_out(_attend(q, k, v, None).view(n, d)), layer.norms[0])
             y = self._norm(x, layer.norms[1]) if self.pre else x
             if absorbed is None:
-                k, v = state.cross_attn[i].flat_heads()  # (N·h, S, d_k)
-                q = layer.cross_q(y).view(n * h, 1, d_k)
-                attended = layer.cross_out(_attend(q, k, v, src_bias).view(n, d))
+                k, v = state.cross_attn[i].flat_heads()  # (N/group·h, S, d_k)
+                q = layer.cross_q(y)  # (N, d)
+                if group == 1:
+                    attended = _attend(q.view(n * h, 1, d_k), k, v, src_bias).view(n, d)
+                else:  # a source's group of queries at once: (N/group·h, group, d_k)
+                    q = q.view(sources, group, h, d_k).transpose(1, 2).reshape(sources * h, group, d_k)
+                    heads = _attend(q, k, v, src_bias).view(sources, h, group, d_k)
+                    attended = heads.transpose(1, 2).reshape(n, d)
+                attended = layer.cross_out(attended)
             else:
                 attended = absorbed[i](y)
             x = self._residual(x, attended, layer.norms[1])
@@ -313,8 +324,9 @@ class FusedStep:
 
 
 def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
-    """softmax(q kᵀ + bias) v for one (already scaled) query per row and head: q (N·h, 1, d_k),
-    k, v (N·h, T, d_k) -> (N·h, 1, d_k). For one query, two batched products beat the fused kernel."""
+    """softmax(q kᵀ + bias) v for a few (already scaled) queries per row and head: q (N·h, g, d_k),
+    k, v (N·h, T, d_k), bias (N·h, 1, T) -> (N·h, g, d_k). For so few queries, two batched products beat
+    the fused kernel."""
     scores = torch.bmm(q, k.transpose(1, 2)) if bias is None else torch.baddbmm(bias, q, k.transpose(1, 2))
     return torch.bmm(scores.softmax(-1), v)
 

@@ -201,3 +201,57 @@ def test_the_shipped_model_decodes_the_same_pieces_on_both_paths(monkeypatch, pa
         handle.remove()
     assert not calls
     assert fused == modules
+
+
+@pytest.mark.parametrize("kind", ["plain", "packed", "int8"])
+@torch.inference_mode()
+def test_a_group_of_rows_reads_one_row_of_memory_as_if_each_had_its_copy(kind, monkeypatch):
+    """Beam search's beams of a sentence share its memory and cross-attention caches (`group`): the
+    step gives what it gives over a copy per beam, and beam search keeps one row per sentence."""
+    if kind == "packed":
+        monkeypatch.setattr(fast, "PACK_MIN_MACS", 1)
+    model = model_of(seed=7, n_encoder_layers=2, n_decoder_layers=3)
+    model = {"plain": model, "packed": packed_model(model), "int8": fast_model(model, "int8")}[kind]
+    step = fused_step(model)
+    src, group = src_batch(), 3  # 3 sentences with padding, 3 beams each
+    enc = step.encode(src)
+    rows = torch.arange(src.size(0)).repeat_interleave(group)
+    copied = enc.select(rows)
+    shared_state, copied_state = step.start_state(enc, capacity=4), step.start_state(copied, capacity=4)
+    for cache in shared_state.self_attn:  # the beams fan out: their own self-attention caches
+        cache.select(rows)
+    tokens = torch.tensor([[2], [5], [9], [2], [7], [7], [11], [2], [30]])  # every beam its own piece
+    for _ in range(3):
+        got = step(tokens, enc, shared_state, group)
+        want = step(tokens, copied, copied_state)
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+        tokens = want.argmax(-1, keepdim=True)
+    seen = []
+    call = FusedStep.__call__
+    monkeypatch.setattr(
+        FusedStep,
+        "__call__",
+        lambda self, tgt, enc, state, group=1: (
+            seen.append((tgt.size(0), state.cross_attn[0].k.size(0), group)) or call(self, tgt, enc, state, group)
+        ),
+    )
+    beam_search(model, src, beam_size=4, max_output=6)
+    assert seen[0] == (3, 3, 1) and seen[1] == (12, 3, 4)  # BOS per sentence, then 4 beams on 3 memory rows
+
+
+def test_the_beams_best_pieces_are_found_block_by_block_as_by_one_top_k():
+    from core.decode.search import CHUNK, _row_top
+
+    torch.manual_seed(0)
+    for vocab, w in [(8000, 8), (16000, 6), (CHUNK * 64 * 8 + 5, 8), (40, 6)]:  # blocks, blocks, ragged, small
+        lp = torch.randn(12, vocab).log_softmax(-1)
+        lp[:, :2] = float("-inf")  # PAD and BOS banned
+        lp[3, 100 % vocab] = lp[3].max() + 1  # a clear winner
+        lp[5] = float("-inf")  # a row with nothing allowed
+        lp[5, 7] = 0.0
+        values, pieces = _row_top(lp, w)
+        want = lp.topk(w, dim=-1)
+        assert torch.equal(values, want.values)
+        assert torch.equal(lp.gather(1, pieces), values)  # each value is its piece's
+        assert torch.equal(pieces[[0, 1, 2, 3, 4, 6]], want.indices[[0, 1, 2, 3, 4, 6]])  # no ties there
+        assert pieces[3, 0] == 100 % vocab and pieces[5, 0] == 7
