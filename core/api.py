@@ -140,8 +140,9 @@ def text_batch(
     """The translate_batch of core.text.pipeline over a loaded model: one Translation per sentence, with
     `cross` (the last layer's cross-attention, mean of the heads) when `coverage` is asked."""
     from core.decode.translate import translate_lines
+    from core.text.options import hypotheses_wanted
 
-    traced = replace(options, with_attention=coverage, n_best=1)
+    traced = replace(options, with_attention=coverage, n_best=hypotheses_wanted(options.method, options.beam))
 
     def run(sentences: list[str]) -> list[Translation]:
         return for_text(translate_lines(loaded, sentences, traced), coverage)

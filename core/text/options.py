@@ -73,3 +73,10 @@ class TextOptions:
     # A sentence whose output lost a placeholder is translated again with each of these placeholder
     # sets in turn, while it still loses one; the output that lost fewest is kept.
     fallbacks: tuple[Scheme, ...] = FALLBACK_SCHEMES
+
+
+def hypotheses_wanted(method: str, beam: int) -> int:
+    """How many of beam search's finished hypotheses the pipeline asks for, best first: every one, so a
+    sentence whose best translation lost a protected span can take the next that keeps it (pipeline.py);
+    greedy search and sampling have one."""
+    return max(beam, 1) if method == "beam" else 1

@@ -12,6 +12,7 @@ line's own spacing.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
@@ -21,8 +22,8 @@ from core.text.case import NATURAL, apply_case, case_shape, natural_case
 from core.text.confidence import Confidence, confidence
 from core.text.currency import SYMBOLS, VERBATIM_KINDS, spell_currencies
 from core.text.documents import Document
-from core.text.options import TextOptions
-from core.text.protect import ELEMENT_TEXT, Protected, Scheme, Span, find_spans, protect, restore
+from core.text.options import TextOptions, hypotheses_wanted
+from core.text.protect import ELEMENT_TEXT, Protected, Restored, Scheme, Span, find_spans, protect, restore
 from core.text.split import join_sentences, sentence_spans
 
 
@@ -156,9 +157,7 @@ def _translate(prepared: list[_Prepared], translate_batch, options: TextOptions)
         raise ValueError(f"translate_batch returned {len(decoded)} translations for {len(prepared)} sentences")
     sentences = []
     for p, d in zip(prepared, decoded):
-        output = _follow_final_stop(p.model_input, d.text) if options.follow_stop else d.text
-        cased = apply_case(output, p.shape, p.placeholders)
-        restored = restore(cased, p.protected)
+        d, restored = _most_complete(p, d, options)
         conf = confidence(d.pieces, d.token_logprobs, getattr(d, "cross", None))
         warnings = list(getattr(d, "warnings", [])) + restored.warnings  # the decoder's (truncation) first
         sentences.append(
@@ -167,6 +166,40 @@ def _translate(prepared: list[_Prepared], translate_batch, options: TextOptions)
             )
         )
     return sentences
+
+
+def _restored(p: _Prepared, output: str, options: TextOptions) -> Restored:
+    if options.follow_stop:
+        output = _follow_final_stop(p.model_input, output)
+    return restore(apply_case(output, p.shape, p.placeholders), p.protected)
+
+
+def _most_complete(p: _Prepared, d: Decoded, options: TextOptions) -> tuple[Decoded, Restored]:
+    """The model's best translation, or, where it lost a protected span, the most probable of the beam's other
+    finished hypotheses (`n_best`, when translate_batch returns them) that loses fewer: a dropped date, number
+    or name is a worse error than a less probable wording ("Rendez-vous le Kyoto à Osaka." → "Go to Osaka to
+    Osaka." / "Make the Kyoto in Osaka."). The decoder traced only its best hypothesis, so one taken this way
+    has no attention (its coverage is unknown; the REPL's :attention traces it again)."""
+    restored = _restored(p, d.text, options)
+    if not restored.lost:
+        return d, restored
+    best = None
+    for alt in list(getattr(d, "n_best", None) or [])[1:]:
+        again = _restored(p, alt.text, options)
+        if len(again.lost) < len(restored.lost):
+            best, restored = alt, again
+            if not again.lost:
+                break
+    if best is None:
+        return d, restored
+    chosen = copy.copy(d)  # the record of the sentence, with the hypothesis taken as its output
+    for name in ("text", "token_ids", "pieces", "token_logprobs", "score"):
+        if hasattr(best, name):
+            setattr(chosen, name, getattr(best, name))
+    for name in ("cross", "steps"):  # the best hypothesis's attention: not this one's
+        if hasattr(chosen, name):
+            setattr(chosen, name, None)
+    return chosen, restored
 
 
 def _element_texts(
@@ -276,16 +309,25 @@ class _Decoded:
     pieces: list[str]
     token_logprobs: list[float]
     cross: list[list[float]] | None = None
+    n_best: list = field(default_factory=list)  # the beam's hypotheses (text, pieces, token_logprobs), best first
 
 
 def translator_batch(translator, *, attention: bool = False, layer: int = -1) -> Callable[[list[str]], list]:
     """translate_batch over a `core.Translator`: attention=True also returns cross-attention (mean of
     the heads of `layer`) for the coverage signal, at the cost of one teacher-forced pass."""
 
+    n_best = hypotheses_wanted(translator.options.method, translator.options.beam)  # a choice where one lost a span
+
     def run(sentences: list[str]) -> list[_Decoded]:
-        results = translator.translate(sentences, trace=attention)
+        results = translator.translate(sentences, trace=attention, n_best=n_best)
         return [
-            _Decoded(r.text, r.pieces, r.token_logprobs, r.attention("cross", layer) if attention and r.steps else None)
+            _Decoded(
+                r.text,
+                r.pieces,
+                r.token_logprobs,
+                r.attention("cross", layer) if attention and r.steps else None,
+                r.n_best,
+            )
             for r in results
         ]
 

@@ -71,6 +71,15 @@ def test_one_line_out_per_line_in_with_several_sentences_and_blank_lines():
 
 
 # ------------------------------------------------------------------------------------- copies
+def test_a_number_the_best_translation_drops_comes_from_the_beams_next_hypothesis_not_a_second_try():
+    """The model's best for this line writes "198"; tt translate takes the beam's next hypothesis, which keeps
+    1987, rather than translating the line again with a placeholder for it."""
+    [record] = records(ok("--json", "Elle est née en 1987."))
+    [sentence] = record["sentences"]
+    assert record["translation"] == "She was born in 1987." and record["warnings"] == []
+    assert sentence["model_input"] == "Elle est née en 1987." and "1987" in sentence["model_output"]
+
+
 def test_every_number_url_and_emoji_of_the_copy_list_survives_through_the_cli():
     sources = [src for src, _ in COPY_CASES]
     lines = ok(input="\n".join(sources) + "\n").stdout.splitlines()

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TypeVar
 
 from starlette.concurrency import run_in_threadpool
 
 from core.api import for_text
+from core.text.options import hypotheses_wanted
 
 T = TypeVar("T")
 
@@ -24,6 +26,9 @@ async def run(service, request, work: Callable[[Callable], T], decoding: dict, c
     """work(translate_batch), in a thread; translate_batch decodes through the batcher with `decoding`
     (and the attention the coverage signal needs when `coverage`)."""
     loop = asyncio.get_running_loop()
+    if (decoding.get("n_best") or 1) == 1:  # the beam's hypotheses for the pipeline to choose from, as tt translate's
+        options = replace(service.translator.options, **{k: v for k, v in decoding.items() if k != "n_best"})
+        decoding = {**decoding, "n_best": hypotheses_wanted(options.method, options.beam)}
     # A request that names its batch size is decoded as translate_lines decodes a list (chunks of four
     # batches), so its records are tt translate's to the last digit; any other goes in pieces the queue holds.
     settings = service.settings
