@@ -17,8 +17,8 @@ numeric spans) beat bracketed tokens such as ⟨1⟩, which it has never seen an
 noise. Numbers and names are first left as written (the default `copy` scheme): a model that copies
 them does best with the thing itself, and a sentence where one does not come out whole takes the
 beam's next hypothesis that keeps it, else is translated again with placeholders (core.text.pipeline);
-a name's placeholder is a person's (Tom, Mary). Restoring never loses a span silently: one the model dropped is reported in `lost`, one it
-repeated is put back once and reported in `repeated`.
+a name's placeholder is a person's (Tom, Mary). Restoring never loses a span silently: one the model
+dropped is reported in `lost`, one it repeated is put back once and reported in `repeated`.
 """
 
 from __future__ import annotations
