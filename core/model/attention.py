@@ -213,6 +213,19 @@ class KVCache:
         self._pair.select(3, self.length).copy_(kv)
         self.length += 1
 
+    def append_slots(self, kv: torch.Tensor, k: int) -> None:
+        """One step of beam slots (`BeamSlots`): kv (2, S, g, h, d_k), the keys then values of each of
+        S sentences' g beams, into the next k positions; the k − g spare ones (the first step's, before
+        the beams fan out) are zeroed, so the attention never multiplies a masked slot's garbage."""
+        g = kv.size(2)
+        if self._pair is None or self.length + k > self.capacity:
+            self.reserve(max(2 * self.capacity, self.length + k))
+        slots = self._pair.narrow(3, self.length, k)  # (2, S, h, k, d_k)
+        slots.narrow(3, 0, g).copy_(kv.transpose(2, 3))
+        if g < k:
+            slots.narrow(3, g, k - g).zero_()
+        self.length += k
+
     def select(self, index: torch.Tensor) -> None:
         """Keep batch rows `index` (beam search reorders and prunes hypotheses).
 

@@ -14,6 +14,9 @@ operations a decoder step. At batch 1 a step is that overhead plus reading the w
 - attention written out for the one new query, on (N·h, T, d_k) views of the caches: 1/√d_k folded
   into W^Q, the source padding as an additive bias made once per batch, no masks built per step; for
   a single sentence of an fp32 model, W^Q and W^O of the cross-attention multiplied into its keys and values;
+- beam search's beams of a sentence on one row of its memory and of every cache (`group`, `BeamSlots`):
+  a step's keys and values are written once into the sentence's slots and never reordered, each beam
+  reading its own prefix through an ancestry mask; the caches' memory passes from search to search;
 - no module calls, no dropout (inference), no records.
 The numbers equal the modules' up to rounding (the same dot products, summed in another order).
 
@@ -32,7 +35,7 @@ from torch import nn
 
 from core.model.attention import KVCache
 from core.model.masks import padding_mask
-from core.model.transformer import DecoderState, Encoded, Transformer
+from core.model.transformer import BeamSlots, DecoderState, Encoded, Transformer
 
 
 def _linear_kind(layer: nn.Module) -> str | None:
@@ -203,6 +206,9 @@ class FusedStep:
         self.key = _weights_key(model)
         self.watched: list[nn.Module] = []  # the modules whose hooks would send decoding through them
         self._bias_for: tuple[torch.Tensor, torch.Tensor | None] | None = None
+        # The last beam search's self-attention buffer, for the next one (`release`): fresh memory costs a
+        # page fault for every 4 kB a search writes, and another thread may decode with the same model.
+        self._spare: torch.Tensor | None = None
 
     def encode(self, src: torch.Tensor) -> Encoded:
         """`Transformer.encode` of src (B, S) without the modules: the same memory up to rounding."""
@@ -226,19 +232,47 @@ class FusedStep:
             x = self._residual(x, layer.w_2(layer.w_1(y).relu_()), layer.norms[1])
         return Encoded(model.encoder_norm(x).view(b, s, d), src_mask, None)
 
-    def start_state(self, enc: Encoded, capacity: int = 0) -> DecoderState:
+    def start_state(self, enc: Encoded, capacity: int = 0, beam: int = 0) -> DecoderState:
         """`Transformer.start_state`: empty self-attention caches for `capacity` positions, and the
-        memory's keys/values for every layer from one product, each contiguous (B, h, S, d_k)."""
+        memory's keys/values for every layer from one product, each contiguous (B, h, S, d_k).
+
+        `beam` > 0: caches for beam search, a sentence's beams together (`BeamSlots`): `beam` slots a
+        step in each sentence's row, which the steps then read with `group` rows a sentence."""
         cfg = self.cfg
         b, s, d = enc.memory.shape
         n_layers = len(self.layers)
         kv = self.cross_kv(enc.memory.reshape(b * s, d))  # (B·S, L·2d)
         kv = kv.view(b, s, n_layers, 2, cfg.h, cfg.d_k).permute(2, 3, 0, 4, 1, 5).contiguous()  # (L, 2, B, h, S, d_k)
-        buffer = enc.memory.new_empty(n_layers, 2, b, cfg.h, capacity, cfg.d_k)  # (L, 2, B, h, T, d_k)
+        slots = capacity * max(beam, 1)
+        shape = (n_layers, 2, b, cfg.h, slots, cfg.d_k)  # (L, 2, B, h, T, d_k)
+        beams = None
+        if beam > 0:  # no slot is anyone's ancestor yet
+            memory = self._take_spare(enc.memory, math.prod(shape))
+            buffer = memory.narrow(0, 0, math.prod(shape)).view(shape)
+            beams = BeamSlots(beam, enc.memory.new_full((b, slots), float("-inf")), memory)
+        else:
+            buffer = enc.memory.new_empty(shape)
         return DecoderState(
             self_attn=[KVCache.empty(buffer[i]) for i in range(n_layers)],
             cross_attn=[KVCache(kv[i, 0], kv[i, 1]) for i in range(n_layers)],
+            beams=beams,
         )
+
+    def _take_spare(self, like: torch.Tensor, numel: int) -> torch.Tensor:
+        """A flat allocation of at least `numel` elements for a beam search's caches: the last search's
+        when it is free and large enough (taking it empties the slot, so no two searches share it), else new."""
+        spare, self._spare = self._spare, None
+        if spare is None or spare.numel() < numel or spare.dtype != like.dtype or spare.device != like.device:
+            return like.new_empty(numel + numel // 4)  # room for the next, somewhat longer, batch
+        return spare
+
+    def release(self, state: DecoderState) -> None:
+        """The search that made `state` is over: its buffer may serve the next one. Nothing may read
+        `state` afterwards."""
+        if state.beams is not None and state.beams.buffer is not None:
+            memory, state.beams.buffer = state.beams.buffer, None
+            if self._spare is None or memory.numel() >= self._spare.numel():
+                self._spare = memory
 
     def __deepcopy__(self, memo: dict) -> None:
         # A copy of the model (fast_model, packed_model) builds its own step for its own layers.
@@ -249,9 +283,12 @@ class FusedStep:
 
         `group` rows in a row share one source: the memory and the cross-attention caches hold N / group
         rows (beam search's beams of one sentence), and each of their rows is read once for its group's
-        queries rather than copied per row."""
+        queries rather than copied per row. With `state.beams` the self-attention caches do the same:
+        the group's new keys and values go into their sentence's slots for this step, and each query
+        reads the slots of its own prefix (`BeamSlots.ancestry`)."""
         model, cfg = self.model, self.cfg
         n, h, d_k, offset = tgt.size(0), cfg.h, cfg.d_k, state.length
+        sources = n // group
         if offset + 1 > cfg.max_len:
             raise ValueError(f"target reaches {offset + 1} pieces; this model takes at most {cfg.max_len}")
         embed = model.tgt_embed
@@ -261,15 +298,21 @@ class FusedStep:
         src_bias = self._source_bias(enc.src_mask)  # (N·h, 1, S) or None
         # Absorbing W^Q and W^O into the memory is fp32 arithmetic: int8 layers keep their own products.
         absorbed = self._absorbed(state) if n == 1 and src_bias is None and self.kind != "int8" else None
-        sources = n // group
+        prefix = None if state.beams is None else self._prefix_bias(state.beams, offset, sources, group)
         for i, layer in enumerate(self.layers):
             d = layer.d
             qkv = layer.qkv(self._norm(x, layer.norms[0]) if self.pre else x)  # (N, 3d)
             cache = state.self_attn[i]
-            cache.append_pair(qkv[:, d:].view(n, 2, h, d_k).transpose(0, 1))  # K, V: (2, N, h, d_k)
-            k, v = cache.flat_heads()  # (N·h, T, d_k)
-            q = qkv[:, :d].reshape(n * h, 1, d_k)
-            x = self._residual(x, layer.self_out(_attend(q, k, v, None).view(n, d)), layer.norms[0])
+            if prefix is None:
+                cache.append_pair(qkv[:, d:].view(n, 2, h, d_k).transpose(0, 1))  # K, V: (2, N, h, d_k)
+                k, v = cache.flat_heads()  # (N·h, T, d_k)
+                heads = _attend(qkv[:, :d].reshape(n * h, 1, d_k), k, v, None).view(n, d)
+            else:  # the beams' keys and values go into their sentence's slots: (2, N/group, group, h, d_k)
+                cache.append_slots(qkv[:, d:].view(sources, group, 2, h, d_k).permute(2, 0, 1, 3, 4), state.beams.k)
+                k, v = cache.flat_heads()  # (N/group·h, slots, d_k)
+                q = qkv[:, :d].view(sources, group, h, d_k).transpose(1, 2).reshape(sources * h, group, d_k)
+                heads = _attend_grouped(q, k, v, prefix).view(sources, h, group, d_k).transpose(1, 2).reshape(n, d)
+            x = self._residual(x, layer.self_out(heads), layer.norms[0])
             y = self._norm(x, layer.norms[1]) if self.pre else x
             if absorbed is None:
                 k, v = state.cross_attn[i].flat_heads()  # (N/group·h, S, d_k)
@@ -298,6 +341,15 @@ class FusedStep:
         absorbed = [_AbsorbedCross(layer, cache, self.cfg.h) for layer, cache in zip(self.layers, state.cross_attn)]
         state.__dict__["_absorbed"] = (self, state.cross_attn[0]._k, absorbed)
         return absorbed
+
+    @staticmethod
+    def _prefix_bias(beams: BeamSlots, offset: int, sources: int, group: int) -> torch.Tensor:
+        """This step's view of `beams.ancestry`, (N/group, 1, group, slots so far): each row's own new
+        slot joins its prefix first."""
+        filled = (offset + 1) * beams.k
+        mine = beams.ancestry.view(sources, group, -1).narrow(2, offset * beams.k, group)  # (N/group, g, g)
+        mine.diagonal(dim1=1, dim2=2).fill_(0.0)
+        return beams.ancestry.narrow(1, 0, filled).view(sources, 1, group, filled)
 
     def _source_bias(self, src_mask: torch.Tensor) -> torch.Tensor | None:
         """The source padding as 0 / -inf per (row, head), made once per mask (a batch keeps its mask
@@ -328,6 +380,14 @@ def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tenso
     k, v (N·h, T, d_k), bias (N·h, 1, T) -> (N·h, g, d_k). For so few queries, two batched products beat
     the fused kernel."""
     scores = torch.bmm(q, k.transpose(1, 2)) if bias is None else torch.baddbmm(bias, q, k.transpose(1, 2))
+    return torch.bmm(scores.softmax(-1), v)
+
+
+def _attend_grouped(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """`_attend` for a sentence's group of queries over its beam slots: q (S·h, g, d_k), k, v (S·h, T, d_k),
+    bias (S, 1, g, T) the same for every head -> (S·h, g, d_k)."""
+    scores = torch.bmm(q, k.transpose(1, 2))  # (S·h, g, T)
+    scores.view(bias.size(0), -1, *scores.shape[1:]).add_(bias)
     return torch.bmm(scores.softmax(-1), v)
 
 

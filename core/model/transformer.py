@@ -34,16 +34,44 @@ class Encoded:
 
 
 @dataclass
+class BeamSlots:
+    """Self-attention caches held once per sentence, for beam search (`FusedStep.start_state(beam=k)`).
+
+    The keys and values that beam j of a sentence adds at step t sit in slot t·k + j of its sentence's
+    cache and never move. `ancestry` (rows, slots) is 0 at the slots of each row's own prefix and −inf
+    elsewhere: a step reads its row's prefix through it, and choosing the next beams moves these rows
+    (`follow`) rather than every layer's keys and values."""
+
+    k: int  # slots a step: the beam size
+    ancestry: torch.Tensor  # (rows, capacity·k) additive attention bias
+    buffer: torch.Tensor | None = None  # the caches' one flat allocation (FusedStep.release hands it on)
+
+    def follow(self, rows: torch.Tensor) -> None:
+        """The live rows become rows `rows` of the previous ones (beam search's chosen parents)."""
+        self.ancestry = self.ancestry.index_select(0, rows)
+
+
+@dataclass
 class DecoderState:
-    """The key/value cache of every decoder layer; `length` target positions decoded so far."""
+    """The key/value cache of every decoder layer; `length` target positions decoded so far.
+
+    `beams` is set when the self-attention caches hold a sentence's beams together (`BeamSlots`);
+    then every cache has one row per sentence, and only `beams.ancestry` has one per beam."""
 
     self_attn: list[KVCache]
     cross_attn: list[KVCache]
     length: int = 0
+    beams: BeamSlots | None = None
 
-    def select(self, index: torch.Tensor) -> None:
+    def select(self, index: torch.Tensor, rows: torch.Tensor | None = None) -> None:
+        """Keep batch rows `index` of every cache. With `beams`, `index` are the sentences that stay and
+        `rows` their beams' rows."""
         for cache in (*self.self_attn, *self.cross_attn):
             cache.select(index)
+        if self.beams is not None:
+            if rows is None:
+                raise ValueError("a state with beam slots keeps sentences: name their beams' rows too")
+            self.beams.follow(rows)
 
 
 @dataclass

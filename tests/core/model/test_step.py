@@ -232,11 +232,76 @@ def test_a_group_of_rows_reads_one_row_of_memory_as_if_each_had_its_copy(kind, m
         FusedStep,
         "__call__",
         lambda self, tgt, enc, state, group=1: (
-            seen.append((tgt.size(0), state.cross_attn[0].k.size(0), group)) or call(self, tgt, enc, state, group)
+            seen.append((tgt.size(0), state.cross_attn[0].k.size(0), state.self_attn[0].k.size(0), group))
+            or call(self, tgt, enc, state, group)
         ),
     )
     beam_search(model, src, beam_size=4, max_output=6)
-    assert seen[0] == (3, 3, 1) and seen[1] == (12, 3, 4)  # BOS per sentence, then 4 beams on 3 memory rows
+    # BOS per sentence, then 4 beams on 3 rows of memory and of every cache
+    assert seen[0] == (3, 3, 3, 1) and seen[1] == (12, 3, 3, 4)
+
+
+@pytest.mark.parametrize("kind", ["plain", "packed", "int8"])
+@torch.inference_mode()
+def test_beam_slots_give_each_beam_its_own_prefix_as_a_cache_per_beam_does(kind, monkeypatch):
+    """With `BeamSlots` a sentence's beams write their keys and values into its one cache row and read
+    their own prefixes through the ancestry mask: the same logits as caches copied per beam and
+    reordered, through the fan-out and reorders that cross beams; the first step's spare slots are
+    zeroed, so the garbage of a fresh buffer (NaN here) never reaches a logit."""
+    if kind == "packed":
+        monkeypatch.setattr(fast, "PACK_MIN_MACS", 1)
+    model = model_of(seed=3, n_encoder_layers=2, n_decoder_layers=3)
+    model = {"plain": model, "packed": packed_model(model), "int8": fast_model(model, "int8")}[kind]
+    step = fused_step(model)
+    src, beam = src_batch(), 3
+    enc = step.encode(src)
+    slotted, per_row = step.start_state(enc, capacity=5, beam=beam), step.start_state(enc, capacity=5)
+    assert slotted.self_attn[0].capacity == 5 * beam
+    for cache in slotted.self_attn:
+        cache._pair.fill_(float("nan"))
+    bos = torch.full((3, 1), 1)
+    torch.testing.assert_close(step(bos, enc, slotted, 1), step(bos, enc, per_row), rtol=1e-5, atol=1e-5)
+    fan_out = torch.arange(3).repeat_interleave(beam)
+    slotted.beams.follow(fan_out)
+    per_row.select(fan_out)
+    copied = enc.select(fan_out)
+    tokens = torch.tensor([[2], [5], [9], [2], [7], [7], [11], [2], [30]])
+    for parents in ([2, 0, 0, 4, 4, 5, 8, 6, 7], [1, 1, 2, 3, 5, 4, 6, 6, 6], [0, 1, 2, 3, 4, 5, 6, 7, 8]):
+        got, want = step(tokens, enc, slotted, beam), step(tokens, copied, per_row)
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+        rows = torch.tensor(parents)
+        slotted.beams.follow(rows)
+        for cache in per_row.self_attn:
+            cache.select(rows)
+        tokens = want.index_select(0, rows).argmax(-1, keepdim=True)
+    assert all(cache.k.size(0) == 3 for cache in slotted.self_attn)  # one row per sentence throughout
+    with pytest.raises(ValueError, match="beams' rows"):
+        slotted.select(torch.tensor([0, 2]))
+
+
+@torch.inference_mode()
+def test_a_beam_search_hands_its_cache_memory_to_the_next_and_never_to_two_at_once(monkeypatch):
+    """Fresh memory costs a page fault every 4 kB written: the next search reuses the last one's buffer
+    (`FusedStep.release`), and a search that has not released it never shares it."""
+    model = model_of(seed=5, n_encoder_layers=2, n_decoder_layers=2)
+    step = fused_step(model)
+    buffers = []
+    start = FusedStep.start_state
+
+    def recorded(self, enc, capacity=0, beam=0):
+        state = start(self, enc, capacity, beam)
+        buffers.append(state.beams.buffer.data_ptr())
+        return state
+
+    monkeypatch.setattr(FusedStep, "start_state", recorded)
+    src = src_batch()
+    first = beam_search(model, src, beam_size=4, n_best=4)
+    again = beam_search(model, src, beam_size=4, n_best=4)
+    assert buffers[0] == buffers[1] and step._spare is not None
+    assert [[h.tokens for h in hs] for hs in first] == [[h.tokens for h in hs] for hs in again]
+    enc = step.encode(src)
+    one, two = step.start_state(enc, capacity=4, beam=2), step.start_state(enc, capacity=4, beam=2)
+    assert one.beams.buffer.data_ptr() != two.beams.buffer.data_ptr()
 
 
 def test_the_beams_best_pieces_are_found_block_by_block_as_by_one_top_k():
