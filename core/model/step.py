@@ -28,6 +28,7 @@ zero points of 0 (`--quantize bf16`).
 from __future__ import annotations
 
 import math
+import threading
 
 import torch
 import torch.nn.functional as F
@@ -207,8 +208,10 @@ class FusedStep:
         self.watched: list[nn.Module] = []  # the modules whose hooks would send decoding through them
         self._bias_for: tuple[torch.Tensor, torch.Tensor | None] | None = None
         # The last beam search's self-attention buffer, for the next one (`release`): fresh memory costs a
-        # page fault for every 4 kB a search writes, and another thread may decode with the same model.
+        # page fault for every 4 kB a search writes. Held until a larger one replaces it; taken under a lock,
+        # since another thread may decode with the same model.
         self._spare: torch.Tensor | None = None
+        self._spare_lock = threading.Lock()
 
     def encode(self, src: torch.Tensor) -> Encoded:
         """`Transformer.encode` of src (B, S) without the modules: the same memory up to rounding."""
@@ -261,7 +264,8 @@ class FusedStep:
     def _take_spare(self, like: torch.Tensor, numel: int) -> torch.Tensor:
         """A flat allocation of at least `numel` elements for a beam search's caches: the last search's
         when it is free and large enough (taking it empties the slot, so no two searches share it), else new."""
-        spare, self._spare = self._spare, None
+        with self._spare_lock:
+            spare, self._spare = self._spare, None
         if spare is None or spare.numel() < numel or spare.dtype != like.dtype or spare.device != like.device:
             return like.new_empty(numel + numel // 4)  # room for the next, somewhat longer, batch
         return spare
@@ -271,8 +275,9 @@ class FusedStep:
         `state` afterwards."""
         if state.beams is not None and state.beams.buffer is not None:
             memory, state.beams.buffer = state.beams.buffer, None
-            if self._spare is None or memory.numel() >= self._spare.numel():
-                self._spare = memory
+            with self._spare_lock:
+                if self._spare is None or memory.numel() >= self._spare.numel():
+                    self._spare = memory
 
     def __deepcopy__(self, memo: dict) -> None:
         # A copy of the model (fast_model, packed_model) builds its own step for its own layers.
