@@ -8,6 +8,7 @@ import torch
 
 from core.decode.search import beam_search, greedy, pad_batch
 from core.model import fast
+from core.model import step as st
 from core.model.config import preset
 from core.model.fast import fast_model, packed_model
 from core.model.step import FusedStep, fused_step
@@ -302,6 +303,10 @@ def test_a_beam_search_hands_its_cache_memory_to_the_next_and_never_to_two_at_on
     enc = step.encode(src)
     one, two = step.start_state(enc, capacity=4, beam=2), step.start_state(enc, capacity=4, beam=2)
     assert one.beams.buffer.data_ptr() != two.beams.buffer.data_ptr()
+    monkeypatch.setattr(st, "SPARE_MAX_BYTES", 1024)  # a buffer over the bound is not kept
+    step._spare = None
+    beam_search(model, src, beam_size=4)
+    assert step._spare is None
 
 
 def test_the_beams_best_pieces_are_found_block_by_block_as_by_one_top_k():
