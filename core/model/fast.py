@@ -34,7 +34,7 @@ def packing_available() -> bool:
     return torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise")
 
 
-def _onednn_linear(x: torch.Tensor, packed: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+def onednn_linear(x: torch.Tensor, packed: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
     return torch.ops.mkldnn._linear_pointwise(x, packed, bias, "none", [], "")
 
 
@@ -44,11 +44,11 @@ class _PackedLinearFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x: torch.Tensor, packed: torch.Tensor, packed_t: torch.Tensor, bias: torch.Tensor | None):
         ctx.packed_t = packed_t
-        return _onednn_linear(x, packed, bias)
+        return onednn_linear(x, packed, bias)
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
-        return _onednn_linear(grad.contiguous(), ctx.packed_t, None), None, None, None
+        return onednn_linear(grad.contiguous(), ctx.packed_t, None), None, None, None
 
 
 class PackedLinear(nn.Module):
@@ -69,6 +69,10 @@ class PackedLinear(nn.Module):
         # buffers, made on first use (a single short sentence never needs them; its steps are small).
         self._packed: torch.Tensor | None = None
         self._packed_t: torch.Tensor | None = None  # Wᵀ, for input gradients
+
+    def packed(self) -> torch.Tensor:
+        """The weight in oneDNN's packed layout (for `onednn_linear`), packed on first use."""
+        return self._pack(False)
 
     def _pack(self, transposed: bool) -> torch.Tensor:
         with torch.no_grad():
@@ -94,7 +98,7 @@ class PackedLinear(nn.Module):
         if torch.is_grad_enabled() and x.requires_grad:
             y = _PackedLinearFunction.apply(flat, self._pack(False), self._pack(True), self.bias)
         else:
-            y = _onednn_linear(flat, self._pack(False), self.bias)
+            y = onednn_linear(flat, self._pack(False), self.bias)
         return y.view(*x.shape[:-1], self.out_features)
 
     def extra_repr(self) -> str:

@@ -35,13 +35,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from core.model.attention import KVCache
+from core.model.fast import PACK_MIN_MACS, PackedLinear, onednn_linear
 from core.model.masks import padding_mask
 from core.model.transformer import BeamSlots, DecoderState, Encoded, Transformer
 
 
 def _linear_kind(layer: nn.Module) -> str | None:
-    from core.model.fast import PackedLinear
-
     if type(layer) is nn.Linear:
         return "plain" if layer.weight.dtype == torch.float32 else None
     if type(layer) is PackedLinear:
@@ -71,8 +70,6 @@ class Product:
     def __init__(
         self, weight: torch.Tensor, bias: torch.Tensor | None, *, packed: nn.Module | bool, scale: float = 1.0
     ) -> None:
-        from core.model.fast import PACK_MIN_MACS, PackedLinear
-
         weight = weight.detach() * scale if scale != 1.0 else weight.detach()
         bias = None if bias is None else bias.detach() * scale if scale != 1.0 else bias.detach()
         self.weight_t, self.bias = weight.t().contiguous(), bias  # (in, out), (out,)
@@ -92,7 +89,9 @@ class Product:
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         if self.packed is not None and x.size(0) >= self.min_rows:
-            return self.packed(x)
+            # Straight to oneDNN: the step's rows are 2-D fp32 on the CPU, and no hook is registered on the
+            # fused path, so the module call and its checks (~15 µs, 20 times a step) are skipped.
+            return onednn_linear(x, self.packed.packed(), self.packed.bias)
         if self.bias is None:
             return torch.mm(x, self.weight_t)
         return torch.addmm(self.bias, x, self.weight_t)  # (N, out)
