@@ -483,13 +483,13 @@ def _finish(c: _Extensions, beams: _Beams, finished: list, eos_id: int) -> None:
     where = c.finishing.nonzero()  # (m, 2): sentence, candidate
     if where.numel() == 0:
         return
-    s, j = where[:, 0], where[:, 1]
-    rows = s * beams.k + c.parent[s, j]  # the beams they end
+    s = where[:, 0]
+    flat = s * c.token.size(1) + where[:, 1]  # their places in the (n, width) tables
+    rows = s * beams.k + c.parent.view(-1).index_select(0, flat)  # the beams they end
     # One conversion per table, not per hypothesis: a sentence finishes several a step.
     pieces, logprobs = beams.seqs.index_select(0, rows).tolist(), beams.seq_lps.index_select(0, rows).tolist()
-    for sent, score, toks, lps, last in zip(
-        s.tolist(), c.top_scores[s, j].tolist(), pieces, logprobs, c.cand_lps[s, j].tolist()
-    ):
+    scores, last_lps = c.top_scores.view(-1).index_select(0, flat), c.cand_lps.view(-1).index_select(0, flat)
+    for sent, score, toks, lps, last in zip(s.tolist(), scores.tolist(), pieces, logprobs, last_lps.tolist()):
         finished[beams.alive[sent]].append((score, toks + [eos_id], lps + [last]))
 
 

@@ -72,7 +72,7 @@ class PackedLinear(nn.Module):
 
     def packed(self) -> torch.Tensor:
         """The weight in oneDNN's packed layout (for `onednn_linear`), packed on first use."""
-        return self._pack(False)
+        return self._packed if self._packed is not None else self._pack(False)
 
     def _pack(self, transposed: bool) -> torch.Tensor:
         with torch.no_grad():

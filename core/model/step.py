@@ -91,7 +91,7 @@ class Product:
         if self.packed is not None and x.size(0) >= self.min_rows:
             # Straight to oneDNN: the step's rows are 2-D fp32 on the CPU, and no hook is registered on the
             # fused path, so the module call and its checks (~15 µs, 20 times a step) are skipped.
-            return onednn_linear(x, self.packed.packed(), self.packed.bias)
+            return onednn_linear(x, self.packed.packed(), self.bias)
         if self.bias is None:
             return torch.mm(x, self.weight_t)
         return torch.addmm(self.bias, x, self.weight_t)  # (N, out)
