@@ -15,6 +15,10 @@
 #       weights/next: resume it (Adam moments, schedule and data position) to 3 h of wall time in all, rather
 #       than warm a fresh optimizer up again from weights/next (docs/model.md, session 6: that cost 0.09 of
 #       validation loss over its first 1,000 steps)
+# The run imports parts of tt as it goes (validation decodes): edits to this working tree reach it, and a
+# half-made edit can stop it at its next validation (session 10 lost 25 minutes so). When you will keep working
+# in the tree, start it from a clone that shares the runs:
+#   git clone -q . ../tt-run && ln -s "$PWD/runs" ../tt-run/runs && (cd ../tt-run && OUT=runs/c2 … bash scripts/model_continue.sh …)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-runs/c1}
