@@ -13,7 +13,15 @@ log-probabilities agree within 1e-4 and greedy outputs are identical. Decoding s
 Sentences: the model's held-out Tatoeba test split (buckets from its card.json, or weights/card.json
 for a run without a card, rebuilt with core.data.readers.heldout_range), tokenized once; both engines get the same length-sorted
 batches of piece ids / pieces (tokenizing and detokenizing are outside the timing for both).
-Engines run interleaved batch by batch, so load from other processes hits them alike.
+Each engine runs in its own process (spawned, given the batches through a pipe, timed inside it): in
+one process holding both, tt decoded 20–25 % slower once a CTranslate2 translator had run there
+(torch's OpenMP threads then slept between operations, as `OMP_WAIT_POLICY=PASSIVE` makes them do
+in a process of tt alone), while CTranslate2's speed did not depend on it (bench/README.md,
+2026-11-26); users run one engine per process. The engines take turns a whole pass over a row's
+batches each, in the opposite order every other round, and the best of `--rounds` passes counts:
+engines interleaved batch by batch ran each call among the previous engine's threads still spinning
+(OpenMP's wait after a parallel region), which moved batch-1 rates by up to 35 %. Peak RSS: the engine
+process's high-water mark during each call, above its size before it (`PeakRSS`).
 
     nice -n 5 python bench/bench_ct2.py --threads 2 [--sentences N] [--batch1 300] [--fast int8]
 
@@ -25,10 +33,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
+import re
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -48,27 +55,22 @@ SHARED = Path(os.environ.get("TT_SHARED_DATA", "/work/shared/data"))
 
 
 class PeakRSS:
-    """The process's resident memory sampled every 2 ms; `peak()` since the last `reset()`."""
+    """This process's peak resident memory during a call, above its size before it: the kernel's high-water
+    mark (VmHWM), reset before each call (/proc/self/clear_refs, Linux ≥ 4.0). No sampling thread."""
 
-    def __init__(self) -> None:
-        self._peak = self._base = 0
-        self._page = os.sysconf("SC_PAGE_SIZE")
-        threading.Thread(target=self._run, daemon=True).start()
+    @staticmethod
+    def _status(field: str) -> int:
+        with open("/proc/self/status") as f:
+            return int(re.search(rf"^{field}:\s+(\d+) kB", f.read(), re.M).group(1)) * 1024
 
-    def rss(self) -> int:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * self._page
-
-    def _run(self) -> None:
-        while True:
-            self._peak = max(self._peak, self.rss())
-            time.sleep(0.002)
-
-    def reset(self) -> None:
-        self._peak = self._base = self.rss()
+    def reset(self) -> int:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        self._base = self._status("VmRSS")
+        return self._base
 
     def peak(self) -> int:
-        return max(self._peak, self.rss())
+        return self._status("VmHWM") - self._base
 
 
 def held_out(model_dir: Path) -> tuple[list[str], list[str]]:
@@ -149,20 +151,97 @@ def prove(loaded, translator, batches: list[list[list[int]]], limits_of: Callabl
     return f"proof on {n} sentences: greedy outputs identical; teacher-forced log-probs max |tt - CT2| = {worst:.1e}"
 
 
-def timed(engines: dict[str, Callable], batches: list, rss: PeakRSS) -> dict[str, tuple[float, float, list]]:
-    """(seconds, peak RSS above idle in bytes, outputs) per engine; engines alternate batch by batch."""
-    secs, peak, outs = dict.fromkeys(engines, 0.0), dict.fromkeys(engines, 0), {k: [] for k in engines}
-    for fn in engines.values():
-        fn(batches[0][:1])  # warm-up
-    for batch in batches:
-        for name, fn in engines.items():
-            rss.reset()
-            base = rss.rss()
-            start = time.perf_counter()
-            outs[name].extend(fn(batch))
-            secs[name] += time.perf_counter() - start
-            peak[name] = max(peak[name], rss.peak() - base)
-    return {k: (secs[k], peak[k], outs[k]) for k in engines}
+def limits_for(loaded) -> Callable[[list[list[int]]], int]:
+    """The length limit CTranslate2 gets for a batch: tt's largest for its sentences."""
+
+    def limits_of(batch: list[list[int]]) -> int:
+        return int(search.output_limits(loaded.model, search.pad_batch(batch, loaded.cfg.pad_id), None, 50).max())
+
+    return limits_of
+
+
+def _engine_process(conn, name: str, model_dir: str, ct2_dir: str, threads: int) -> None:
+    """One engine in a process of its own: (method, batch) in, (seconds, outputs) out, until None."""
+    torch.set_num_threads(threads)
+    loaded = load_model(Path(model_dir))
+    if name.startswith("CT2 "):
+        import ctranslate2
+
+        q = name[4:]
+        translator = ctranslate2.Translator(
+            str(Path(ct2_dir) / q), device="cpu", intra_threads=threads, inter_threads=1, compute_type=q
+        )
+        engines = {m: ct2_engine(translator, loaded, m, limits_for(loaded)) for m in ("greedy", "beam")}
+    else:
+        from core.model.fast import fast_model, packed_model
+
+        mode = name[3:]
+        if mode == "fp32 unpacked":
+            model = loaded.model
+        elif mode == "fp32":
+            model = packed_model(loaded.model, inplace=True)  # as `tt translate` runs it
+        else:
+            model = fast_model(loaded.model, mode)
+        engines = {m: tt_engine(model, m) for m in ("greedy", "beam")}
+    conn.send("ready")
+    warm, rss = set(), PeakRSS()
+    while (job := conn.recv()) is not None:
+        method, batch = job
+        if method not in warm:  # a warm-up call, untimed
+            engines[method](batch[:1])
+            warm.add(method)
+        rss.reset()
+        start = time.perf_counter()
+        out = engines[method](batch)
+        conn.send((time.perf_counter() - start, rss.peak(), out))
+
+
+class Engines:
+    """The engines' processes, started once and given the same batches in turn."""
+
+    def __init__(self, names: list[str], model_dir: Path, ct2_dir: Path, threads: int) -> None:
+        import multiprocessing as mp
+
+        ctx = mp.get_context("spawn")  # a fresh interpreter: none of this process's libraries or threads
+        self.procs = {}
+        for name in names:
+            ours, theirs = ctx.Pipe()
+            proc = ctx.Process(target=_engine_process, args=(theirs, name, str(model_dir), str(ct2_dir), threads))
+            proc.start()
+            self.procs[name] = (proc, ours)
+        for name, (_, conn) in self.procs.items():
+            if conn.recv() != "ready":
+                raise SystemExit(f"engine {name} did not start")
+
+    def call(self, name: str, method: str, batch: list[list[int]]) -> tuple[float, int, list]:
+        """(seconds inside the engine, its peak RSS above its size before the call, outputs)."""
+        _, conn = self.procs[name]
+        conn.send((method, batch))
+        return conn.recv()
+
+    def close(self) -> None:
+        for _, conn in self.procs.values():
+            conn.send(None)
+        for proc, _ in self.procs.values():
+            proc.join(timeout=30)
+
+
+def timed(engines: Engines, method: str, batches: list, rounds: int) -> dict[str, tuple[float, float, list]]:
+    """(seconds, peak RSS above idle in bytes, outputs) per engine: its best time over `rounds` passes
+    through all the batches, the engines taking turns a pass each, in the opposite order every other round."""
+    names = list(engines.procs)
+    secs, peak, outs = dict.fromkeys(names, float("inf")), dict.fromkeys(names, 0), {}
+    for r in range(rounds):
+        for name in names if r % 2 == 0 else names[::-1]:
+            total, out = 0.0, []
+            for batch in batches:
+                s, p, o = engines.call(name, method, batch)
+                total += s
+                peak[name] = max(peak[name], p)
+                out.extend(o)
+            secs[name] = min(secs[name], total)
+            outs.setdefault(name, out)
+    return {k: (secs[k], peak[k], outs[k]) for k in names}
 
 
 def main() -> None:
@@ -175,6 +254,7 @@ def main() -> None:
         "--fast", default="int8", help="tt's faster approximate modes, comma-separated: int8, bf16, or none"
     )
     parser.add_argument("--rows", default="greedy1,greedy64,beam64")
+    parser.add_argument("--rounds", type=int, default=2, help="passes per engine and row; the best counts")
     args = parser.parse_args()
     import ctranslate2
     import sacrebleu
@@ -190,67 +270,52 @@ def main() -> None:
 
     ids = [prepare_source(tok, s, cfg.max_len).ids or [cfg.eos_id] for s in sources]  # tt translate's one rule
 
-    def limits_of(batch: list[list[int]]) -> int:
-        return int(search.output_limits(loaded.model, search.pad_batch(batch, cfg.pad_id), None, 50).max())
-
+    limits_of = limits_for(loaded)
     tmp = Path(tempfile.mkdtemp(prefix="tt_ct2_"))
-    translators = {
-        q: ctranslate2.Translator(
-            str(convert(loaded, tmp / q, None if q == "float32" else q)),
-            device="cpu",
-            intra_threads=args.threads,
-            inter_threads=1,
-            compute_type=q,
-        )
-        for q in ("float32", "int8")
-    }
-    rss = PeakRSS()
+    for q in ("float32", "int8"):
+        convert(loaded, tmp / q, None if q == "float32" else q)
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))  # length-sorted, as tt's batcher does
-    proof = prove(
-        loaded, translators["float32"], [[ids[i] for i in order[s : s + 64]] for s in range(0, 256, 64)], limits_of
-    )
-    print(proof)
+    checker = ctranslate2.Translator(str(tmp / "float32"), device="cpu", intra_threads=args.threads)
+    print(prove(loaded, checker, [[ids[i] for i in order[s : s + 64]] for s in range(0, 256, 64)], limits_of))
+    del checker
 
     # tt's engines: fp32 as `tt translate` runs it (Linear layers packed for oneDNN), the plain fp32
     # model it computes (the reference for "identical"), and the approximate --quantize modes.
-    from core.model.fast import fast_model as make_fast
-    from core.model.fast import packed_model
-
-    tt_models = {"tt fp32 unpacked": loaded.model, "tt fp32": packed_model(loaded.model)}
-    for mode in [] if args.fast == "none" else args.fast.split(","):
-        tt_models[f"tt {mode}"] = make_fast(loaded.model, mode)
+    fast = [] if args.fast == "none" else args.fast.split(",")
+    names = ["tt fp32 unpacked", "tt fp32", *(f"tt {m}" for m in fast), "CT2 float32", "CT2 int8"]
+    engines = Engines(names, model_dir, tmp, args.threads)
     print(
         f"threads {args.threads}; load average {os.getloadavg()[0]:.2f}; {len(ids)} held-out sentences; "
-        f"tt fast mode: {args.fast}; torch {torch.__version__}, ctranslate2 {ctranslate2.__version__}"
+        f"tt fast mode: {args.fast}; torch {torch.__version__}, ctranslate2 {ctranslate2.__version__}; "
+        f"one process per engine; best of {args.rounds} passes"
     )
     print("| decoding | engine | sent/s | vs CT2 float32 | BLEU | peak RSS +MiB | identical to tt fp32 unpacked |")
     print("|---|---|---:|---:|---:|---:|---:|")
-    for row in args.rows.split(","):
-        method, size = ("greedy", int(row[6:])) if row.startswith("greedy") else ("beam", int(row[4:]))
-        subset = order if size > 1 else list(range(min(args.batch1, len(ids))))
-        if size > 1:
-            batches = [[ids[i] for i in subset[s : s + size]] for s in range(0, len(subset), size)]
-        else:
-            batches = [[ids[i]] for i in subset]
-        engines = {name: tt_engine(m, method) for name, m in tt_models.items()}
-        for q, tr in translators.items():
-            engines[f"CT2 {q}"] = ct2_engine(tr, loaded, method, limits_of)
-        results = timed(engines, batches, rss)
-        ref_rate = len(subset) / results["CT2 float32"][0]
-        tt_out = results["tt fp32 unpacked"][2]
-        refs_row = [refs[i] for i in subset]
-        name = f"{'greedy' if method == 'greedy' else 'beam 4, α 0.6'}, batch {size}"
-        for engine, (secs, peak, outs) in results.items():
-            rate = len(subset) / secs
-            bleu = sacrebleu.corpus_bleu([tok.decode(o) for o in outs], [refs_row]).score
-            same = sum(a == b for a, b in zip(outs, tt_out))
-            print(
-                f"| {name} | {engine} | {rate:.1f} | {rate / ref_rate:.2f}x | {bleu:.2f} | {peak / 2**20:.1f} "
-                f"| {same}/{len(outs)} |",
-                flush=True,
-            )
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
-    print(f"load average after: {os.getloadavg()[0]:.2f}; process peak RSS {peak:.0f} MiB")
+    try:
+        for row in args.rows.split(","):
+            method, size = ("greedy", int(row[6:])) if row.startswith("greedy") else ("beam", int(row[4:]))
+            subset = order if size > 1 else list(range(min(args.batch1, len(ids))))
+            if size > 1:
+                batches = [[ids[i] for i in subset[s : s + size]] for s in range(0, len(subset), size)]
+            else:
+                batches = [[ids[i]] for i in subset]
+            results = timed(engines, method, batches, args.rounds)
+            ref_rate = len(subset) / results["CT2 float32"][0]
+            tt_out = results["tt fp32 unpacked"][2]
+            refs_row = [refs[i] for i in subset]
+            name = f"{'greedy' if method == 'greedy' else 'beam 4, α 0.6'}, batch {size}"
+            for engine, (secs, peak, outs) in results.items():
+                rate = len(subset) / secs
+                bleu = sacrebleu.corpus_bleu([tok.decode(o) for o in outs], [refs_row]).score
+                same = sum(a == b for a, b in zip(outs, tt_out))
+                print(
+                    f"| {name} | {engine} | {rate:.1f} | {rate / ref_rate:.2f}x | {bleu:.2f} | {peak / 2**20:.1f} "
+                    f"| {same}/{len(outs)} |",
+                    flush=True,
+                )
+    finally:
+        engines.close()
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":
