@@ -11,6 +11,9 @@ name and shape and turns each way a file can be wrong into one clear CheckpointE
 from __future__ import annotations
 
 import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -146,6 +149,45 @@ def load_state(model: torch.nn.Module, tensors: dict[str, torch.Tensor], path: P
             want.copy_(tensors[name])
 
 
+# The torch.nn.init functions a model's modules call while they are built (nn.Linear, nn.Embedding,
+# nn.LayerNorm, Transformer._init_weights).
+_INIT_FUNCTIONS = (
+    "uniform_",
+    "normal_",
+    "trunc_normal_",
+    "constant_",
+    "ones_",
+    "zeros_",
+    "xavier_uniform_",
+    "xavier_normal_",
+    "kaiming_uniform_",
+    "kaiming_normal_",
+)
+_init_lock = threading.Lock()
+
+
+def _as_allocated(tensor: torch.Tensor, *args, **kwargs) -> torch.Tensor:
+    return tensor
+
+
+@contextmanager
+def _without_random_init() -> Iterator[None]:
+    """Modules built inside keep their parameters as allocated, uninitialised: for a model whose every
+    tensor `load_state` then overwrites (it checks that the file has each one). torch.nn.init's functions
+    are swapped for the duration, as transformers' `no_init_weights` does, so a module another thread
+    built meanwhile would be left uninitialised too: tt builds a model on one thread at a time, and the
+    lock keeps two loads from restoring each other's swap."""
+    with _init_lock:
+        saved = {name: getattr(torch.nn.init, name) for name in _INIT_FUNCTIONS}
+        try:
+            for name in saved:
+                setattr(torch.nn.init, name, _as_allocated)
+            yield
+        finally:
+            for name, fn in saved.items():
+                setattr(torch.nn.init, name, fn)
+
+
 def default_model_dir() -> Path:
     """$TT_MODEL if set, else the model shipped in the `weights` package."""
     override = os.environ.get("TT_MODEL")
@@ -207,9 +249,9 @@ def load_model(
         raise CheckpointError(
             f"{directory / TOKENIZER_FILE}: {tokenizer.vocab_size} pieces, but the model was built for {cfg.vocab_size}"
         )
-    # A plain build (its random init costs ~0.05 s). Building on the meta device would skip the init
-    # but imports torch._dynamo, ~0.8 s: far more than it saves.
-    with torch.random.fork_rng(devices=[]):  # the throwaway init must not move the caller's RNG
+    # Built without its random init (every tensor is loaded next): the init was 0.07–0.15 s of a cold
+    # `tt translate` (bench/README.md). fork_rng: whatever draws remain must not move the caller's RNG.
+    with torch.random.fork_rng(devices=[]), _without_random_init():
         model = Transformer(cfg)
     # copy_ converts fp16 on disk to the model's fp32 in the same pass; no intermediate copy.
     load_state(model, tensors, weights)

@@ -97,6 +97,29 @@ def test_fp32_round_trip_is_exact(tmp_path, tokenizer, overrides):
     assert torch.equal(model(src, tgt), loaded.model(src, tgt))
 
 
+@pytest.mark.parametrize("breaks", [False, True], ids=["loaded", "refused"])
+def test_models_built_after_a_load_are_randomly_initialised(model_dir, tokenizer, breaks):
+    """load_model builds its model without the random init (every tensor is then loaded): the init
+    must be back for any model built afterwards, after a refused load as well, and the load must not
+    move the caller's random numbers."""
+    if breaks:
+        tensors, _ = read(model_dir / "model.safetensors")
+        rewrite(model_dir, tensors={k: v for k, v in tensors.items() if "generator" not in k and "ffn" not in k})
+    before = make_model(tokenizer, seed=3).state_dict()
+    torch.manual_seed(11)
+    state = torch.get_rng_state()
+    if breaks:
+        with pytest.raises(CheckpointError):
+            load_model(model_dir)
+    else:
+        load_model(model_dir)
+    assert torch.equal(torch.get_rng_state(), state)
+    after = make_model(tokenizer, seed=3).state_dict()
+    for name in before:
+        assert torch.equal(before[name], after[name]), name
+    assert after["encoder_layers.0.ffn.w_1.weight"].std() > 0.01
+
+
 def test_fp16_saving_gives_fp16_rounded_weights(tmp_path, tokenizer):
     model = make_model(tokenizer)
     save_model(model, tokenizer, tmp_path / "fp32")
