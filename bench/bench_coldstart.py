@@ -11,8 +11,9 @@ through its announcement (a private $XDG_RUNTIME_DIR for this run), with no opti
 
 Model: --model, else the shipped one (weights/model.safetensors) when present, else a random-init
 `small` model (with a SentencePiece model trained on tests/fixtures/tiny.tsv) in a temporary dir.
-tt's sources are compiled to bytecode first (what a first run writes). On a shared, busy machine wall time mostly measures waiting for a core: CPU time (user + system of
-the child) is printed beside it, and the load average before and after.
+tt's sources are compiled to bytecode first (what a first run writes). On a shared, busy machine
+wall time mostly measures waiting for a core: CPU time (user + system of the child) is printed
+beside it, and the load average before and after.
 """
 
 from __future__ import annotations
