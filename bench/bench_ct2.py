@@ -17,7 +17,8 @@ Each engine runs in its own process (spawned, given the batches through a pipe, 
 one process holding both, tt decoded 20–25 % slower once a CTranslate2 translator had run there
 (torch's OpenMP threads then slept between operations, as `OMP_WAIT_POLICY=PASSIVE` makes them do
 in a process of tt alone), while CTranslate2's speed did not depend on it (bench/README.md,
-2026-11-26); users run one engine per process. The engines take turns a whole pass over a row's
+2026-11-26); users run one engine per process. tt's engines start with the OpenMP setting every tt
+command makes (GOMP_SPINCOUNT, tt_cli/__init__.py), CTranslate2's with the environment as it was. The engines take turns a whole pass over a row's
 batches each, in the opposite order every other round, and the best of `--rounds` passes counts:
 engines interleaved batch by batch ran each call among the previous engine's threads still spinning
 (OpenMP's wait after a parallel region), which moved batch-1 rates by up to 35 %. Peak RSS: the engine
@@ -209,12 +210,24 @@ class Engines:
         import multiprocessing as mp
 
         ctx = mp.get_context("spawn")  # a fresh interpreter: none of this process's libraries or threads
+        # tt's engines get the OpenMP setting every tt command makes before torch loads (tt_cli/__init__.py);
+        # CTranslate2's the environment as it was.
+        theirs_env = dict(os.environ)
+        import tt_cli  # noqa: F401
+
+        ours_env = dict(os.environ)
         self.procs = {}
-        for name in names:
-            ours, theirs = ctx.Pipe()
-            proc = ctx.Process(target=_engine_process, args=(theirs, name, str(model_dir), str(ct2_dir), threads))
-            proc.start()
-            self.procs[name] = (proc, ours)
+        try:
+            for name in names:
+                os.environ.clear()
+                os.environ.update(ours_env if name.startswith("tt ") else theirs_env)
+                ours, theirs = ctx.Pipe()
+                proc = ctx.Process(target=_engine_process, args=(theirs, name, str(model_dir), str(ct2_dir), threads))
+                proc.start()
+                self.procs[name] = (proc, ours)
+        finally:
+            os.environ.clear()
+            os.environ.update(theirs_env)
         for name, (_, conn) in self.procs.items():
             try:
                 conn.recv()
