@@ -166,7 +166,7 @@ def _engine_process(conn, name: str, model_dir: str, ct2_dir: str, threads: int)
     CTranslate2's length limit for a batch (tt's, computed with torch) is worked out before its timer starts."""
     torch.set_num_threads(threads)
     loaded = load_model(Path(model_dir))
-    limits, limit = limits_for(loaded), {}
+    limits_of, limit = limits_for(loaded), [0]  # limit[0]: the length limit of the call at hand
     if name.startswith("CT2 "):
         import ctranslate2
 
@@ -174,7 +174,7 @@ def _engine_process(conn, name: str, model_dir: str, ct2_dir: str, threads: int)
         translator = ctranslate2.Translator(
             str(Path(ct2_dir) / q), device="cpu", intra_threads=threads, inter_threads=1, compute_type=q
         )
-        engines = {m: ct2_engine(translator, loaded, m, lambda batch: limit[id(batch)]) for m in ("greedy", "beam")}
+        engines = {m: ct2_engine(translator, loaded, m, lambda batch: limit[0]) for m in ("greedy", "beam")}
     else:
         from core.model.fast import fast_model, packed_model
 
@@ -191,12 +191,10 @@ def _engine_process(conn, name: str, model_dir: str, ct2_dir: str, threads: int)
     while (job := conn.recv()) is not None:
         method, batch = job
         if method not in warm:  # a warm-up call, untimed
-            first = batch[:1]
-            limit[id(first)] = limits(first)
-            engines[method](first)
+            limit[0] = limits_of(batch[:1])
+            engines[method](batch[:1])
             warm.add(method)
-        limit.clear()
-        limit[id(batch)] = limits(batch)
+        limit[0] = limits_of(batch)
         rss.reset()
         start = time.perf_counter()
         out = engines[method](batch)
