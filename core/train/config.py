@@ -39,6 +39,7 @@ class TrainConfig:
     max_tokens: int = 4096  # batch budget: source + target pieces, padding included
     lr_scale: float = 1.0  # multiplies the paper's d_model^-0.5 · min(step^-0.5, step · warmup^-1.5)
     warmup: int = 4000
+    cooldown: int = 0  # the last this many steps of the step budget: the learning rate falls linearly to 0
     label_smoothing: float = 0.1
     clip_norm: float = 0.0  # 0 = no clipping
     accumulate: int = 1  # batches per optimizer step

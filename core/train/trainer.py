@@ -58,6 +58,15 @@ def noam_lr(step: int, d_model: int, warmup: int, scale: float = 1.0) -> float:
     return scale * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
 
 
+def cooldown_factor(step: int, max_steps: int, cooldown: int) -> float:
+    """1, then over the last `cooldown` steps before `max_steps` a straight line down to 0 (1/cooldown at the last
+    step): the decay that ends a warmup-stable-decay schedule (Hägele et al. 2024). The paper's schedule never
+    reaches 0; ending a run on a cool-down anneals the weights where checkpoint averaging only approximates it."""
+    if not cooldown or not max_steps:
+        return 1.0
+    return min(1.0, max(0.0, (max_steps - step + 1) / cooldown))
+
+
 def label_smoothed_loss(
     logits: torch.Tensor, target: torch.Tensor, pad_id: int, epsilon: float
 ) -> tuple[torch.Tensor, int]:
@@ -108,6 +117,7 @@ class Trainer:
         self.is_main = self.rank == 0
         self.stop_requested: str | None = None
         self.lock: RunLock | None = None  # held from setup() to the end of run()
+        self.max_steps = 0  # the step budget, settled in _run (--epochs counts in steps there)
 
     def request_stop(self, reason: str = "stopped") -> None:
         """Finish the current step, save a checkpoint and return (safe from another thread)."""
@@ -423,6 +433,7 @@ class Trainer:
         """One optimizer step over `accumulate` batches; returns its numbers and the epoch's batches."""
         cfg, pad = self.cfg, self.model_cfg.pad_id
         lr = noam_lr(self.step + 1, self.model_cfg.d_model, cfg.warmup, cfg.lr_scale)
+        lr *= cooldown_factor(self.step + 1, self.max_steps, cfg.cooldown)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         loss_sum, n_tokens, n_in, align_sum, align_rows = 0.0, 0, 0, 0.0, 0
@@ -489,6 +500,10 @@ class Trainer:
         # Before setup: reading and encoding a large corpus takes minutes, and this needs none of it.
         if not cfg.max_steps and not cfg.epochs and not cfg.max_time and not cfg.max_cpu_time:
             raise ConfigError("give a budget: --max-steps, --epochs, --max-time or --max-cpu-time")
+        if cfg.cooldown < 0:
+            raise ConfigError(f"--cooldown must be 0 or more steps, not {cfg.cooldown}")
+        if cfg.cooldown and not cfg.max_steps and not cfg.epochs:
+            raise ConfigError("--cooldown counts back from the step budget: give --max-steps or --epochs")
         self.setup()
         cfg = self.cfg
         self.t_start, self.cpu_start = time.time(), time.process_time()
@@ -511,6 +526,7 @@ class Trainer:
         epoch_batches = self.batches_for_epoch(self.epoch)
         steps_per_epoch = max(1, len(epoch_batches) // cfg.accumulate)
         max_steps = cfg.max_steps or (math.ceil(cfg.epochs * steps_per_epoch) if cfg.epochs else 0)
+        self.max_steps = max_steps
         previous_handlers = self._install_signal_handlers()
         try:
             while not (status := self._should_stop(max_steps)):

@@ -352,6 +352,13 @@ def train(
     lr_scale: Annotated[
         float, typer.Option(help="Multiplies the paper's learning-rate schedule.", rich_help_panel="Training")
     ] = 1.0,
+    cooldown: Annotated[
+        int,
+        typer.Option(
+            help="End on a cool-down: over the last this many steps before --max-steps (or --epochs) the learning rate falls in a straight line to 0 (0 = off). With --resume, ends a long run: --max-steps STEP+N --cooldown N.",
+            rich_help_panel="Training",
+        ),
+    ] = 0,
     clip_norm: Annotated[
         float, typer.Option(help="Clip the gradient norm to this (0 = off).", rich_help_panel="Training")
     ] = 0.0,

@@ -19,7 +19,7 @@ from core.errors import CheckpointError, ConfigError
 from core.train.config import TrainConfig
 from core.train.lock import LOCK_FILE, RunLock, lock_run_dir
 from core.train.state import average_checkpoints, list_checkpoints
-from core.train.trainer import Trainer, label_smoothed_loss, noam_lr
+from core.train.trainer import Trainer, cooldown_factor, label_smoothed_loss, noam_lr
 from tests.conftest import TINY_TSV, tiny_train_config
 
 # Rests on the floats of a model trained or decoded here: .ci/run runs it again under a second CPU ISA.
@@ -49,6 +49,35 @@ def test_noam_schedule_warms_up_then_decays():
     assert noam_lr(50, d, w) == pytest.approx(noam_lr(100, d, w) / 2)  # linear warm-up
     assert noam_lr(400, d, w) == pytest.approx(noam_lr(100, d, w) / 2)  # inverse square root after
     assert noam_lr(100, d, w, scale=2.0) == pytest.approx(2 * d**-0.5 * w**-0.5)
+
+
+def test_cooldown_is_a_straight_line_to_zero_over_the_last_steps():
+    assert [cooldown_factor(s, 10, 4) for s in range(5, 11)] == [1.0, 1.0, 1.0, 0.75, 0.5, 0.25]
+    assert cooldown_factor(3, 10, 0) == 1.0 and cooldown_factor(3, 0, 4) == 1.0  # off; no step budget
+
+
+def step_lrs(run_dir) -> dict[int, float]:
+    lines = (json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines())
+    return {r["step"]: r["lr"] for r in lines if r["event"] == "step"}
+
+
+def test_cooldown_brings_the_learning_rate_down_at_the_end_of_the_budget_and_on_resume(tmp_path):
+    Trainer(tiny_cfg(tmp_path / "plain", max_steps=20)).run()
+    Trainer(tiny_cfg(tmp_path / "cool", max_steps=20, cooldown=8)).run()
+    plain, cool = step_lrs(tmp_path / "plain"), step_lrs(tmp_path / "cool")
+    assert [cool[s] for s in range(1, 13)] == [plain[s] for s in range(1, 13)]  # untouched before the last 8
+    assert cool[13] == pytest.approx(plain[13]) and cool[20] == pytest.approx(plain[20] / 8)
+    assert all(cool[s] == pytest.approx(plain[s] * (21 - s) / 8) for s in range(13, 21))
+    # A long run ends on a cool-down by resuming it with a larger budget and --cooldown (the model issue's use).
+    Trainer(tiny_cfg(tmp_path / "plain", max_steps=30, cooldown=10), resume=True).run()
+    resumed, scale = step_lrs(tmp_path / "plain"), tiny_cfg(tmp_path).lr_scale
+    assert resumed[21] == pytest.approx(noam_lr(21, 32, 50, scale)) and resumed[30] == pytest.approx(
+        noam_lr(30, 32, 50, scale) / 10
+    )
+    with pytest.raises(ConfigError, match="--cooldown counts back from the step budget"):
+        Trainer(tiny_cfg(tmp_path / "t", max_steps=0, max_time=60.0, cooldown=5)).run()
+    with pytest.raises(ConfigError, match="--cooldown must be 0 or more"):
+        Trainer(tiny_cfg(tmp_path / "n", cooldown=-1)).run()
 
 
 def test_label_smoothing_matches_the_formula():
