@@ -9,7 +9,7 @@ and fewer words split into fragments the model must put together.
     python scripts/vocab_fit.py                       # weights/next's vocabulary against balanced 8k and 16k
     python scripts/vocab_fit.py --sizes 8000,16000,32000 --tokenizer weights/spm.model
 
-The sample: 120,000 lines of each Europarl side (drawn from its first 400,000), 100,000 Tatoeba pairs, all of
+The sample, both sides of: 120,000 Europarl pairs (drawn from its first 400,000), 100,000 Tatoeba pairs, all of
 Multi30k train and the news training sets (not newstest2012/2013: those are what it measures on).
 """
 
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import lzma
 import os
 import random
 import sys
@@ -26,6 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from core.data.readers import Pair, ReadStats, read_corpus  # noqa: E402
 from core.data.tokenizer import Tokenizer  # noqa: E402
 
 NEWS_TRAIN = ("news-test2008", "newssyscomb2009", "newstest2009", "newstest2010", "newstest2011", "newsdiscusstest2015")
@@ -37,20 +37,17 @@ MEASURED = {
 
 
 def sample(data: Path, seed: int) -> list[str]:
+    """Both sides of the sampled pairs, read as `tt train` reads the corpora (compressed files, prefixes, TSV)."""
     rng = random.Random(seed)
-    lines: list[str] = []
-    for side in ("fr", "en"):
-        with lzma.open(data / f"europarl/europarl-v7.{side}.xz", "rt", encoding="utf-8") as f:
-            head = [x.strip() for x in itertools.islice(f, 400_000) if x.strip()]
-        rng.shuffle(head)
-        lines += head[:120_000]
-    rows = [x.rstrip("\n").split("\t") for x in (data / "tatoeba-fra-eng/fra-eng.tsv").open(encoding="utf-8")]
-    lines += [s for row in rng.sample(rows, min(100_000, len(rows))) for s in row[:2]]
-    for side in ("fr", "en"):
-        lines += (data / f"multi30k/train.{side}").read_text(encoding="utf-8").splitlines()
-        for name in NEWS_TRAIN:
-            lines += (data / f"news/{name}.{side}").read_text(encoding="utf-8").splitlines()
-    return lines
+
+    def pairs(spec: Path, most: int | None = None) -> list[Pair]:
+        return list(itertools.islice(read_corpus(spec, strict=False, stats=ReadStats()), most))
+
+    europarl, tatoeba = pairs(data / "europarl/europarl-v7", 400_000), pairs(data / "tatoeba-fra-eng/fra-eng.tsv")
+    rng.shuffle(europarl)
+    chosen = europarl[:120_000] + rng.sample(tatoeba, min(100_000, len(tatoeba))) + pairs(data / "multi30k/train")
+    chosen += [p for name in NEWS_TRAIN for p in pairs(data / "news" / name)]
+    return [side for p in chosen for side in (p.src, p.tgt)]
 
 
 def pieces_per_word(tokenizer: Tokenizer, path: Path) -> float:
