@@ -18,10 +18,11 @@ one process holding both, tt decoded 20–25 % slower once a CTranslate2 transla
 (torch's OpenMP threads then slept between operations, as `OMP_WAIT_POLICY=PASSIVE` makes them do
 in a process of tt alone), while CTranslate2's speed did not depend on it (bench/README.md,
 2026-11-26); users run one engine per process. tt's engines start with the OpenMP setting every tt
-command makes (GOMP_SPINCOUNT, tt_cli/__init__.py), CTranslate2's with the environment as it was. The engines take turns a whole pass over a row's
-batches each, in the opposite order every other round, and the best of `--rounds` passes counts:
-engines interleaved batch by batch ran each call among the previous engine's threads still spinning
-(OpenMP's wait after a parallel region), which moved batch-1 rates by up to 35 %. Peak RSS: the engine
+command makes (GOMP_SPINCOUNT, tt_cli/__init__.py), CTranslate2's with the environment as it was.
+The engines take turns a whole pass over a row's batches each, in the opposite order every other
+round, and the best of `--rounds` passes counts: engines interleaved batch by batch ran each call
+among the previous engine's threads still spinning (OpenMP's wait after a parallel region), which
+moved batch-1 rates by up to 35 %. Peak RSS: the engine
 process's high-water mark during each call, above its size before it (`PeakRSS`).
 
     nice -n 5 python bench/bench_ct2.py --threads 2 [--sentences N] [--batch1 300] [--fast int8]
@@ -211,9 +212,9 @@ class Engines:
         # tt's engines get the OpenMP setting every tt command makes before torch loads (tt_cli/__init__.py);
         # CTranslate2's the environment as it was.
         theirs_env = dict(os.environ)
-        import tt_cli  # noqa: F401
+        from tt_cli import with_openmp_default
 
-        ours_env = dict(os.environ)
+        ours_env = with_openmp_default(theirs_env)
         self.procs = {}
         try:
             for name in names:
