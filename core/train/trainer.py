@@ -117,7 +117,6 @@ class Trainer:
         self.is_main = self.rank == 0
         self.stop_requested: str | None = None
         self.lock: RunLock | None = None  # held from setup() to the end of run()
-        self.max_steps = 0  # the step budget, settled in _run (--epochs counts in steps there)
 
     def request_stop(self, reason: str = "stopped") -> None:
         """Finish the current step, save a checkpoint and return (safe from another thread)."""
@@ -429,11 +428,12 @@ class Trainer:
                 reason = "max_time"  # every rank holds the same sum, so all of them stop here
         return reason
 
-    def train_step(self, epoch_batches: list[list[int]]) -> tuple[dict[str, Any], list[list[int]]]:
-        """One optimizer step over `accumulate` batches; returns its numbers and the epoch's batches."""
+    def train_step(self, epoch_batches: list[list[int]], max_steps: int = 0) -> tuple[dict[str, Any], list[list[int]]]:
+        """One optimizer step over `accumulate` batches; returns its numbers and the epoch's batches.
+        max_steps: the run's step budget (0 = none), which a --cooldown counts back from."""
         cfg, pad = self.cfg, self.model_cfg.pad_id
         lr = noam_lr(self.step + 1, self.model_cfg.d_model, cfg.warmup, cfg.lr_scale)
-        lr *= cooldown_factor(self.step + 1, self.max_steps, cfg.cooldown)
+        lr *= cooldown_factor(self.step + 1, max_steps, cfg.cooldown)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         loss_sum, n_tokens, n_in, align_sum, align_rows = 0.0, 0, 0, 0.0, 0
@@ -526,11 +526,10 @@ class Trainer:
         epoch_batches = self.batches_for_epoch(self.epoch)
         steps_per_epoch = max(1, len(epoch_batches) // cfg.accumulate)
         max_steps = cfg.max_steps or (math.ceil(cfg.epochs * steps_per_epoch) if cfg.epochs else 0)
-        self.max_steps = max_steps
         previous_handlers = self._install_signal_handlers()
         try:
             while not (status := self._should_stop(max_steps)):
-                numbers, epoch_batches = self.train_step(epoch_batches)
+                numbers, epoch_batches = self.train_step(epoch_batches, max_steps)
                 window_tokens += numbers["tokens"]
                 now = time.time()
                 log = self.step % max(cfg.log_every, 1) == 0 or self.step == 1
