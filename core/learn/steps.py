@@ -284,6 +284,18 @@ STEPS: tuple[Step, ...] = (
         "003 (Decoder)",
         "explain:cross",
         SHORT_SENTENCE,
+        (
+            Slip(
+                "003 (Decoder)",
+                "the encoder's output is copied twice to make the Query and the Key; the Value is the output of "
+                "the decoder's masked attention",
+                "the queries come from the decoder (its masked self-attention's output); the keys and the values "
+                "both come from the encoder's output — as 000 (Encoder Decoder Multi Head Attention) and 001 say",
+                "each output step asks (query) which source words to read, and reads them (values) where it looked "
+                "(keys): with 003's wiring the weights are a source × source table and the values have one row per "
+                "output word, so the product does not even fit unless both sentences have the same length",
+            ),
+        ),
     ),
     Step(
         "output",

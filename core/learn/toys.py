@@ -143,14 +143,16 @@ def masks() -> Lines:
     x = SEED_DECODER_INPUTS
     mask = decoder_mask(torch.tensor([[7, 8, 9, 0]]), pad_id=0)[0, 0]
     _, weights, scores = scaled_dot_product_attention(x, x, x, mask)
-    after = scores.masked_fill(~mask, 0.0).softmax(-1) * mask  # the wrong order: softmax, then mask
+    _, unmasked, _ = scaled_dot_product_attention(x, x, x)  # the softmax over every key, the future's included
+    after = unmasked * mask  # the wrong order: softmax first, then zero the masked weights
     return [
         ("combined mask", _v(mask.int(), 0)),
         ("Q Kᵀ (unscaled)", _v((x @ x.T)[:3, :3], 2) + "  (the note writes 1.9, 3.1, 5.1)"),
         ("masked Q Kᵀ / 2", _v(scores, 2)),
         ("softmax", _v(weights, 3)),
         ("rows sum to", _v(weights.sum(-1), 3)),
-        ("masked after the softmax instead: rows sum to", _v(after.sum(-1), 3)),
+        ("softmax first, then masked: weights", _v(after, 3)),
+        ("softmax first, then masked: rows sum to", _v(after.sum(-1), 3)),
     ]
 
 
@@ -159,7 +161,19 @@ def cross_attention() -> Lines:
     memory = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
     q = torch.tensor([[2.0, 0.5]])
     out, w, s = scaled_dot_product_attention(q, memory, memory)
-    return [("q (decoder)", _v(q[0], 1)), ("scores", _v(s[0], 3)), ("weights", _v(w[0], 3)), ("context", _v(out[0], 3))]
+    try:  # 003's wiring: query and key from the encoder, value from the decoder
+        scaled_dot_product_attention(memory, memory, q)
+        backwards = "fits"
+    except RuntimeError:
+        backwards = f"weights {len(memory)} × {len(memory)} (source × source) · values {len(q)} × 2: no product"
+    return [
+        ("q (decoder)", _v(q[0], 1)),
+        ("K = V (encoder, 2 source words)", _v(memory, 1)),
+        ("scores", _v(s[0], 3)),
+        ("weights", _v(w[0], 3)),
+        ("context", _v(out[0], 3)),
+        ("Q, K from the encoder, V from the decoder", backwards),
+    ]
 
 
 def final_softmax() -> Lines:

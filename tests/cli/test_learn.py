@@ -43,6 +43,14 @@ def test_plain_with_step_prints_that_step_only(tiny_model_dir, tiny_loaded):
     assert by_number.stdout == render_plain(step(6), live_numbers(step(6), tiny_loaded)) + "\n"
 
 
+def test_plain_names_the_notes_slips_and_the_softmax_then_mask_sums(tiny_model_dir):
+    cross = invoke("--plain", "--step", "cross_attention", "--model", str(tiny_model_dir)).stdout
+    assert "Where a note is wrong — 003 (Decoder):" in cross
+    assert "the queries come from the decoder" in cross and "keys and the values both come from the encoder" in cross
+    masks = invoke("--plain", "--step", "masks", "--model", str(tiny_model_dir)).stdout
+    assert "softmax first, then masked: rows sum to: [0.219, 0.431, 0.938, 0.750]" in masks
+
+
 def test_bad_step_and_no_terminal_are_one_line_errors(tiny_model_dir):
     for bad, said in [("17", "steps 1 to 16"), ("nope", "no step 'nope'")]:
         result = invoke("--step", bad, "--plain", "--model", str(tiny_model_dir))

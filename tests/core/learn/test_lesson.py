@@ -55,6 +55,28 @@ def test_the_four_slips_are_told():
     assert "0.000699" in said and "7.07" in said
 
 
+def test_softmax_then_mask_softmaxes_first_then_zeroes():
+    """The wrong order the slip names, done as it says: a softmax over every key (the future's included),
+    then the masked weights set to 0 — the kept weights are the full softmax's, so rows fall short of 1."""
+    x = toys.SEED_DECODER_INPUTS
+    full = (x @ x.T / 2).softmax(-1)  # (4, 4): every key, the future and the pad included
+    keep = torch.tensor([[1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0], [1, 1, 1, 0]], dtype=torch.float)
+    masks = _toy(toys.masks)
+    assert masks["softmax first, then masked: weights"] == toys._v(full * keep, 3)
+    assert masks["softmax first, then masked: rows sum to"] == toys._v((full * keep).sum(-1), 3)
+
+
+def test_the_reversed_cross_attention_of_003_is_a_slip():
+    (slip,) = [s for s in step("cross_attention").slips if s.note.startswith("003")]
+    assert "Query and the Key" in slip.says and "Value" in slip.says
+    assert (
+        "queries come from the decoder" in slip.right and "keys and the values both come from the encoder" in slip.right
+    )
+    text = render_plain(step("cross_attention"))
+    assert "Where a note is wrong — 003 (Decoder):" in text and slip.right in text
+    assert _toy(toys.cross_attention)["Q, K from the encoder, V from the decoder"].endswith("no product")
+
+
 def _toy(fn) -> dict[str, str]:
     return dict(fn())
 
@@ -66,7 +88,7 @@ def test_toys_are_computed_by_tt():
     masks = _toy(toys.masks)
     assert "1.74" in masks["Q Kᵀ (unscaled)"] and "4.46" in masks["Q Kᵀ (unscaled)"]
     assert masks["rows sum to"] == "[1.000, 1.000, 1.000, 1.000]"
-    assert masks["masked after the softmax instead: rows sum to"] != masks["rows sum to"]
+    assert masks["softmax first, then masked: rows sum to"] == "[0.219, 0.431, 0.938, 0.750]"
     assert "0.000699" in _toy(toys.training)["peak lr, d_model 512, warm-up 4000"]
     assert _toy(toys.the_cat_sat)["Output(The)"].startswith("[0.8446, 0.5777, 0.8446, 0.5777]")
     assert _toy(toys.positional_by_hand)["PE d=4, pos 0"] == "[0.0000, 1.0000, 0.0000, 1.0000]"
