@@ -170,7 +170,7 @@ STEPS: tuple[Step, ...] = (
                 "001 (Computational & memory efficiency)",
                 "8 heads of 64 are 8× cheaper than one head of 512",
                 "the same number of multiply-adds: h · T² · d_k = T² · d_model",
-                "splitting divides the work per head, not the total (tt analyze claims times it)",
+                "splitting divides the work per head, not the total (tt analyze claims counts it)",
             ),
         ),
     ),
