@@ -104,7 +104,7 @@ def test_jump_to_a_step_from_the_list(tiny_loaded):
 def test_the_lesson_text_scrolls_with_the_arrows(tiny_loaded):
     async def script(app, pilot):
         lesson = app.query_one("#lesson")
-        assert lesson.max_scroll_y > 0 and lesson.scroll_y == 0  # step 12 is longer than the panel
+        assert lesson.max_scroll_y > 0 and lesson.scroll_y == 0  # step 16 is longer than the panel
         await press(pilot, "down", "down", "up")
         assert lesson.scroll_y == min(6, lesson.max_scroll_y) - 3
         await press(pilot, "j")
@@ -112,7 +112,7 @@ def test_the_lesson_text_scrolls_with_the_arrows(tiny_loaded):
         await press(pilot, "n", "p")  # a new step starts at its top
         assert lesson.scroll_y == 0
 
-    run(make_learn_app(tiny_loaded, start=12), script)
+    run(make_learn_app(tiny_loaded, start=16), script)
 
 
 def test_start_at_a_step_and_leave_into_inspect(tiny_loaded):
@@ -123,8 +123,8 @@ def test_start_at_a_step_and_leave_into_inspect(tiny_loaded):
     app = make_learn_app(tiny_loaded, start=6)
     run(app, script)
     assert app.return_value == STEPS[6].key
-    with pytest.raises(ValueError, match="1 to 16"):
-        make_learn_app(tiny_loaded, start=17)
+    with pytest.raises(ValueError, match="1 to 24"):
+        make_learn_app(tiny_loaded, start=25)
 
 
 def test_every_view_of_the_lesson_opens_in_inspect():
@@ -187,11 +187,11 @@ def snap(loaded, snap_compare, start: int, *names: str) -> bool:
 
 
 def test_snapshot_a_step_with_its_attention_table(fixed_loaded, snap_compare):
-    assert snap(fixed_loaded, snap_compare, 12)  # masks
+    assert snap(fixed_loaded, snap_compare, 16)  # masks
 
 
 def test_snapshot_a_step_told_in_numbers(fixed_loaded, snap_compare):
-    assert snap(fixed_loaded, snap_compare, 10)  # Add & Norm
+    assert snap(fixed_loaded, snap_compare, 12)  # Add & Norm
 
 
 def test_snapshot_the_list_of_steps(fixed_loaded, snap_compare):
@@ -225,7 +225,7 @@ def test_snapshots_do_not_hang_on_float_rounding():
     for dtype in (torch.float32, torch.float64):
         loaded = load_model(FIXTURES / "tiny_model")
         loaded.model.to(dtype)
-        learn = [asyncio.run(shot(make_learn_app(loaded, start=s))) for s in (10, 12)]
+        learn = [asyncio.run(shot(make_learn_app(loaded, start=s))) for s in (12, 16)]
         insides = asyncio.run(shot(make_app(loaded, "Je suis étudiant."), insides=True))
         screens.append([*learn, insides])
     assert screens[0] == screens[1]

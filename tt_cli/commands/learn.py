@@ -14,7 +14,7 @@ from tt_cli.options import ModelOpt, load_model_for
 def learn(
     step: Annotated[
         Optional[str],
-        typer.Option("--step", "-s", help="Start at step N (1–16) or at a step's key (tt learn --list shows both)."),
+        typer.Option("--step", "-s", help="Start at step N (1–24) or at a step's key (tt learn --list shows both)."),
     ] = None,
     list_steps: Annotated[
         bool, typer.Option("--list", help="List the steps (number, key, title) and exit; loads no model.")
