@@ -286,6 +286,11 @@ class Matrix:
     cols: list[str]
     weights: list[list[float]]  # (rows, cols), each row summing to 1
     hidden: list[list[bool]] = field(default_factory=list)  # True where a mask forbids attending
+    # Which attention this is, for tt inspect to open on it: a family of core.model.attention.FAMILIES,
+    # the layer (0-based, as core counts; every view prints it 1-based) and the head (None = the mean).
+    family: str = "cross"
+    layer: int = 0
+    head: int | None = None
 
 
 def _rows(t: torch.Tensor) -> list[list[float]]:
@@ -302,13 +307,18 @@ def _cross_matrix(loaded, text: str, *, mean: bool) -> Matrix:
     w = dec.cross_attention[-1].weights[0]  # (h, T, S)
     n = len(dec.cross_attention)
     title = f"cross-attention, layer {n}, " + ("mean of the heads" if mean else "head 1")
-    return Matrix(title, _decoder_rows(out_pieces), walk.pieces, _rows(w.mean(0) if mean else w[0]))
+    rows = _rows(w.mean(0) if mean else w[0])
+    return Matrix(
+        title, _decoder_rows(out_pieces), walk.pieces, rows, family="cross", layer=n - 1, head=None if mean else 0
+    )
 
 
 def _encoder_matrix(loaded, text: str) -> Matrix:
     walk = source_walk(loaded, text)
     w = walk.layers[0].attention.weights[0].mean(0)  # (S, S) heads averaged
-    return Matrix("encoder self-attention, layer 1, mean of the heads", walk.pieces, walk.pieces, _rows(w))
+    return Matrix(
+        "encoder self-attention, layer 1, mean of the heads", walk.pieces, walk.pieces, _rows(w), family="encoder_self"
+    )
 
 
 def _coreference_matrix(loaded, text: str) -> Matrix:
@@ -316,7 +326,8 @@ def _coreference_matrix(loaded, text: str) -> Matrix:
     layer, head = (int(x) for x in best.split("."))
     walk = source_walk(loaded, text)
     w = walk.layers[layer].attention.weights[0, head]  # (S, S)
-    return Matrix(f"encoder self-attention, {head_name(best)}", walk.pieces, walk.pieces, _rows(w))
+    title = f"encoder self-attention, {head_name(best)}"
+    return Matrix(title, walk.pieces, walk.pieces, _rows(w), family="encoder_self", layer=layer, head=head)
 
 
 def _masks_matrix(loaded, text: str) -> Matrix:
@@ -324,7 +335,8 @@ def _masks_matrix(loaded, text: str) -> Matrix:
     w = dec.self_attention[0].weights[0, 0]  # (T, T) layer 1, head 1
     labels = ["<s>"] + out_pieces
     hidden = [[j > i for j in range(w.size(1))] for i in range(w.size(0))]
-    return Matrix("masked decoder self-attention, layer 1, head 1", labels, labels, _rows(w), hidden)
+    title = "masked decoder self-attention, layer 1, head 1"
+    return Matrix(title, labels, labels, _rows(w), hidden, family="decoder_self", layer=0, head=0)
 
 
 MATRICES: dict[str, Callable[[object, str], Matrix]] = {

@@ -11,7 +11,7 @@ screen reader.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from core.analysis.patterns import KIND_LEGEND
 from core.learn import slips, topic_toys, toys
@@ -46,6 +46,22 @@ class Step:
     slips: tuple[Slip, ...] = field(default_factory=tuple)
     toy_by: str = NOTES  # NOTES: the notes' own example, recomputed; TT: an example tt made up for the idea
     look: str = ""  # one line: what to look at in the live numbers, and what it should show
+    # What a learner's own sentence replaces (`own_step`): SOURCE the sentence, PAIR a "source | reference" pair
+    # (only when the learner gave one), NONE nothing (the step's point needs its own sentences).
+    takes: str = "source"
+
+
+SOURCE, PAIR, NONE = "source", "pair", "none"
+
+
+def own_step(s: Step, own: str | None) -> Step:
+    """The step on the learner's own sentence ("source" or "source | reference") where the step can take it."""
+    if not own or s.takes == NONE:
+        return s
+    source, _, reference = (part.strip() for part in own.partition("|"))
+    if s.takes == PAIR:
+        return replace(s, sentence=f"{source} | {reference}") if reference else s
+    return replace(s, sentence=source)
 
 
 def toy_heading(s: Step) -> str:
@@ -70,7 +86,7 @@ STEPS: tuple[Step, ...] = (
         "001 (Tokenization)",
         "candidates",
         ALIGNMENT_SENTENCE,
-        look="Look at the pieces: 'août' and '1992' come in several pieces, and the pieces joined give the sentence.",
+        look="Look at the pieces: a word the vocabulary lacks comes in several, and joined they give the sentence back.",
     ),
     Step(
         "alignment",
@@ -86,7 +102,7 @@ STEPS: tuple[Step, ...] = (
         "cross",
         ALIGNMENT_SENTENCE,
         toy_by=TT,
-        look="Look at each English piece's strongest source piece: '▁agree' → 'accord', '▁economic' → '▁économique'.",
+        look="Look at each English piece's strongest source piece: mostly the French word it translates.",
     ),
     Step(
         "contextual",
@@ -104,6 +120,7 @@ STEPS: tuple[Step, ...] = (
         toy_by=TT,
         look="Look at the last layer: the weather 'temps' has moved much further from sentence 1's than the "
         "second time 'temps' (the control) has.",
+        takes=NONE,
     ),
     Step(
         "the_cat_sat",
@@ -152,6 +169,7 @@ STEPS: tuple[Step, ...] = (
         ANIMAL_SENTENCE,
         look="Look at the best head's weight on 'animal' against 'rue' and against the uniform share: "
         "the verdict weighs both.",
+        takes=NONE,
     ),
     Step(
         "scaling",
@@ -392,6 +410,7 @@ STEPS: tuple[Step, ...] = (
         f"{SHORT_SENTENCE} | {SHORT_REFERENCE}",
         toy_by=TT,
         look="Look at each reference piece's probability and rank: what the loss pushes up.",
+        takes=PAIR,
     ),
     Step(
         "optimizer",
@@ -410,6 +429,7 @@ STEPS: tuple[Step, ...] = (
         (slips.PEAK_LR,),
         toy_by=TT,
         look="Look at the curve: up for the warm-up steps, peaking at the end of warm-up, then slowly down.",
+        takes=PAIR,
     ),
     Step(
         "beam",
@@ -441,8 +461,8 @@ STEPS: tuple[Step, ...] = (
         "reference",
         f"{SHORT_SENTENCE} | {SHORT_REFERENCE}",
         toy_by=TT,
-        look="Look at the precisions: one word unlike the reference ('couch' for 'sofa' here) costs an n-gram of "
-        "every order.",
+        look="Look at the precisions: each word unlike the reference costs an n-gram of every order.",
+        takes=PAIR,
     ),
 )
 
@@ -462,7 +482,7 @@ def step(key_or_number: str | int) -> Step:
 
 def render_plain(s: Step, live: list[tuple[str, str]] | None = None) -> str:
     """One step as plain text: title, idea, formula, the notes' toy on tt's code, the live numbers, the slips."""
-    number = STEPS.index(s) + 1
+    number = [x.key for x in STEPS].index(s.key) + 1  # `s` may be a step on the learner's own sentence
     out = [f"Step {number}/{len(STEPS)}: {s.title}", "", *s.idea, "", f"    {s.formula}"]
     if s.toy is not None:
         out += ["", toy_heading(s)]

@@ -51,6 +51,25 @@ def test_plain_names_the_notes_slips_and_the_softmax_then_mask_sums(tiny_model_d
     assert "softmax first, then masked: rows sum to: [0.219, 0.431, 0.938, 0.750]" in masks
 
 
+def test_sentence_puts_the_learners_own_sentence_into_the_steps_that_take_it(tiny_model_dir, tiny_loaded):
+    from core.analysis.internals import source_walk
+
+    own = invoke("--plain", "--step", "pieces", "--sentence", "Je suis étudiant.", "--model", str(tiny_model_dir))
+    assert own.exit_code == 0, own.stderr
+    assert "On the live model (Je suis étudiant.):" in own.stdout
+    assert f"  pieces: {' '.join(source_walk(tiny_loaded, 'Je suis étudiant.').pieces)}\n" in own.stdout
+    pair = "Je suis étudiant. | I am a student."
+    bleu = invoke("--plain", "--step", "bleu", "--sentence", pair, "--model", str(tiny_model_dir)).stdout
+    assert f"On the live model ({pair}):" in bleu and "  reference: I am a student.\n" in bleu
+    # a step whose point needs its own sentences keeps them; a reference step keeps its pair without a reference
+    kept = invoke("--plain", "--step", "coreference", "--sentence", "Je suis étudiant.", "-m", str(tiny_model_dir))
+    assert f"On the live model ({step('coreference').sentence}):" in kept.stdout
+    alone = invoke("--plain", "--step", "bleu", "--sentence", "Je suis étudiant.", "-m", str(tiny_model_dir))
+    assert f"On the live model ({step('bleu').sentence}):" in alone.stdout
+    empty = invoke("--plain", "--sentence", " | x", "--model", str(tiny_model_dir))
+    assert empty.exit_code == 1 and empty.stderr.count("\n") == 1 and "--sentence" in empty.stderr
+
+
 def test_bad_step_and_no_terminal_are_one_line_errors(tiny_model_dir):
     for bad, said in [("25", "steps 1 to 24"), ("nope", "no step 'nope'")]:
         result = invoke("--step", bad, "--plain", "--model", str(tiny_model_dir))
@@ -68,6 +87,11 @@ def test_the_lesson_in_a_real_terminal_starts_at_step_and_quits(tiny_model_dir, 
         tty.read_until(r"q quit")
         tty.type("n")
         tty.read_until(r"Step 5/24 · A whole sentence")
+        tty.type("i")  # into tt inspect on the step's view …
+        tty.read_until(r"layer 1 of 2")
+        tty.type("q")  # … and back to the same step
+        tty.read_until(r"Step 5/24 · A whole sentence")
+        tty.read_until(r"q quit")
         tty.type("q")
         assert tty.wait() == 0
     finally:

@@ -133,7 +133,7 @@ def test_every_view_of_the_lesson_opens_in_inspect():
     assert split_sentence("Je suis.") == ("Je suis.", None)
 
 
-def opened(loaded, key: str) -> dict:
+def opened(loaded, key: str, select=None) -> dict:
     """tt inspect as the lesson opens it on step `key`: what it shows once settled."""
     seen = {}
 
@@ -143,8 +143,25 @@ def opened(loaded, key: str) -> dict:
         tab = screen.query_one(TabbedContent).active if isinstance(screen, InsidesScreen) else None
         seen.update(view=app.view, screen=screen, decoding=app.decoding, compared=app.compared, text=app.text, tab=tab)
 
-    run(inspect_app_for(loaded, step(key)), script)
+    run(inspect_app_for(loaded, step(key), select=select), script)
     return seen
+
+
+@pytest.mark.parametrize("key", ["coreference", "masks", "cross_attention"])
+def test_inspect_opens_on_the_layer_and_head_the_step_showed(tiny_loaded, key):
+    shown = {}
+
+    async def script(app, pilot):
+        while app.pending:
+            await pilot.pause(0.05)
+        shown["matrix"] = app.selection
+
+    run(make_learn_app(tiny_loaded, start=STEPS.index(step(key)) + 1), script)
+    matrix = shown["matrix"]
+    assert matrix is not None and matrix == live_matrix(step(key), tiny_loaded)
+    view = opened(tiny_loaded, key, select=matrix)["view"]
+    assert (view.family, view.layer, view.head) == (matrix.family, matrix.layer, matrix.head)
+    assert (view.layer, view.head) != (0, None) or key == "coreference"  # not inspect's default view
 
 
 @pytest.mark.parametrize(
