@@ -158,7 +158,7 @@ def _translate(prepared: list[_Prepared], translate_batch, options: TextOptions)
     sentences = []
     for p, d in zip(prepared, decoded):
         d, restored = _most_complete(p, d, options)
-        conf = confidence(d.pieces, d.token_logprobs, getattr(d, "cross", None))
+        conf = confidence(d.pieces, d.token_logprobs, getattr(d, "cross", None), p.model_input)
         warnings = list(getattr(d, "warnings", [])) + restored.warnings  # the decoder's (truncation) first
         sentences.append(
             SentenceResult(
