@@ -22,7 +22,6 @@ from core.text.case import NATURAL, apply_case, case_shape, natural_case
 from core.text.confidence import Confidence, confidence
 from core.text.currency import SYMBOLS, VERBATIM_KINDS, spell_currencies
 from core.text.documents import Document
-from core.text.entities import unescape_new
 from core.text.options import TextOptions, hypotheses_wanted
 from core.text.protect import ELEMENT_TEXT, Protected, Restored, Scheme, Span, find_spans, protect, restore
 from core.text.split import join_sentences, sentence_spans
@@ -159,7 +158,7 @@ def _translate(prepared: list[_Prepared], translate_batch, options: TextOptions)
     sentences = []
     for p, d in zip(prepared, decoded):
         d, restored = _most_complete(p, d, options)
-        conf = confidence(d.pieces, d.token_logprobs, getattr(d, "cross", None))
+        conf = confidence(d.pieces, d.token_logprobs, getattr(d, "cross", None), p.model_input)
         warnings = list(getattr(d, "warnings", [])) + restored.warnings  # the decoder's (truncation) first
         sentences.append(
             SentenceResult(
@@ -170,7 +169,6 @@ def _translate(prepared: list[_Prepared], translate_batch, options: TextOptions)
 
 
 def _restored(p: _Prepared, output: str, options: TextOptions) -> Restored:
-    output = unescape_new(p.source, output)  # "&amp;" the model wrote for a plain "&"
     if options.follow_stop:
         output = _follow_final_stop(p.model_input, output)
     return restore(apply_case(output, p.shape, p.placeholders), p.protected)

@@ -34,7 +34,7 @@ from starlette.responses import Response
 
 from core.api import text_chunks
 from core.text.documents import Document, parse_document, parse_html, parse_lines
-from core.text.entities import unescape_new
+from core.text.entities import keep_source_entities
 from core.text.language import name
 from core.text.pipeline import TextOptions
 from tt_cli.serve import text
@@ -66,8 +66,8 @@ async def translate(request) -> dict:
     translated, others = [], []
     for t, doc in zip(texts, documents):
         best, runners_up = versions.pop(0) if doc else (t, [])
-        translated.append(unescape_new(t, best))
-        others.append([unescape_new(t, r) for r in runners_up])
+        translated.append(keep_source_entities(t, best))
+        others.append([keep_source_entities(t, r) for r in runners_up])
     answer: dict = {"translatedText": translated if many else translated[0]}
     if alternatives:
         answer["alternatives"] = others if many else others[0]
@@ -153,7 +153,7 @@ async def translate_file(request) -> dict:
         document = _parse(content, fmt, upload.filename)
         service.check_size([content], document.segments)
         translated = (await _translate_documents(service, request, [document], 0, fmt == "html"))[0][0]
-    stored = service.files.put(upload.filename, unescape_new(content, translated).encode("utf-8"), media)
+    stored = service.files.put(upload.filename, keep_source_entities(content, translated).encode("utf-8"), media)
     return {"translatedFileUrl": f"{str(request.base_url).rstrip('/')}/download_file/{stored}"}
 
 
