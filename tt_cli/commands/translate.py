@@ -7,7 +7,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
@@ -32,11 +32,20 @@ from tt_cli.options import (
 )
 from tt_cli.output import MAX_WARNINGS, JsonWriter, Writer, show_attention, write_n_best, write_plain
 
+if TYPE_CHECKING:
+    from tt_cli.figures import DecodingFigures
+
 
 class AttentionChoice(str, Enum):
     none = "none"
     cross = "cross"
     all = "all"
+
+
+class FamilyChoice(str, Enum):
+    cross = "cross"
+    decoder_self = "decoder_self"
+    encoder_self = "encoder_self"
 
 
 class FormatChoice(str, Enum):
@@ -47,7 +56,10 @@ class FormatChoice(str, Enum):
 
 # Options that show what the model itself does with a line: they hand it the line as given (no
 # splitting, protection or case), so their output is the model's own.
-MODEL_VIEW = "--raw, --n-best, --attention, --align, --attribution, --trace and --show-attention"
+MODEL_VIEW = (
+    "--raw, --n-best, --attention, --align, --attribution, --trace, --show-attention, --attention-figure "
+    "and --distribution-figure"
+)
 
 
 def translate(
@@ -111,8 +123,34 @@ def translate(
             help="Draw a cross-attention heatmap after each translation (stderr if stdout is not a terminal).",
         ),
     ] = False,
-    layer: Annotated[int, typer.Option(help="Decoder layer for --show-attention (-1 = last).")] = -1,
-    head: Annotated[Optional[int], typer.Option(help="Head for --show-attention (default: mean over heads).")] = None,
+    layer: Annotated[int, typer.Option(help="Layer for --show-attention and --attention-figure (-1 = the last).")] = -1,
+    head: Annotated[
+        Optional[int],
+        typer.Option(help="Head for --show-attention and --attention-figure (default: the mean of the heads)."),
+    ] = None,
+    attention_figure: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--attention-figure",
+            help="Write one attention map of the one sentence given to FILE (.png, .svg or .pdf): --family, "
+            "--layer, --head, the source and output pieces on the axes. Needs matplotlib: pip install 'tt[figures]'.",
+        ),
+    ] = None,
+    distribution_figure: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--distribution-figure",
+            help="Write the next-piece distribution of output step --step (its 10 most probable pieces) as a bar "
+            "chart to FILE (.png, .svg or .pdf). Needs matplotlib.",
+        ),
+    ] = None,
+    family: Annotated[
+        FamilyChoice,
+        typer.Option(help="Attention for --attention-figure: cross, decoder_self (masked) or encoder_self."),
+    ] = FamilyChoice.cross,
+    step: Annotated[
+        int, typer.Option(help="The output step of --distribution-figure (0 = the first piece, -1 = the last).")
+    ] = 0,
     errors: ErrorsOpt = ErrorsChoice.strict,
     interactive: Annotated[
         bool,
@@ -234,8 +272,16 @@ def translate(
         other_input = bool(text) or input_file is not None or output is not None
         return _interactive(model, device, decoding, quantize, json_out, threads, other_input, settings)
     # Usage checks first: they need neither torch nor the model, so a mistake is reported at once.
+    figures = _figures(attention_figure, distribution_figure, family, layer, head, step, text)
     model_view = (
-        raw or n_best > 1 or attention != AttentionChoice.none or align or attribution or trace_file or show_attention
+        raw
+        or n_best > 1
+        or attention != AttentionChoice.none
+        or align
+        or attribution
+        or trace_file
+        or show_attention
+        or figures
     )
     fmt = _check_text_usage(model_view, input_file, doc_format, glossary, flag_below)
     if (attention != AttentionChoice.none or align) and not json_out:
@@ -266,6 +312,8 @@ def translate(
         "--trace": trace_file,
         "--attribution": attribution,
         "--show-attention": show_attention,
+        "--attention-figure": attention_figure,
+        "--distribution-figure": distribution_figure,
         "--quantize": quantize,
     }
     # torchrun's shares run the model alone on each line (--raw and the other model views); the text
@@ -301,24 +349,28 @@ def translate(
         or align
         or attention != AttentionChoice.none
         or trace_file is not None
-        or attribution is not None,
+        or attribution is not None
+        or figures is not None,
+        **({"n_candidates": 10} if distribution_figure is not None else {}),
     ).validate()
     from core.files import check_output
 
-    for path in (p for p in (output, trace_file) if p is not None):
+    for path in (p for p in (output, trace_file, attention_figure, distribution_figure) if p is not None):
         check_output(path)  # a bad output path fails before the model loads
     set_threads(threads, few=not from_stdin and input_file is None)
     if not model_view:
         return textrun.run(
-            job, lambda: textrun.local(lambda: _load(model, device, quantize, layer, head), options, json_out)
+            job,
+            lambda: textrun.local(lambda: _load(model, device, quantize, layer, head, family.value), options, json_out),
         )
-    loaded = _load(model, device, quantize, layer, head)
+    loaded = _load(model, device, quantize, layer, head, family.value)
     job = Job(
         writer=_writer(loaded, json_out, n_best, attention, align, attribution),
         attribution=attribution.value if attribution else None,
         ig_steps=ig_steps,
         trace_file=trace_file,
         show_attention=(layer, head) if show_attention else None,
+        figures=figures,
     )
     with ExitStack() as stack:
         lines = _lines(stack, input_file, args if not from_stdin else None, errors.value)
@@ -349,8 +401,25 @@ def _check_text_usage(model_view, input_file, doc_format, glossary, flag_below) 
     return fmt
 
 
-def _load(model: Path | None, device: str, quantize: QuantizeChoice | None, layer: int, head: int | None):
-    """The model, quantized when asked, after checking that --layer and --head exist in it."""
+def _figures(attention_figure, distribution_figure, family, layer, head, step, text):
+    """What --attention-figure and --distribution-figure ask for (None without them), checked before any work."""
+    if attention_figure is None and distribution_figure is None:
+        return None
+    from tt_cli.figures import DecodingFigures, require
+
+    if len(text or []) != 1 or text == ["-"]:
+        raise fail(
+            "--attention-figure and --distribution-figure draw one sentence: give exactly one as an argument",
+            EXIT_USAGE,
+        )
+    for option, path in (("--attention-figure", attention_figure), ("--distribution-figure", distribution_figure)):
+        if path is not None:
+            require(option, path)  # matplotlib there, a format it writes: one line, before the model loads
+    return DecodingFigures(attention_figure, distribution_figure, family.value, layer, head, step)
+
+
+def _load(model: Path | None, device: str, quantize: QuantizeChoice | None, layer: int, head: int | None, family: str):
+    """The model, quantized when asked, after checking that --layer (of `family`) and --head exist in it."""
     loaded = load_model_for(model, device, packed=quantize is None)
     if quantize is not None:
         import dataclasses
@@ -358,9 +427,12 @@ def _load(model: Path | None, device: str, quantize: QuantizeChoice | None, laye
         from core.model.fast import fast_model
 
         loaded = dataclasses.replace(loaded, model=fast_model(loaded.model, quantize.value))  # int8: CPU only
-    n_layers, n_heads = loaded.cfg.n_decoder_layers, loaded.cfg.h
+    from core.model.attention import n_layers_of
+
+    n_layers, n_heads = n_layers_of(loaded.cfg, family), loaded.cfg.h
     if not -n_layers <= layer < n_layers:
-        raise fail(f"--layer {layer}: this model has {n_layers} decoder layers (0..{n_layers - 1}, or -1 for the last)")
+        side = "encoder" if family == "encoder_self" else "decoder"
+        raise fail(f"--layer {layer}: this model has {n_layers} {side} layers (0..{n_layers - 1}, or -1 for the last)")
     if head is not None and not 0 <= head < n_heads:
         raise fail(f"--head {head}: this model has {n_heads} heads (0..{n_heads - 1})")
     return loaded
@@ -401,6 +473,7 @@ class Job:
     ig_steps: int = 32
     trace_file: Path | None = None  # save the sentence's trace here
     show_attention: tuple[int, int | None] | None = None  # (layer, head) of a heatmap after each sentence
+    figures: DecodingFigures | None = None  # --attention-figure, --distribution-figure
 
 
 def run(loaded, lines, options, out, job: Job, *, to_terminal: bool) -> None:
@@ -440,5 +513,8 @@ def run(loaded, lines, options, out, job: Job, *, to_terminal: bool) -> None:
         out.flush()
         if console is not None and t.steps:
             show_attention(console, t, *job.show_attention)
+        if job.figures is not None and t.steps is not None:
+            for path in job.figures.write(t.source_trace, t.steps):
+                print(f"tt: wrote {path}", file=sys.stderr)
     if warned > MAX_WARNINGS:
         print(f"tt: warning: {warned - MAX_WARNINGS} more warning(s) not shown", file=sys.stderr)
