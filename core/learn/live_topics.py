@@ -11,7 +11,7 @@ import json
 import torch
 
 from core.analysis.internals import parameter_breakdown, source_walk
-from core.analysis.timing import count_macs
+from core.analysis.timing import encoder_layer_macs
 from core.decode.search import pad_batch
 
 Lines = list[tuple[str, str]]
@@ -45,12 +45,9 @@ def pieces(loaded, text: str) -> Lines:
 @torch.inference_mode()
 def cost(loaded, text: str) -> Lines:
     """This sentence's encoder layer 1, counted: the N² products against the linear ones; the path length."""
-    src = _source(loaded, text)
-    n = src.size(1)
-    model, cfg = loaded.model, loaded.cfg
-    x = model.src_pos(model.src_embed(src))  # (1, N, d_model)
-    mask = torch.ones(1, 1, 1, n, dtype=torch.bool)
-    layer_macs, _ = count_macs(lambda: model.encoder_layers[0](x, src_mask=mask, need_weights=True))
+    n = _source(loaded, text).size(1)
+    cfg = loaded.cfg
+    layer_macs = encoder_layer_macs(cfg, n)
     quadratic = 2 * cfg.h * n * n * cfg.d_k  # Q Kᵀ and the weights times V, as counted in the layer
     return [
         ("N (source pieces)", str(n)),

@@ -169,6 +169,14 @@ def test_cost_claims_are_decided_by_counted_work_with_wall_clock_beside(monkeypa
     assert again.verdict == quad.verdict and again.values["core_macs"] == quad.values["core_macs"]
     assert again.values["layer_macs"] == quad.values["layer_macs"]
     assert C.multihead_cost(cfg.d_model, cfg.h, length=16, repeats=2).verdict == cost.verdict
+    from core.model.fast import packed_model
+
+    # As the CLI loads a model: its Linear layers on oneDNN kernels that the counter cannot see. The counts
+    # come from the layer's shapes, so they do not change (a size where packing is used).
+    wide = Transformer(preset("tiny", vocab_size=40, d_model=256, d_ff=1024, h=4)).eval()
+    plain = C.attention_quadratic(wide, lengths=(64, 128, 256), timed=False)
+    packed = C.attention_quadratic(packed_model(wide), lengths=(64, 128, 256), timed=False)
+    assert packed.values["layer_macs"] == plain.values["layer_macs"] and packed.verdict == plain.verdict
     counted = C.attention_quadratic(model, lengths=lengths, timed=False)
     assert (
         counted.verdict == quad.verdict and counted.values["core_seconds"] == {} and "wall-clock" not in counted.figure
