@@ -3,7 +3,7 @@ of Tatoeba pairs, the pairs alone and joined side by side (2, 4, 8 at a time).
 
     python scripts/silver_links.py --data ../shared/data/tatoeba-fra-eng/fra-eng.tsv \
         --data ../shared/data/multi30k/train --out runs/silver.links
-    python scripts/align_by_length.py --model weights --links runs/silver.links --layer 1 --head 0
+    python scripts/align_by_length.py --model weights --links runs/silver.links --layer 2 --head 1
 
 Joining n pairs keeps every word and link (moved past the words before it), so the only thing that
 changes is the length of what the model reads: a rise in AER with n is the model losing its way in
@@ -24,6 +24,7 @@ from core.align.aer import GoldPair, score_links  # noqa: E402
 from core.align.links import AlignRule, align, load_rule, pair_attention  # noqa: E402
 from core.checkpoint import load_model  # noqa: E402
 from core.data.readers import read_corpus  # noqa: E402
+from core.model.attention import head_index, layer_index  # noqa: E402
 from scripts.silver_links import read_links  # noqa: E402
 
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
@@ -48,8 +49,8 @@ def main() -> None:
     parser.add_argument("--data", default=str(SHARED / "tatoeba-fra-eng" / "fra-eng.tsv"))
     parser.add_argument("--lines", default="1501-2000", help="1-based, inclusive")
     parser.add_argument("--join", default="1,2,4,8")
-    parser.add_argument("--layer", type=int, help="default: the model's stored rule")
-    parser.add_argument("--head", type=int)
+    parser.add_argument("--layer", type=int, help="counted from 1, -1 = the last (default: the model's stored rule)")
+    parser.add_argument("--head", type=int, help="counted from 1 (default: the mean of the layer's heads)")
     parser.add_argument(
         "--full-context", action="store_true", help="read the unmasked pass (--align-full-context heads)"
     )
@@ -60,8 +61,11 @@ def main() -> None:
     links = read_links(args.links)[lo - 1 : hi]
     loaded = load_model(args.model)
     stored = load_rule(loaded.path)
-    rule = stored if args.layer is None else AlignRule(args.layer, args.head, full_context=args.full_context)
-    print(f"{args.model} · {rule.describe()} · lines {args.lines} of {Path(args.data).name}")
+    cfg = loaded.cfg
+    head = None if args.head is None else head_index(args.head, cfg.h)
+    at = None if args.layer is None else layer_index(args.layer, cfg.n_decoder_layers)
+    rule = stored if at is None else AlignRule(at, head, full_context=args.full_context)
+    print(f"{args.model} · {rule.describe(cfg.n_decoder_layers)} · lines {args.lines} of {Path(args.data).name}")
     print(f"{'pairs joined':>12} {'words (fr)':>10} {'AER':>6} {'precision':>9} {'recall':>7}")
     for n in map(int, args.join.split(",")):
         group = joined(pairs, links, n)

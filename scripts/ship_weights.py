@@ -114,6 +114,12 @@ def align_score(model: Path, *options: str) -> dict:
     return {"aer": float(m[1]), "precision": float(m[2]), "recall": float(m[3])}
 
 
+def n_decoder_layers(model: Path) -> int:
+    from core.checkpoint import load_model
+
+    return load_model(model, device="cpu").cfg.n_decoder_layers
+
+
 def measure_alignment(model: Path, previous: dict, reverse: Path | None = None) -> dict:
     """The card's Alignment section: find and store the rule, then score it beside the baselines
     (and, given an English→French model with its own stored rule, the two directions intersected)."""
@@ -136,7 +142,7 @@ def measure_alignment(model: Path, previous: dict, reverse: Path | None = None) 
     )
     pairs = len((D / "trial.fr").read_text(encoding="utf-8").splitlines())
     return {
-        "rule": load_rule(model).describe(),
+        "rule": load_rule(model).describe(n_decoder_layers(model)),
         "pairs": pairs,
         **align_score(model),
         "earlier_aer": align_score(model, "--method", "plain")["aer"],
@@ -383,6 +389,12 @@ def runs_before(card: dict, run_config: dict) -> list[dict]:
 def render_guided(ft: dict) -> str:
     """The card's section on a guided-alignment fine-tune (tt train --init-from weights --align-links)."""
     tc = ft["train_config"]
+    # train_config keeps indices; the card counts layers and heads from 1, as tt's options and views do
+    layer_option = tc["align_layer"] + 1 if tc["align_layer"] >= 0 else tc["align_layer"]
+    back = {-1: "the last decoder layer", -2: "the penultimate decoder layer"}
+    guided_layer = (
+        f"decoder layer {layer_option}" if layer_option > 0 else back.get(layer_option, f"decoder layer {layer_option}")
+    )
     data_flags = " ".join(f"--data {d}" for d in tc["data"])
     valid = "\n".join(f"| {name} | {s['bleu']:.1f} | {s['chrf']:.1f} |" for name, s in ft["valid"].items())
     control = ft.get("control")
@@ -397,8 +409,8 @@ The same fine-tune without `--align-links` (`--out {control["run"]}`, everything
     )
     guided = (
         (
-            f"with guided alignment (Garg et al. 2019): one cross-attention head (decoder layer {tc['align_layer']}, "
-            f"head {tc['align_head']}, weight λ {tc['align_weight']}) is pulled toward word links of the training pairs made by "
+            f"with guided alignment (Garg et al. 2019): one cross-attention head ({guided_layer}, "
+            f"head {tc['align_head'] + 1}, weight λ {tc['align_weight']}) is pulled toward word links of the training pairs made by "
             "eflomal (`scripts/silver_links.py`; no gold links, no Hansards text)"
         )
         if tc.get("align_links")
@@ -412,7 +424,7 @@ The model above was then fine-tuned from its own weights (`--init-from`) for {ft
 ```
 python scripts/silver_links.py {data_flags} --out runs/silver.links
 tt train --init-from weights {data_flags} --align-links runs/silver.links \\
-  --align-layer {tc["align_layer"]} --align-head {tc["align_head"]} --align-weight {tc["align_weight"]} \\
+  --align-layer {layer_option} --align-head {tc["align_head"] + 1} --align-weight {tc["align_weight"]} \\
   --test-per-mille {tc["test_per_mille"]} --warmup {tc["warmup"]} --lr-scale {tc["lr_scale"]} --max-steps {ft["train_steps"]} \\
   --valid-every {tc["valid_every"]} --save-every {tc["save_every"]} --keep-last {tc["keep_last"]} --bleu-sample {tc["bleu_sample"]} --threads {tc["threads"]} --out runs/guided
 python scripts/ship_weights.py --run runs/guided --last 5 --control runs/control

@@ -6,6 +6,8 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
+from core.model.attention import layer_head
+
 
 def show_comparison(console, c) -> None:
     console.print(f"source     {c.source}\nreference  {c.reference}\ngreedy     {c.output}")
@@ -15,7 +17,7 @@ def show_comparison(console, c) -> None:
     for s in c.steps:
         style = "bold red" if s.index == c.first_divergence else ("" if s.agrees else "yellow")
         table.add_row(
-            str(s.index),
+            str(s.index + 1),  # steps count from 1, as in tt inspect
             s.ref_piece,
             str(s.ref_rank),
             f"{s.ref_prob:.3f}",
@@ -24,7 +26,9 @@ def show_comparison(console, c) -> None:
             style=style,
         )
     console.print(table)
-    where = "none: greedy output follows the reference" if c.first_divergence is None else f"step {c.first_divergence}"
+    where = (
+        "none: greedy output follows the reference" if c.first_divergence is None else f"step {c.first_divergence + 1}"
+    )
     console.print(f"first divergence: {where} · log p(reference) = {c.ref_logprob:.3f}")
 
 
@@ -41,8 +45,8 @@ def show_sinks(console, found, n: int) -> None:
         ]
         table.add_row(
             s.family,
-            str(s.layer),
-            str(s.head),
+            str(s.layer + 1),
+            str(s.head + 1),
             *cells,
             ", ".join(s.parks_on),
             style="bold yellow" if s.parks_on else "",
@@ -51,11 +55,7 @@ def show_sinks(console, found, n: int) -> None:
     parked = [s for s in found if s.parks_on]
     console.print(
         f"{len(parked)} of {len(found)} heads park their attention"
-        + (
-            ": " + ", ".join(f"{s.family} L{s.layer}H{s.head} on {'/'.join(s.parks_on)}" for s in parked)
-            if parked
-            else "."
-        )
+        + (": " + ", ".join(f"{s.at} on {'/'.join(s.parks_on)}" for s in parked) if parked else ".")
     )
 
 
@@ -71,7 +71,7 @@ def show_ablation(console, ablation, parks: dict) -> None:
     table = Table(box=None, header_style="bold")
     table.add_column("family / layer")
     for j in range(n_heads):
-        table.add_column(f"head {j}", justify="right")
+        table.add_column(f"head {j + 1}", justify="right")
     rows: dict[tuple[str, int], list] = {}
     for e in ablation.effects:
         rows.setdefault((e.head.family, e.head.layer), [None] * n_heads)[e.head.head] = e
@@ -86,7 +86,7 @@ def show_ablation(console, ablation, parks: dict) -> None:
             style = f"on {colour}" if strength > 0.5 else (f"{colour}" if strength > 0.1 else "")
             mark = "*" if parks.get(e.head) else " "
             cells.append(Text(f"{e.delta:+.3f}{mark}", style=style))
-        table.add_row(f"{family} L{layer}", *cells)
+        table.add_row(f"{family} {layer_head(layer)}", *cells)
     console.print(table)
     worst = sorted(ablation.effects, key=lambda e: e.delta)[:3]
     console.print("most needed: " + ", ".join(f"{e.head} ({e.delta:+.3f})" for e in worst))

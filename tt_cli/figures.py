@@ -81,8 +81,9 @@ def attention_figure(source: SourceTrace, steps: list[StepTrace], family: str, l
     ax.set_xlabel("source pieces" if family != "decoder_self" else "decoder input pieces")
     ax.set_ylabel("output pieces" if family != "encoder_self" else "source pieces")
     n_layers = len(source.encoder_self) if family == "encoder_self" else len(steps[0].cross) if steps else 1
-    which = "mean of the heads" if head is None else f"head {head}"
-    ax.set_title(f"{FAMILY_TITLES[family]}, layer {layer % max(n_layers, 1)}, {which}", fontsize="medium")
+    which = "mean of the heads" if head is None else f"head {head + 1}"
+    layer_shown = layer % max(n_layers, 1) + 1  # counted from 1, as every view of tt counts layers and heads
+    ax.set_title(f"{FAMILY_TITLES[family]}, layer {layer_shown} of {n_layers}, {which}", fontsize="medium")
     figure.colorbar(image, ax=ax, label="attention weight", shrink=0.8)
     return figure
 

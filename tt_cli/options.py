@@ -61,6 +61,15 @@ def load_model_for(model: Path | None, device: str = "auto", *, packed: bool = T
         raise
 
 
+def layer_head_indices(layer: int, head: int | None, prefix: str = "") -> tuple[int, int | None]:
+    """--layer and --head as a person counts them (from 1; -1 = the last layer) → 0-based indices.
+    Whether they exist is checked once the model is loaded (core.model.attention.layer_index)."""
+    if layer == 0 or head is not None and head < 1:
+        option = f"--{prefix}{'layer' if layer == 0 else 'head'}"
+        raise fail(f"{option} counts from 1 (the first is 1; -1 = the last layer)")
+    return (layer - 1 if layer > 0 else layer), (None if head is None else head - 1)
+
+
 def check_sampling(sample: bool, *, temperature: float, top_k: int, top_p: float) -> None:
     """--temperature, --top-k and --top-p shape sampling only: given without --sample they would be
     silently ignored, so they are an error instead (the defaults are 1.0, 0 and 1.0)."""

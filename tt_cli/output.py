@@ -141,12 +141,13 @@ def translation_json(
 def show_attention(console, t: Translation, layer: int, head: int | None) -> None:
     """A cross-attention heatmap of one translation and its legend on `console` (a rich Console)."""
     from core.decode.trace import attention_matrix
+    from core.model.attention import layer_number
     from tt_cli.render import heatmap, legend
 
     matrix = attention_matrix(t.source_trace, t.steps, "cross", layer, head).tolist()  # (T_out, S)
-    which = "mean over heads" if head is None else f"head {head}"
+    which = "mean over heads" if head is None else f"head {head + 1}"
     n_layers = len(t.steps[0].cross)
-    title = f"cross-attention, layer {'last' if layer % n_layers == n_layers - 1 else layer % n_layers}, {which}"
+    title = f"cross-attention, layer {layer_number(layer, n_layers)} of {n_layers}, {which}"
     colour = console.color_system is not None  # else the cells show their weights
     pieces = [s.piece for s in t.steps]
     table = heatmap(matrix, t.source_trace.pieces, pieces, title=title, show_values=not colour, width=console.width)

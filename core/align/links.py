@@ -29,6 +29,7 @@ import torch
 
 from core.align.aer import AlignmentScore, GoldPair, score_links, symmetrize
 from core.errors import CheckpointError, ConfigError, DataError
+from core.model.attention import layer_number
 
 RULE_FILE = "alignment.json"
 RULE_FORMAT = "tt.alignment"
@@ -36,7 +37,9 @@ RULE_FORMAT = "tt.alignment"
 
 @dataclass(frozen=True)
 class AlignRule:
-    layer: int = -1  # decoder layer; negative counts from the last
+    """Indices are 0-based, as stored in alignment.json; `describe` shows them counted from 1."""
+
+    layer: int = -1  # decoder layer index; negative counts from the last
     head: int | None = None  # None = the mean of the layer's heads
     shift: bool = False  # read the step whose input is the target word (shift-att) instead of the one predicting it
     threshold: float = 0.0  # 0: each target word links to its best source word; > 0: every word pair scoring this much
@@ -45,8 +48,16 @@ class AlignRule:
         False  # read a second pass without the look-ahead mask (a head trained with --align-full-context)
     )
 
-    def describe(self) -> str:
-        head = "mean of heads" if self.head is None else f"head {self.head}"
+    def describe(self, n_layers: int | None = None) -> str:
+        """The rule in words, its layer and head counted from 1 as everywhere tt prints them ("layer 3, head 2");
+        a layer counted from the last stays so ("last layer") unless `n_layers` says which it is."""
+        if n_layers:
+            layer = f"layer {layer_number(self.layer, n_layers)}"
+        elif self.layer >= 0:
+            layer = f"layer {self.layer + 1}"
+        else:
+            layer = "last layer" if self.layer == -1 else f"layer {self.layer} (from the last)"
+        head = "mean of heads" if self.head is None else f"head {self.head + 1}"
         pick = (
             f"score ≥ {self.threshold:g}"
             if self.threshold > 0
@@ -55,15 +66,18 @@ class AlignRule:
             else "argmax"
         )
         row = "full context" if self.full_context else "shift" if self.shift else "plain"
-        return f"layer {self.layer}, {head}, {row}, {pick}"
+        return f"{layer}, {head}, {row}, {pick}"
 
     def check(self, n_layers: int, h: int) -> AlignRule:
         if not -n_layers <= self.layer < n_layers:
             raise ConfigError(
-                f"alignment layer {self.layer}: this model has {n_layers} decoder layers (0..{n_layers - 1}, or -1 for the last)"
+                f"alignment layer index {self.layer}: this model has {n_layers} decoder layers "
+                f"(0..{n_layers - 1} in alignment.json, shown as 1..{n_layers})"
             )
         if self.head is not None and not 0 <= self.head < h:
-            raise ConfigError(f"alignment head {self.head}: this model has {h} heads (0..{h - 1})")
+            raise ConfigError(
+                f"alignment head index {self.head}: this model has {h} heads (0..{h - 1} in alignment.json, shown as 1..{h})"
+            )
         if not 0.0 <= self.threshold <= 1.0:
             raise ConfigError(f"alignment threshold must be in [0, 1], got {self.threshold}")
         if self.shift and self.full_context:

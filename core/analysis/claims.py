@@ -28,6 +28,7 @@ from core.analysis.patterns import Patterns, head_patterns
 from core.analysis.quality import beam_beats_greedy, bleu_by_length, quality_by_length, translate_all
 from core.analysis.timing import attention_quadratic, cpu_name, multihead_cost
 from core.analysis.verdict import DEPENDS, FAILS, HOLDS, VERDICTS, Claim, slope
+from core.model.attention import Head, layer_head
 
 __all__ = [
     "DEPENDS",
@@ -101,7 +102,7 @@ def sqrt_dk_saturation(patterns: Patterns) -> Claim:
         {
             "saturated_scaled": scaled,
             "saturated_unscaled": unscaled,
-            "per_head": {f"{p.family}.{p.layer}.{p.head}": [p.saturated_scaled, p.saturated_unscaled] for p in enc},
+            "per_head": {str(Head(p.family, p.layer, p.head)): [p.saturated_scaled, p.saturated_unscaled] for p in enc},
         },
     )
 
@@ -138,8 +139,7 @@ def real_head_variance(loaded, sources: Sequence[str]) -> list[dict]:
         dots, q, k = torch.cat(acc["dots"]), torch.cat(acc["q"]), torch.cat(acc["k"])
         rows.append(
             {
-                "layer": i,
-                "head": h,
+                **Head("encoder_self", i, h).shown(),  # layer and head counted from 1, as tt shows them
                 "var_dot": float(dots.var()),
                 "predicted": d_k * float(q.var()) * float(k.var()),
                 "var_scaled": float(dots.var()) / d_k,
@@ -169,7 +169,7 @@ def variance_grows(loaded, sources: Sequence[str] = PROBES) -> Claim:
 
 # ----------------------------------------------------------------------------------------- heads
 def heads_differ(patterns: Patterns) -> Claim:
-    diffs = {f"{p.family}.{p.layer}": p.head_difference for p in patterns.layers}
+    diffs = {f"{p.family} {layer_head(p.layer)}": p.head_difference for p in patterns.layers}
     low = min(diffs.values()) if diffs else 0.0
     high = max(diffs.values()) if diffs else 0.0
     verdict = HOLDS if low >= HEADS_DIFFER else DEPENDS if high >= HEADS_DIFFER else FAILS
@@ -181,7 +181,7 @@ def heads_differ(patterns: Patterns) -> Claim:
         f"mean total-variation distance between heads of a layer: {low:.2f} to {high:.2f}; kinds seen: {', '.join(kinds)}",
         verdict,
         f"a distance of {HEADS_DIFFER} means a quarter of the mass sits on different keys",
-        {"per_layer": diffs, "kinds": {f"{p.family}.{p.layer}.{p.head}": p.kind for p in patterns.heads}},
+        {"per_layer": diffs, "kinds": {str(Head(p.family, p.layer, p.head)): p.kind for p in patterns.heads}},
     )
 
 
@@ -199,7 +199,7 @@ def attention_distance(patterns: Patterns) -> Claim:
         f"{len(farther)}/{len(enc)} heads reach at least as far as uniform",
         verdict,
         "every word can attend anywhere, but most learned heads look closer than uniform attention would",
-        {f"{p.family}.{p.layer}.{p.head}": [p.distance, p.uniform_distance] for p in enc},
+        {str(Head(p.family, p.layer, p.head)): [p.distance, p.uniform_distance] for p in enc},
     )
 
 
@@ -213,7 +213,7 @@ def il_attends_animal(
     for i, layer in enumerate(walk.layers):
         w = layer.attention.weights[0][:, q].mean(1)  # (h, S): the pronoun's pieces' rows, averaged
         for h in range(w.size(0)):
-            table[f"{i}.{h}"] = [float(w[h, a].sum()), float(w[h, o].sum())]
+            table[str(Head("encoder_self", i, h))] = [float(w[h, a].sum()), float(w[h, o].sum())]
     best = max(table, key=lambda k: table[k][0])
     winners = [k for k, (x, y) in table.items() if x > y]
     uniform = len(a) / len(walk.ids)
@@ -224,11 +224,11 @@ def il_attends_animal(
         "il_attends_animal",
         f'"{pronoun}" attends to "{antecedent}" (coreference)',
         "001 (The animal didn't cross the street…)",
-        f"best encoder head {best}: {table[best][0]:.2f} on {antecedent!r} vs {table[best][1]:.2f} on {other!r} "
+        f"best head {best}: {table[best][0]:.2f} on {antecedent!r} vs {table[best][1]:.2f} on {other!r} "
         f"(uniform {uniform:.2f}); {len(winners)}/{len(table)} heads favour {antecedent!r}",
         verdict,
         "depends: one head may link them while most do not" if verdict == DEPENDS else "read off the encoder heads",
-        {"heads": table, "best": best, "uniform": uniform},
+        {"heads": table, "best": best, "uniform": uniform},  # keys: "encoder_self L1H2", counted from 1
     )
 
 

@@ -47,7 +47,7 @@ class HeadSink:
 
     @property
     def at(self) -> Head:
-        """Which head this is (the fields stay flat: they are the keys of `tt analyze heads --json`)."""
+        """Which head this is (its `shown()` numbering is what `tt analyze heads --json` prints)."""
         return Head(self.family, self.layer, self.head)
 
 

@@ -24,6 +24,7 @@ from core.analysis.internals import (
 )
 from core.learn import live_topics
 from core.learn.steps import CONTEXT_WORD, Step
+from core.model.attention import Head
 
 Lines = list[tuple[str, str]]
 
@@ -88,10 +89,10 @@ def attention_table(loaded, text: str) -> Lines:
     return [(p, f"→ {walk.pieces[int(w[i].argmax())]} ({float(w[i].max()):.2f})") for i, p in enumerate(walk.pieces)]
 
 
-def head_name(layer_dot_head: str) -> str:
-    """A claim's "0.1" (0-based layer.head) as every view names a head: "layer 1, head 2" (1-based)."""
-    layer, head = (int(x) for x in layer_dot_head.split("."))
-    return f"layer {layer + 1}, head {head + 1}"
+def head_name(name: str) -> str:
+    """A claim's head ("encoder_self L1H2", counted from 1 as everywhere) in the lesson's words: "layer 1, head 2"."""
+    at = Head.named(name)
+    return f"layer {at.layer + 1}, head {at.head + 1}"
 
 
 def coreference(loaded, text: str) -> Lines:
@@ -323,7 +324,7 @@ def _encoder_matrix(loaded, text: str) -> Matrix:
 
 def _coreference_matrix(loaded, text: str) -> Matrix:
     best = claims.il_attends_animal(loaded, text).values["best"]
-    layer, head = (int(x) for x in best.split("."))
+    _, layer, head = Head.named(best)
     walk = source_walk(loaded, text)
     w = walk.layers[layer].attention.weights[0, head]  # (S, S)
     title = f"encoder self-attention, {head_name(best)}"

@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from core.errors import ConfigError
 from core.model.masks import subsequent_mask
 
 if TYPE_CHECKING:
@@ -38,7 +39,47 @@ class Head(NamedTuple):
     head: int
 
     def __str__(self) -> str:
-        return f"{self.family} L{self.layer}H{self.head}"
+        return f"{self.family} {layer_head(self.layer, self.head)}"
+
+    @classmethod
+    def named(cls, name: str) -> Head:
+        """The head `str` names: "cross L3H2" → Head("cross", 2, 1)."""
+        family, at = name.split()
+        layer, head = at[1:].split("H")
+        return cls(family, int(layer) - 1, int(head) - 1)  # type: ignore[arg-type]
+
+    def shown(self) -> dict:
+        """The head as tt's JSON gives it: layer and head counted from 1, and its name ("cross L3H2")."""
+        return {"family": self.family, "layer": self.layer + 1, "head": self.head + 1, "name": str(self)}
+
+
+# One numbering for people: layers and heads count from 1 wherever tt prints them or takes them as an
+# option (text, JSON, the TUI, the card), so a head one command names is found by that name in the others.
+# Code keeps 0-based indices; these three functions are the only crossing between the two.
+def layer_head(layer: int, head: int | None = None) -> str:
+    """ "L3H2" for layer index 2, head index 1 ("L3" without a head)."""
+    return f"L{layer + 1}" + ("" if head is None else f"H{head + 1}")
+
+
+def layer_number(layer: int, n_layers: int) -> int:
+    """The 1-based number of a layer index, negative indices (from the last) included."""
+    return layer % n_layers + 1
+
+
+def layer_index(number: int, n_layers: int, what: str = "layer") -> int:
+    """The 0-based index of a layer a person named: 1..n_layers, or -1 (the last), -2 … counting back."""
+    if not (1 <= number <= n_layers or -n_layers <= number <= -1):
+        raise ConfigError(
+            f"{what} {number}: this model has {n_layers} layers, counted from 1 (1..{n_layers}, or -1 for the last)"
+        )
+    return number - 1 if number > 0 else number % n_layers
+
+
+def head_index(number: int, h: int, what: str = "head") -> int:
+    """The 0-based index of a head a person named: 1..h."""
+    if not 1 <= number <= h:
+        raise ConfigError(f"{what} {number}: this model has {h} heads, counted from 1 (1..{h})")
+    return number - 1
 
 
 def n_layers_of(cfg: ModelConfig, family: Family) -> int:  # or anything with its two layer counts

@@ -57,10 +57,12 @@ class GuidedAlignment:
     def build(cls, cfg, tokenizer, n_layers: int, h: int) -> GuidedAlignment:
         from core.align.links import word_pieces
 
+        # cfg holds indices; the messages count from 1, as --align-layer and --align-head do
         if not -n_layers <= cfg.align_layer < n_layers:
-            raise ConfigError(f"--align-layer {cfg.align_layer}: the model has {n_layers} decoder layers")
+            shown = cfg.align_layer + 1 if cfg.align_layer >= 0 else cfg.align_layer
+            raise ConfigError(f"--align-layer {shown}: the model has {n_layers} decoder layers (1..{n_layers})")
         if not 0 <= cfg.align_head < h:
-            raise ConfigError(f"--align-head {cfg.align_head}: the model has {h} heads")
+            raise ConfigError(f"--align-head {cfg.align_head + 1}: the model has {h} heads (1..{h})")
         path = Path(cfg.align_links)
         try:
             lines = path.read_text(encoding="utf-8").split("\n")

@@ -60,7 +60,7 @@ class TrainConfig:
     threads: int = 0  # torch intra-op threads on CPU; 0 = torch's default
     align_links: str | None = None  # Pharaoh links per training pair: guided alignment (core/train/align_loss.py)
     align_layer: int = -2  # the decoder layer whose head is guided (Garg et al. 2019 use the penultimate)
-    align_head: int = 0
+    align_head: int = 0  # an index; `tt train --align-head` counts from 1
     align_weight: float = 0.05  # λ: the alignment loss's weight next to the translation loss (Garg et al.'s value)
     align_full_context: bool = (
         False  # the guided head reads the whole target (a second, unmasked decoder pass; Garg et al. §4.3)

@@ -132,9 +132,9 @@ def test_find_heads_stores_the_rule_that_align_and_translate_then_use(tt, files,
         "--method",
         "shift" if rule.shift else "full" if rule.full_context else "plain",
         "--layer",
-        str(rule.layer),
+        str(rule.layer + 1),  # options count from 1; alignment.json keeps indices
     ]
-    explicit += ["--head", str(rule.head)] if rule.head is not None else []
+    explicit += ["--head", str(rule.head + 1)] if rule.head is not None else []
     explicit += ["--both-ways"] if rule.bidirectional else []
     by_default = tt("--src", str(files / "a.fr"), "--tgt", str(files / "a.en"), model=model)
     given = tt("--src", str(files / "a.fr"), "--tgt", str(files / "a.en"), *explicit, model=model)
@@ -188,7 +188,13 @@ def test_reverse_model_symmetrizes(tt, files, tiny_model_dir, tiny_loaded):
             lambda d: None,
             ["--layer", "5", "--src", "{d}/a.fr", "--tgt", "{d}/a.en"],
             1,
-            "tt: error: alignment layer 5: this model has 2 decoder layers (0..1, or -1 for the last)\n",
+            "tt: error: --layer 5: this model has 2 layers, counted from 1 (1..2, or -1 for the last)\n",
+        ),
+        (
+            lambda d: None,
+            ["--layer", "0", "--src", "{d}/a.fr", "--tgt", "{d}/a.en"],
+            1,
+            "tt: error: --layer 0: this model has 2 layers, counted from 1 (1..2, or -1 for the last)\n",
         ),
     ],
 )
@@ -222,7 +228,7 @@ def test_threshold_and_no_save(tt, files, tiny_loaded, tiny_model_dir):
         "--method",
         "plain",
         "--layer",
-        "0",
+        "1",  # the first layer: options count from 1
         "--threshold",
         "0.2",
         "--src",

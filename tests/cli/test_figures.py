@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from core.decode.trace import BOS_PIECE, attention_matrix
 from core.decode.translate import TranslateOptions, translate_lines
+from core.model.attention import n_layers_of
 from tt_cli.main import app
 
 runner = CliRunner()
@@ -74,13 +75,14 @@ def test_family_layer_and_head_choose_the_map(tiny_model_dir, tiny_loaded, trace
     cfg = tiny_loaded.cfg
     choices = [("cross", 0, 1), ("decoder_self", cfg.n_decoder_layers - 1, 0), ("encoder_self", 0, None)]
     for family, layer, head in choices:
-        args = ["--family", family, "--layer", layer] + (["--head", head] if head is not None else [])
+        number = layer + 1  # options count layers and heads from 1
+        args = ["--family", family, "--layer", number] + (["--head", head + 1] if head is not None else [])
         translate(tiny_model_dir, "--attention-figure", tmp_path / f"{family}.png", *args)
         ax = figures[-1].axes[0]
         expected = attention_matrix(traced.source_trace, traced.steps, family, layer, head)
         torch.testing.assert_close(torch.tensor(ax.images[0].get_array()), expected)
-        which = "mean of the heads" if head is None else f"head {head}"
-        assert ax.get_title().endswith(f"layer {layer}, {which}")
+        which = "mean of the heads" if head is None else f"head {head + 1}"
+        assert ax.get_title().endswith(f"layer {number} of {n_layers_of(cfg, family)}, {which}")
     decoder_inputs = labels(figures[1].axes[0].get_xticklabels())
     assert decoder_inputs == [BOS_PIECE] + [s.piece for s in traced.steps[:-1]]
     assert labels(figures[2].axes[0].get_yticklabels()) == traced.source_trace.pieces

@@ -35,9 +35,10 @@ def test_analyze_attribute_layer_picks_the_cross_attention_it_compares(tiny_mode
 
     (t,) = translate_lines(tiny_loaded, [SENTENCE], TranslateOptions(method="greedy", with_attention=True))
     shown = {}
-    for layer in (0, -1):
+    for layer in (0, -1):  # indices; --layer counts from 1 (-1 = the last either way)
+        number = layer + 1 if layer >= 0 else layer
         out = json.loads(
-            tt("analyze", "attribute", "-m", tiny_model_dir, "--method", "ixg", "--layer", layer, "--json", SENTENCE)
+            tt("analyze", "attribute", "-m", tiny_model_dir, "--method", "ixg", "--layer", number, "--json", SENTENCE)
         )
         shown[layer] = torch.tensor(out["sentences"][0]["cross_attention"])
         expected = attention_matrix(t.source_trace, t.steps, "cross", layer, None)

@@ -283,7 +283,7 @@ def test_attention_and_inspect_show_the_last_sentence(terminal, tiny_translation
     tty.type("Le chat dort.\r")
     tty.read_until(re.escape(cat) + r"\n.*fr> ")
     tty.type(":attention\r")
-    heatmap = tty.read_until(r"cross-attention, layer last, mean over heads(.|\n)*0 .* 1\n.*fr> ")
+    heatmap = tty.read_until(r"cross-attention, layer 2 of 2, mean over heads(.|\n)*0 .* 1\n.*fr> ")
     rows = [line.split()[0] for line in heatmap.splitlines()[3:] if line.strip() and not line.startswith(("0 ", "fr>"))]
     assert "·do" in heatmap.splitlines()[2]  # source pieces across
     assert "".join(rows).replace("·", " ").strip() == cat + "</s>"  # output pieces down

@@ -50,6 +50,8 @@ SPECIAL = {
     "data_weight": ("2.5", [2.5]),
     "out": ("runs/y", "runs/y"),
     "data": (str(TINY_TSV), [str(TINY_TSV), str(TINY_TSV)]),
+    "align_layer": ("1", 0),  # counted from 1 on the command line, an index in the config
+    "align_head": ("3", 2),
 }
 
 

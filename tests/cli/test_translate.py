@@ -182,10 +182,10 @@ def test_n_best_plain_output_is_moses_format(tt):
 
 
 def test_show_attention_goes_to_stderr_when_stdout_is_not_a_terminal(tt):
-    result = tt("--greedy", "--show-attention", "--head", "0", "Je suis étudiant.")
+    result = tt("--greedy", "--show-attention", "--head", "1", "Je suis étudiant.")
     assert result.exit_code == 0, result.stderr
     assert result.stdout == "I am a student.\n"
-    assert "cross-attention, layer last, head 0" in result.stderr
+    assert "cross-attention, layer 2 of 2, head 1" in result.stderr  # layers and heads count from 1
     assert "·am" in result.stderr and "</s>" in result.stderr
 
 
@@ -194,7 +194,9 @@ def test_show_attention_goes_to_stderr_when_stdout_is_not_a_terminal(tt):
     [
         (["--attention", "cross", "x"], 2, "--attention and --align need --json"),
         (["--layer", "9", "x"], 1, "--layer 9: this model has 2 decoder layers"),
-        (["--head", "5", "x"], 1, "--head 5: this model has"),
+        (["--head", "5", "x"], 1, "--head 5: this model has 4 heads (1..4)"),
+        (["--head", "0", "x"], 1, "--head counts from 1"),
+        (["--layer", "0", "x"], 1, "--layer counts from 1"),
         (["--greedy", "--sample", "x"], 1, "exclude each other"),
         (["--input", "/nonexistent/in.fr"], 1, "/nonexistent/in.fr: no such file"),
         (["--input", "f", "x"], 2, "not both"),
@@ -288,9 +290,9 @@ def test_align_with_a_full_context_rule_matches_tt_align(tiny_model_dir, tmp_pat
             "--method",
             "plain",
             "--layer",
-            "1",
+            "2",  # alignment.json's layer 1, head 2 are indices; options count from 1
             "--head",
-            "2",
+            "3",
             "--src",
             str(tmp_path / "s.fr"),
             "--tgt",

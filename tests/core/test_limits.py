@@ -66,6 +66,17 @@ def test_a_fine_tuned_card_keeps_the_base_record_and_shows_the_fine_tune():
     assert f"({CARD['train_steps']} steps" in text  # the base model's training, as before
     assert "for 1500 steps" in text and "--align-links runs/silver.links" in text and "--align-weight 0.3" in text
     assert "scores\n61.99 valid BLEU (best) against 61.44 with guided alignment" in text and "+0.55 BLEU" in text
+    # train_config keeps indices (-2, 0); the card counts from 1, as `tt train --align-head` now does
+    assert "(the penultimate decoder layer, head 1, weight λ 0.3)" in text
+    assert "--align-layer -2 --align-head 1 --align-weight 0.3" in text
+
+
+def test_the_cards_alignment_rule_counts_from_one_as_tt_inspect_does():
+    from core.align.links import load_rule
+
+    rule, n_layers = load_rule(ROOT / "weights"), CARD["model_config"]["n_decoder_layers"]
+    assert CARD["alignment"]["rule"] == rule.describe(n_layers)
+    assert CARD["alignment"]["rule"].startswith(f"layer {rule.layer % n_layers + 1}, ")  # index 2 is "layer 3"
     assert ship_weights().render_fine_tune(SCRATCH) == ""
 
 

@@ -3,6 +3,8 @@ heads switched off live, and the word-alignment view."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from typer.testing import CliRunner
 
@@ -10,7 +12,6 @@ from core.analysis.tracefile import load_trace, save_trace
 from core.decode.stepper import Stepper
 from tests.tui.test_tui import SENTENCE, drive, keys, text_of
 from tt_cli.main import app as cli
-from tt_cli.tui.picture import describe
 from tt_cli.tui.widgets.distribution import Distribution
 from tt_cli.tui.widgets.heatmap import Heatmap
 from tt_cli.tui.widgets.sentence import SentenceView
@@ -97,10 +98,10 @@ def test_a_head_off_re_runs_greedy_decoding_and_shows_the_diff(tiny_loaded, gree
         assert [s.token for s in a.intact.steps] == [s.token for s in greedy.steps]
         assert len(app.decoding.steps) == 1  # the stepping view stays on the intact model
         shown = text_of(app.query_one(SentenceView))
-        assert "ablated" in shown and "off: cross L1 h2, cross L2 h2" in shown
+        assert "ablated" in shown and "off: cross L1H2, cross L2H2" in shown
         assert "switched off" in app.query_one(Heatmap).data.title
         await keys(pilot, "g")  # the grid marks the heads that are off
-        assert [r for r in app.query_one(Heatmap).data.rows if r.endswith("off")] == ["L1 h2 off", "L2 h2 off"]
+        assert [r for r in app.query_one(Heatmap).data.rows if r.endswith("off")] == ["L1H2 off", "L2H2 off"]
         await keys(pilot, "g", "o")  # layer 1 head 1 back on
         assert app.decoding.ablated.heads_off == (("cross", 0, 1),)
         await keys(pilot, "L", "o")
@@ -142,7 +143,7 @@ def test_word_links_replace_the_weights_on_cross_attention(aligned_loaded):
         await keys(pilot, "r", "a")
         d, data = app.decoding, app.query_one(Heatmap).data
         rule = AlignRule(0, 1, shift=True)
-        assert app.rule == rule and f"links: {describe(rule, 2)}" in data.title
+        assert app.rule == rule and "links: layer 1, head 2, shift, argmax" in data.title  # counted from 1
         links = align_steps(d.source.pieces, list(d.steps), rule)
         src, tgt = words(d.source.pieces), words([s.piece for s in d.steps])
         expected = {(t, s) for i, j in links for t in tgt[j] for s in src[i]}
@@ -176,7 +177,7 @@ def test_word_links_of_a_full_context_rule_reread_the_output(tiny_model_dir, tmp
     async def script(app, pilot):
         await keys(pilot, "r", "a")
         d, data = app.decoding, app.query_one(Heatmap).data
-        assert app.rule == rule and f"links: {describe(rule, 2)}" in data.title and "re-reading" not in data.title
+        assert app.rule == rule and f"links: {rule.describe(2)}" in data.title and "re-reading" not in data.title
         full = full_context_cross(loaded.model, d.source.tokens, [s.token for s in d.steps])
         links = align_steps(d.source.pieces, list(d.steps), rule, full)
         src, tgt = words(d.source.pieces), words([s.piece for s in d.steps])
@@ -201,9 +202,9 @@ def test_the_cross_grid_labels_each_head_with_its_aer(aligned_loaded, tiny_loade
     async def script(app, pilot):
         await keys(pilot, "g")
         data = app.query_one(Heatmap).data
-        # best AER per head: L0 h1 41% (layer -1 is layer 1: L1 h0 min(52%, 60%)); the mean is no head
-        labelled = {"L1 h2": "L1 h2 41%", "L2 h1": "L2 h1 52%"}  # counted from 1 on screen
-        plain = [f"L{layer + 1} h{h + 1}" for layer in range(2) for h in range(app.view.dims.h)]
+        # best AER per head: index (0, 1) 41% (layer -1 is index 1: (1, 0) min(52%, 60%)); the mean is no head
+        labelled = {"L1H2": "L1H2 41%", "L2H1": "L2H1 52%"}  # counted from 1 on screen
+        plain = [f"L{layer + 1}H{h + 1}" for layer in range(2) for h in range(app.view.dims.h)]
         assert app.view.dims.n_decoder_layers == 2 and "AER" in data.title
         assert data.rows == [labelled.get(r, r) for r in plain]
         await keys(pilot, "f", "g", "g")  # decoder self-attention heads have no AER
@@ -216,3 +217,32 @@ def test_the_cross_grid_labels_each_head_with_its_aer(aligned_loaded, tiny_loade
         assert all("%" not in r for r in app.query_one(Heatmap).data.rows)
 
     drive(tiny_loaded, no_ranking)
+
+
+def test_the_head_analyze_heads_names_most_needed_has_that_name_in_inspect(tiny_loaded, tiny_model_dir, tmp_path):
+    # One numbering (from 1) in both commands: the name `tt analyze heads` prints is the name tt inspect
+    # shows for that head once it is selected and switched off, and its title counts the same layer and head.
+    from core.model.attention import Head
+    from tt_cli.tui.state import FAMILY_KEY_ORDER
+
+    pairs = [("Je suis étudiant.", "I am a student."), ("Le chat dort.", "The cat is sleeping.")]
+    (tmp_path / "s.fr").write_text("".join(s + "\n" for s, _ in pairs), encoding="utf-8")
+    (tmp_path / "r.en").write_text("".join(r + "\n" for _, r in pairs), encoding="utf-8")
+    args = ["analyze", "heads", "--model", str(tiny_model_dir), "--src", str(tmp_path / "s.fr")]
+    table = CliRunner().invoke(cli, [*args, "--ref", str(tmp_path / "r.en")])
+    assert table.exit_code == 0, table.stderr
+    name = " ".join(" ".join(table.stdout.split()).split("most needed: ")[1].split()[:2])
+    head = Head.named(name)
+    layer_shown, head_shown = re.fullmatch(r"L(\d+)H(\d+)", name.split()[1]).groups()
+    assert str(head) == name and "0" not in (layer_shown, head_shown)
+    presses = ["f"] * FAMILY_KEY_ORDER.index(head.family) + ["l"] * head.layer + ["h"] * (head.head + 1)
+
+    async def script(app, pilot):
+        await keys(pilot, *presses)
+        assert app.view.selected_head() == head
+        title = app.query_one(Heatmap).data.title
+        assert f"layer {layer_shown} of " in title and f"head {head_shown} of " in title  # the same numbers
+        await keys(pilot, "o")
+        assert f"off: {name} (o)" in text_of(app.query_one(SentenceView))
+
+    drive(tiny_loaded, script)

@@ -24,7 +24,7 @@ def test_key_s_saves_the_map_shown_and_the_distribution_shown(tiny_loaded, tmp_p
         d, view = app.decoding, app.view
         assert (view.family, view.head, view.top_k) == ("decoder_self", 1, 12)
         texts = svg_texts(attention)
-        assert "masked decoder self-attention, layer 0, head 1" in texts
+        assert "masked decoder self-attention, layer 1 of 2, head 2" in texts
         for piece in {"<s>", *(s.piece for s in d.steps)}:
             assert piece in texts, piece
         bars = svg_texts(distribution)

@@ -24,7 +24,7 @@ def drawn_marks(app) -> dict[Head, str]:
     """(family, layer, head) → the character drawn right after each row label of the grid on screen."""
     marks = {}
     for line in text_of(app.query_one(Heatmap)).splitlines():
-        found = re.match(r"\s*L(\d+) h(\d+)", line[: LABEL_WIDTH - 1])
+        found = re.match(r"\s*L(\d+)H(\d+)", line[: LABEL_WIDTH - 1])
         if found:
             marks[Head(app.view.family, int(found[1]) - 1, int(found[2]) - 1)] = line[LABEL_WIDTH - 1]
     return marks

@@ -278,5 +278,5 @@ def test_y_toggles_the_lens_panel():
 def test_a_grid_label_keeps_its_width_with_the_sink_mark():
     from tt_cli.tui.picture import SINK, grid_label
 
-    assert grid_label(0, 1, "off", False) == "L1 h2 off" and grid_label(0, 1, "", False) == "L1 h2"
-    assert grid_label(0, 1, "41%", True) == f"L1 h2{SINK}41%" and grid_label(0, 1, "", True) == f"L1 h2{SINK}"
+    assert grid_label(0, 1, "off", False) == "L1H2 off" and grid_label(0, 1, "", False) == "L1H2"
+    assert grid_label(0, 1, "41%", True) == f"L1H2{SINK}41%" and grid_label(0, 1, "", True) == f"L1H2{SINK}"

@@ -126,7 +126,7 @@ def test_families_layers_heads_and_grid(tiny_loaded, greedy_steps):
         assert app.view.family == "encoder_self" and heatmap.data.rows == greedy_steps.source.pieces
         await keys(pilot, "f", "g")  # back to cross; the grid of every layer × head
         assert app.view.family == "cross" and len(heatmap.data.rows) == cfg.n_decoder_layers * cfg.h
-        assert heatmap.data.rows[cfg.h + 2] == "L2 h3"  # layer 1, head 2 counted from 1
+        assert heatmap.data.rows[cfg.h + 2] == "L2H3"  # layer 1, head 2 counted from 1
         assert heatmap.data.matrix[cfg.h + 2] == pytest.approx(last.cross[1][2].tolist(), abs=1e-6)
 
     drive(tiny_loaded, script)

@@ -136,7 +136,7 @@ def test_the_grid_marks_the_heads_that_park_their_attention(tiny_loaded):
     d = session.start(SENTENCE)
     grid = view_grid(tiny_loaded)
     data = picture(grid, d, sinks={("cross", 0, 1): ["eos"]})
-    assert data.rows[1] == f"L1 h2{SINK}" and [r for r in data.rows if SINK in r] == [data.rows[1]]
+    assert data.rows[1] == f"L1H2{SINK}" and [r for r in data.rows if SINK in r] == [data.rows[1]]
     assert SINK in data.title and SINK not in picture(grid, d).title
 
 
@@ -253,11 +253,11 @@ def test_the_grid_draws_a_sink_mark_on_the_head_that_parks():
         assert app.view.family == "encoder_self" and app.view.grid
         shown = text_of(app.query_one(Heatmap))
         h = fixed.cfg.h
-        rows = [line[:10] for line in shown.splitlines() if line.strip().startswith("L")]  # L1 h1 …
+        rows = [line[:10] for line in shown.splitlines() if line.strip().startswith("L")]  # L1H1 …
         assert len(rows) == fixed.cfg.n_encoder_layers * h
         marked = {i for i, label in enumerate(rows) if SINK in label}
         assert marked == {layer * h + head for f, layer, head in parked if f == "encoder_self"}
-        assert f"L2 h1{SINK}" in shown and SINK in shown.splitlines()[0]  # the row label and the title's key
+        assert f"L2H1{SINK}" in shown and SINK in shown.splitlines()[0]  # the row label and the title's key
 
     drive(fixed, script, text=sentence)
 

@@ -101,9 +101,12 @@ def align(
         ),
     ] = Method.auto,
     layer: Annotated[
-        Optional[int], typer.Option(help="Decoder layer whose cross-attention is read (-1 = last).")
+        Optional[int],
+        typer.Option(help="Decoder layer whose cross-attention is read, counted from 1 (-1 = the last)."),
     ] = None,
-    head: Annotated[Optional[int], typer.Option(help="One head (default: the mean of the layer's heads).")] = None,
+    head: Annotated[
+        Optional[int], typer.Option(help="One head, counted from 1 (default: the mean of the layer's heads).")
+    ] = None,
     threshold: Annotated[
         Optional[float],
         typer.Option(help="Link every word pair scoring at least this (0 = each target word's best source word)."),
@@ -188,6 +191,7 @@ def align(
     from core.align import aer
     from core.align.links import RULE_FILE, load_rule
     from core.files import check_output
+    from core.model.attention import head_index, layer_index
 
     if save_to is not None:
         check_output(save_to / RULE_FILE)  # before the ranking, not after it
@@ -205,6 +209,8 @@ def align(
                 loaded, pairs, names, gold_pairs, gold, save=save, save_to=save_to, batch_size=batch_size
             )
         cfg = loaded.cfg
+        layer = None if layer is None else layer_index(layer, cfg.n_decoder_layers, "--layer")
+        head = None if head is None else head_index(head, cfg.h, "--head")
         rule = _rule(load_rule(loaded.path), method, layer, head, threshold, both_ways)
         rule = rule.check(cfg.n_decoder_layers, cfg.h)
         reverse = None if reverse_model is None else load_model_for(reverse_model, device)
@@ -247,16 +253,17 @@ def _find_heads(
     # The head finder also measures the unmasked pass: a guided head may have been trained on it.
     attentions = pair_attention(loaded, pairs, batch_size=batch_size, names=names, full_context=True)
     ranking = rank_rules(attentions, gold_pairs)
+    n_layers = loaded.cfg.n_decoder_layers
     for rank, (rule, score) in enumerate(ranking, start=1):
         print(
-            f"{rank:3d}  {rule.describe():52s}  AER {100 * score.aer:5.1f}  precision {100 * score.precision:5.1f}  recall {100 * score.recall:5.1f}"
+            f"{rank:3d}  {rule.describe(n_layers):52s}  AER {100 * score.aer:5.1f}  precision {100 * score.precision:5.1f}  recall {100 * score.recall:5.1f}"
         )
     if save_to is None and save and is_installed_model(loaded.path):
         print(f"tt: not stored: {loaded.path} is an installed model; --save-to DIR stores it", file=sys.stderr)
     elif save_to is not None or save:
         about = {"gold": f"{gold.parent.name}/{gold.name}", "pairs": len(pairs), "aer": round(ranking[0][1].aer, 4)}
         path = save_rule(save_to or loaded.path, ranking, about)
-        print(f"tt: stored the best rule ({ranking[0][0].describe()}) in {path}", file=sys.stderr)
+        print(f"tt: stored the best rule ({ranking[0][0].describe(n_layers)}) in {path}", file=sys.stderr)
 
 
 def _write_pharaoh(results, words) -> None:

@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 
 from tt_cli.errors import EXIT_USAGE, fail, guard
-from tt_cli.options import AttributionChoice, DeviceOpt, ModelOpt
+from tt_cli.options import AttributionChoice, DeviceOpt, ModelOpt, layer_head_indices
 from tt_cli.usage import Typer
 
 app = Typer(
@@ -120,7 +120,7 @@ def ref(
         f"({100 * s.diverged / s.sentences:.1f}%) · teacher-forced top-1 agreement {100 * s.top1_agreement:.1f}% · "
         f"mean reference rank {s.mean_ref_rank:.2f} · mean log p(reference) {s.mean_ref_logprob:.2f}"
     )
-    console.print("first divergence at step: " + ", ".join(f"{k}: {v}" for k, v in s.by_position.items()))
+    console.print("first divergence at step: " + ", ".join(f"{k + 1}: {v}" for k, v in s.by_position.items()))
     console.print("…in the sentence's: " + ", ".join(f"{k}: {v}" for k, v in s.by_relative_position.items()))
     console.print("reference pieces left most often: " + ", ".join(f"{p!r} ×{n}" for p, n in s.ref_pieces))
     console.print("swaps (reference → model): " + ", ".join(f"{r!r}→{m!r} ×{n}" for r, m, n in s.swaps))
@@ -192,7 +192,7 @@ def heads(
     found = head_sinks(loaded, pairs)
     if sinks:
         if json_out:
-            _print_json({"sentences": len(pairs), "sinks": [_rounded(asdict(s)) for s in found]})
+            _print_json({"sentences": len(pairs), "sinks": [_rounded({**asdict(s), **s.at.shown()}) for s in found]})
         else:
             from tt_cli import analysis_views as views
 
@@ -219,7 +219,7 @@ def heads(
         for e in ablation.effects:
             s = sink_of[e.head]
             rows.append(
-                {**e.head._asdict(), "value": e.value, "delta": e.delta, "sink_share": s.share, "parks_on": s.parks_on}
+                {**e.head.shown(), "value": e.value, "delta": e.delta, "sink_share": s.share, "parks_on": s.parks_on}
             )
         obj = {"metric": ablation.metric, "sentences": ablation.sentences, "intact": ablation.intact, "heads": rows}
         if curve is not None:
@@ -340,7 +340,7 @@ def lens(
         else:
             for i, (x, y) in enumerate(zip(found.final, found.input)):
                 typer.echo(
-                    f"decoder layer {i}: top piece = the final top piece at {100 * x:.1f}% of "
+                    f"decoder layer {i + 1}: top piece = the final top piece at {100 * x:.1f}% of "
                     f"{found.steps} steps, = its own input piece at {100 * y:.1f}%"
                 )
         return
@@ -362,7 +362,7 @@ def lens(
                         "piece": s.piece,
                         "layers": [
                             {
-                                "layer": la.layer,
+                                "layer": la.layer + 1,  # counted from 1, as everywhere tt shows layers
                                 "rank": la.rank,
                                 "prob": round(la.prob, 4),
                                 "top": [[c.piece, round(c.prob, 4)] for c in la.top],
@@ -380,10 +380,10 @@ def lens(
     table = Table(title=f"logit lens: {text!r} → {t.text!r}", box=None, header_style="bold")
     table.add_column("step")
     for i in range(len(steps[0].layers) if steps else 0):
-        table.add_column(f"layer {i}: top (rank of output)")
+        table.add_column(f"layer {i + 1}: top (rank of output)")
     for s in steps:
         table.add_row(
-            f"{s.index} {s.piece}", *(f"{la.top[0].piece} {la.top[0].prob:.2f} ({la.rank})" for la in s.layers)
+            f"{s.index + 1} {s.piece}", *(f"{la.top[0].piece} {la.top[0].prob:.2f} ({la.rank})" for la in s.layers)
         )
     _console().print(table)
 
@@ -402,7 +402,10 @@ def attribute(
         AttributionChoice, typer.Option(help="ixg = input×gradient, ig = integrated gradients.")
     ] = AttributionChoice.ig,
     ig_steps: Annotated[int, typer.Option(help="Integration steps for ig.", min=1)] = 32,
-    layer: Annotated[int, typer.Option(help="Decoder layer whose cross-attention (mean over heads) is compared.")] = -1,
+    layer: Annotated[
+        int,
+        typer.Option(help="Decoder layer whose cross-attention (mean over heads) is compared, from 1 (-1 = the last)."),
+    ] = -1,
     model: ModelOpt = None,
     device: DeviceOpt = "cpu",
     threads: ThreadsOpt = 0,
@@ -418,6 +421,7 @@ def attribute(
     from core.decode.translate import TranslateOptions, read_lines, translate_lines
     from core.files import open_input
 
+    layer = layer_head_indices(layer, None)[0]  # counted from 1 on the command line
     if (src is None) == (not texts):
         raise fail('give sentences or --src F: tt analyze attribute "Je suis étudiant."', EXIT_USAGE)
     if src is not None:

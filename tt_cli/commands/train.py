@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from tt_cli.options import DeviceOpt, ThreadsOpt, in_panel, set_threads
+from tt_cli.options import DeviceOpt, ThreadsOpt, in_panel, layer_head_indices, set_threads
 
 NO_DATA = (
     "no training data: pass --data FILE.tsv (source<TAB>target per line) or --data PREFIX "
@@ -119,6 +119,11 @@ def _config_from_options(ctx: typer.Context, options: dict[str, Any]):
             return [str(p) for p in v or []]
         if name == "data_weight":
             return list(v or [])
+        # --align-layer and --align-head count from 1; TrainConfig keeps indices
+        if name == "align_layer":
+            return layer_head_indices(v, None, "align-")[0]
+        if name == "align_head":
+            return layer_head_indices(-1, v, "align-")[1]
         if name in ("spm_model", "align_links", "init_from", "cache_dir"):
             return str(v) if v else None
         if name == "out":
@@ -397,9 +402,12 @@ def train(
         ),
     ] = None,
     align_layer: Annotated[
-        int, typer.Option(help="Decoder layer of the guided head (-2 = the penultimate).", rich_help_panel="Alignment")
+        int,
+        typer.Option(
+            help="Decoder layer of the guided head, counted from 1 (-2 = the penultimate).", rich_help_panel="Alignment"
+        ),
     ] = -2,
-    align_head: Annotated[int, typer.Option(help="The guided head.", rich_help_panel="Alignment")] = 0,
+    align_head: Annotated[int, typer.Option(help="The guided head, counted from 1.", rich_help_panel="Alignment")] = 1,
     align_weight: Annotated[
         float, typer.Option(help="Weight λ of the alignment loss.", rich_help_panel="Alignment")
     ] = 0.05,

@@ -26,6 +26,7 @@ from tt_cli.options import (
     QuantizeOpt,
     ThreadsOpt,
     check_sampling,
+    layer_head_indices,
     load_model_for,
     method_of,
     set_threads,
@@ -123,10 +124,12 @@ def translate(
             help="Draw a cross-attention heatmap after each translation (stderr if stdout is not a terminal).",
         ),
     ] = False,
-    layer: Annotated[int, typer.Option(help="Layer for --show-attention and --attention-figure (-1 = the last).")] = -1,
+    layer: Annotated[
+        int, typer.Option(help="Layer for --show-attention and --attention-figure, counted from 1 (-1 = the last).")
+    ] = -1,
     head: Annotated[
         Optional[int],
-        typer.Option(help="Head for --show-attention and --attention-figure (default: the mean of the heads)."),
+        typer.Option(help="Head for --show-attention and --attention-figure, from 1 (default: the mean of the heads)."),
     ] = None,
     attention_figure: Annotated[
         Optional[Path],
@@ -272,6 +275,7 @@ def translate(
         other_input = bool(text) or input_file is not None or output is not None
         return _interactive(model, device, decoding, quantize, json_out, threads, other_input, settings)
     # Usage checks first: they need neither torch nor the model, so a mistake is reported at once.
+    layer, head = layer_head_indices(layer, head)  # counted from 1 on the command line, 0-based from here
     figures = _figures(attention_figure, distribution_figure, family, layer, head, step, text)
     model_view = (
         raw
@@ -432,9 +436,10 @@ def _load(model: Path | None, device: str, quantize: QuantizeChoice | None, laye
     n_layers, n_heads = n_layers_of(loaded.cfg, family), loaded.cfg.h
     if not -n_layers <= layer < n_layers:
         side = "encoder" if family == "encoder_self" else "decoder"
-        raise fail(f"--layer {layer}: this model has {n_layers} {side} layers (0..{n_layers - 1}, or -1 for the last)")
+        shown = layer + 1 if layer >= 0 else layer
+        raise fail(f"--layer {shown}: this model has {n_layers} {side} layers (1..{n_layers}, or -1 for the last)")
     if head is not None and not 0 <= head < n_heads:
-        raise fail(f"--head {head}: this model has {n_heads} heads (0..{n_heads - 1})")
+        raise fail(f"--head {head + 1}: this model has {n_heads} heads (1..{n_heads})")
     return loaded
 
 

@@ -4,7 +4,6 @@ under it that reads out the selected cell. Pure functions of (ViewState, Decodin
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import replace
 
 import torch
 
@@ -12,7 +11,7 @@ from core.align.links import DEFAULT_RULE, AlignRule, align_steps, words
 from core.analysis.attribute import Attribution
 from core.analysis.patterns import KIND_LEGEND, KIND_MARKS, HeadKind
 from core.decode.trace import attention_grid, attention_matrix
-from core.model.attention import Head
+from core.model.attention import Head, layer_head
 from tt_cli.tui.session import Decoding
 from tt_cli.tui.state import Cell, ViewState
 from tt_cli.tui.widgets.explain import FAMILY_NAMES
@@ -85,7 +84,7 @@ def picture(
         return HeatmapData(title, src_pieces, src_pieces, matrix.tolist())
     rows = [st.piece for st in steps]
     if family == "cross" and view.links:
-        title = f"{name} · links: {describe(rule, n_layers)}"  # a long title wraps and costs a row
+        title = f"{name} · links: {rule.describe(n_layers)}"  # a long title wraps and costs a row
         if rule.full_context and full_cross is None:  # the model thread is re-reading the output
             marks = []
             title += " · re-reading the output…"
@@ -103,9 +102,9 @@ SINK = "◆"  # a head that parks its attention: one cell wide, unlike an anchor
 
 
 def grid_label(layer: int, head: int, note: str, parked: bool) -> str:
-    """ "L0 h1 off", "L0 h1◆41%": the sink mark takes the separator's place, so the label still fits."""
+    """ "L1H2 off", "L1H2◆41%" (Head's name, counted from 1): the sink mark takes the separator's place."""
     sep = SINK if parked else " "
-    return f"L{layer + 1} h{head + 1}" + (sep + note if note or parked else "")
+    return layer_head(layer, head) + (sep + note if note or parked else "")
 
 
 def kind_marks(kinds: Mapping[Head, HeadKind], family: str, n_layers: int, h: int) -> list[str]:
@@ -118,12 +117,6 @@ def kind_marks(kinds: Mapping[Head, HeadKind], family: str, n_layers: int, h: in
         for layer in range(n_layers)
         for head in range(h)
     ]
-
-
-def describe(rule: AlignRule, n_layers: int) -> str:
-    """The rule as AlignRule.describe says it, its layer and head counted from 1 as on every screen here."""
-    head = None if rule.head is None else rule.head + 1
-    return replace(rule, layer=rule.layer % n_layers + 1, head=head).describe()
 
 
 def link_marks(

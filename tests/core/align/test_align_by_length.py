@@ -38,14 +38,14 @@ def test_the_script_prints_one_row_per_length(tiny_model_dir, tmp_path):
             "--join",
             "1,4",
             "--layer",
-            "0",
-            "--head",
             "1",
+            "--head",
+            "2",
         ],
         capture_output=True,
         text=True,
         check=True,
     )
     rows = result.stdout.splitlines()
-    assert "layer 0, head 1, plain, argmax" in rows[0] and len(rows) == 4
+    assert "layer 1, head 2, plain, argmax" in rows[0] and len(rows) == 4
     assert [r.split()[0] for r in rows[2:]] == ["1", "4"] and float(rows[3].split()[1]) > float(rows[2].split()[1])

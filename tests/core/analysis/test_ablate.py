@@ -118,7 +118,10 @@ def test_cli_heads_json_table_and_prune(tiny_model_dir, tmp_path):
     assert obj["prune_order"] == "once" and len(obj["prune"]) == len(obj["heads"]) + 1
     table = CliRunner().invoke(app, args)
     assert table.exit_code == 0, table.stderr
-    assert "most needed:" in table.stdout and "cross L0" in table.stdout
+    assert "most needed:" in table.stdout and "cross L1 " in table.stdout and "cross L0" not in table.stdout
+    worst = min(obj["heads"], key=lambda h: h["delta"])  # layers and heads count from 1, in JSON too
+    assert worst["name"] == f"{worst['family']} L{worst['layer']}H{worst['head']}"
+    assert " ".join(table.stdout.split()).split("most needed: ")[1].startswith(worst["name"] + " (")
 
 
 def test_restarting_from_a_changed_layer_equals_full_passes_on_top_of_a_base(tiny_loaded):

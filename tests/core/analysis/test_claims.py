@@ -76,7 +76,8 @@ def test_real_head_variance_reads_the_heads(tiny_loaded):
     walk = source_walk(tiny_loaded, "Je suis étudiant.")
     a = walk.layers[1].attention
     dots = (a.q[0, 2].double() @ a.k[0, 2].double().T).flatten()
-    row = next(r for r in rows if (r["layer"], r["head"]) == (1, 2))
+    row = next(r for r in rows if (r["layer"], r["head"]) == (2, 3))  # walk.layers[1], head index 2, from 1
+    assert row["name"] == "encoder_self L2H3"
     assert row["var_dot"] == pytest.approx(float(dots.var()), rel=1e-6)
     assert row["var_scaled"] == pytest.approx(row["var_dot"] / cfg.d_k)
     assert C.variance_grows(tiny_loaded, ["Je suis étudiant."]).verdict == C.HOLDS
@@ -119,7 +120,7 @@ def test_il_attends_animal_reads_the_encoder_weights(tiny_loaded):
     with torch.no_grad():
         enc = tiny_loaded.model.encode(torch.tensor([walk.ids]), need_weights=True)
     w = enc.attention[1].weights[0, 3][il].mean(0)  # layer 1, head 3, the rows of "il"
-    assert claim.values["heads"]["1.3"][0] == pytest.approx(float(w[animal].sum()), abs=1e-6)
+    assert claim.values["heads"]["encoder_self L2H4"][0] == pytest.approx(float(w[animal].sum()), abs=1e-6)
     assert claim.values["uniform"] == pytest.approx(len(animal) / len(walk.ids))
     assert claim.verdict in C.VERDICTS
 

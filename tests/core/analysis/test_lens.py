@@ -78,7 +78,7 @@ def test_cli_lens_sentence_file_and_usage(tiny_model_dir, tiny_loaded, tmp_path)
         app, ["analyze", "lens", "--model", str(tiny_model_dir), "--src", str(src), "--ref", str(ref)]
     )
     assert table.exit_code == 0, table.stderr
-    assert "decoder layer 0:" in table.stdout
+    assert "decoder layer 1:" in table.stdout
     as_json = runner.invoke(
         app, ["analyze", "lens", "--model", str(tiny_model_dir), "--src", str(src), "--ref", str(ref), "--json"]
     )
@@ -86,7 +86,7 @@ def test_cli_lens_sentence_file_and_usage(tiny_model_dir, tiny_loaded, tmp_path)
     obj = json.loads(as_json.stdout)
     assert obj["steps"] == found.steps and obj["sentences"] == len(PAIRS)
     assert obj["final"] == pytest.approx(found.final, abs=1e-4) and obj["input"] == pytest.approx(found.input, abs=1e-4)
-    first = f"decoder layer 0: top piece = the final top piece at {100 * found.final[0]:.1f}% of {found.steps} steps"
+    first = f"decoder layer 1: top piece = the final top piece at {100 * found.final[0]:.1f}% of {found.steps} steps"
     assert table.stdout.startswith(first)
     neither = runner.invoke(app, ["analyze", "lens"])
     assert neither.exit_code == 2 and "give a sentence" in neither.stderr

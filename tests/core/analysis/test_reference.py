@@ -7,7 +7,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from core.analysis.reference import compare_pairs, summarize
+from core.analysis.reference import RefComparison, RefStep, compare_pairs, summarize
 from core.decode.trace import trace_steps
 from core.decode.translate import TranslateOptions, translate_lines
 from tt_cli.main import app
@@ -116,3 +116,34 @@ def test_cli_ref_one_pair_table_and_usage_errors(tiny_model_dir, tmp_path):
         ],
     )
     assert missing.exit_code == 1 and missing.stderr.startswith("tt: error:") and len(missing.stderr.splitlines()) == 1
+
+
+def _step(index: int, ref: str, model: str) -> RefStep:
+    return RefStep(index, 0 if ref == model else 1, ref, 1 if ref == model else 2, 0.5, 0, model, 0.5)
+
+
+def test_summary_counts_each_first_divergence_at_its_own_step():
+    # By hand: "I am a student ." left at step index 2 ("a" → "the"), "The cat sleeps ." at index 0.
+    first = RefComparison(
+        "s",
+        "I am a student.",
+        "",
+        [],
+        [_step(0, "▁I", "▁I"), _step(1, "▁am", "▁am"), _step(2, "▁a", "▁the"), _step(3, "▁student", "▁pupil")],
+        2,
+        -1.0,
+    )
+    second = RefComparison("s", "The cat sleeps.", "", [], [_step(0, "▁The", "▁A"), _step(1, "▁cat", "▁cat")], 0, -1.0)
+    s = summarize([first, second])
+    assert s.by_position == {0: 1, 2: 1}  # indices; one step late would say {1: 1, 3: 1}
+    assert s.ref_pieces == [("▁a", 1), ("▁The", 1)] and s.swaps == [("▁a", "▁the", 1), ("▁The", "▁A", 1)]
+    assert s.by_relative_position == {"0-20%": 1, "40-60%": 1}
+
+
+def test_cli_ref_counts_steps_from_one_as_tt_inspect_does(tiny_model_dir, comparisons):
+    c = comparisons[1]  # "Le chat dort.": the model leaves the reference
+    result = CliRunner().invoke(app, ["analyze", "ref", "--model", str(tiny_model_dir), *PAIRS[1]])
+    assert result.exit_code == 0, result.stderr
+    assert f"first divergence: step {c.first_divergence + 1} " in result.stdout
+    rows = [line.split() for line in result.stdout.splitlines() if line.strip()[:1].isdigit()]
+    assert [int(r[0]) for r in rows] == list(range(1, len(c.steps) + 1))

@@ -11,6 +11,7 @@ import torch
 from core.learn import slips, topic_toys, toys
 from core.learn.live import head_name, live_numbers
 from core.learn.steps import NOTES, STEPS, TT, render_plain, step
+from core.model.attention import Head
 from core.model.masks import decoder_mask, padding_mask
 
 
@@ -95,7 +96,7 @@ def test_step_five_names_its_head_one_based(tiny_loaded):
     from core.analysis.claims import il_attends_animal
 
     best = il_attends_animal(tiny_loaded).values["best"]
-    layer, head = (int(x) for x in best.split("."))
+    _, layer, head = Head.named(best)
     shown = dict(live_numbers(step("coreference"), tiny_loaded))["best head"]
     assert shown == head_name(best) == f"layer {layer + 1}, head {head + 1}"
     assert re.fullmatch(r"layer [1-9]\d*, head [1-9]\d*", shown)

@@ -26,7 +26,8 @@ MIN_CELL = 4  # columns a key takes at least: a long sentence scrolls rather tha
 
 def nth(index: int, count: int) -> str:
     """ "3 of 12" for index 2: steps, layers, heads and checkpoints count from 1 on every screen of
-    tt inspect (positions stay the paper's 0-based pos); JSON files and --json keep 0-based indices."""
+    tt inspect, as in all of tt's output and options (core.model.attention.layer_head); positions stay
+    the paper's 0-based pos."""
     return f"{index + 1} of {count}"
 
 

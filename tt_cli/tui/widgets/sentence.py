@@ -24,12 +24,9 @@ def pieces_line(name: str, pieces: list[str], *, current: int | None = None, for
     return text
 
 
-SHORT_FAMILY = {"cross": "cross", "decoder_self": "dec-self", "encoder_self": "enc-self"}
-
-
 def head_name(head: Head) -> str:
-    family, layer, h = head
-    return f"{SHORT_FAMILY[family]} L{layer + 1} h{h + 1}"
+    """The head's one name, the one `tt analyze heads` prints: "cross L3H2" (counted from 1)."""
+    return str(Head(*head))
 
 
 def changed(intact: list[str], ablated: list[str]) -> set[int]:
