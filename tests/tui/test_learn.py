@@ -193,18 +193,23 @@ def fixed_loaded():
     return load_model(FIXTURES / "tiny_model")
 
 
-def snap(loaded, snap_compare, start: int, *names: str) -> bool:
+def snap(loaded, snap_compare, start: int, *names: str, size: tuple[int, int] = SIZE) -> bool:
     async def run_before(pilot) -> None:
         await settle(pilot)
         for name in names:
             await pilot.press(name)
             await settle(pilot)
 
-    return snap_compare(make_learn_app(loaded, start=start), terminal_size=SIZE, run_before=run_before)
+    return snap_compare(make_learn_app(loaded, start=start), terminal_size=size, run_before=run_before)
 
 
 def test_snapshot_a_step_with_its_attention_table(fixed_loaded, snap_compare):
     assert snap(fixed_loaded, snap_compare, 16)  # masks
+
+
+def test_snapshot_a_step_with_its_attention_table_at_80x24(fixed_loaded, snap_compare):
+    # tab to the table, two rows down: the lit border, the footer's keys and the table's scroll note
+    assert snap(fixed_loaded, snap_compare, 16, "tab", "tab", "tab", "down", "down", size=(80, 24))
 
 
 def test_snapshot_a_step_told_in_numbers(fixed_loaded, snap_compare):

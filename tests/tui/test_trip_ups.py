@@ -70,7 +70,7 @@ def test_steps_layers_and_heads_count_from_1_everywhere(tiny_loaded, greedy):
 
     async def script(app, pilot):
         await keys(pilot, "n", "h")  # step 2 on screen; head index 0
-        assert "step 2 of" in text_of(app.query_one("SentenceView"))
+        assert f"step 2 · limit {app.decoding.limit}" in text_of(app.query_one("SentenceView"))  # taken, not "of"
         assert "step 2 chose" in app.query_one("#dist").border_subtitle
         title = app.query_one(Heatmap).data.title
         assert f"layer 1 of {cfg.n_decoder_layers}" in title and f"head 1 of {cfg.h}" in title

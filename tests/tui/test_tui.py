@@ -166,9 +166,11 @@ def test_a_long_sentence_scrolls_instead_of_spilling(tiny_loaded):
         await keys(pilot, "f", "f")  # encoder self-attention: source × source
         width = heatmap.content_size.width
         shown = text_of(heatmap).splitlines()
-        assert n_keys * 3 > width and f"of {n_keys} · arrows scroll" in text_of(heatmap)
+        assert n_keys * 3 > width and f"/{n_keys} · tab ←↑↓→" in text_of(heatmap)  # how to scroll
         assert max(len(line.rstrip()) for line in shown[1:]) <= width  # the title may wrap; the grid may not
         heatmap.focus()
+        await settle(pilot)
+        assert text_of(heatmap).rstrip().endswith(f"/{n_keys} · ←↑↓→")  # focused: the arrows alone
         await keys(pilot, *["right"] * n_keys, *["down"] * n_keys)
         assert heatmap.cursor == (n_keys - 1, n_keys - 1)
         assert "</s>" in text_of(heatmap).splitlines()[-2]  # the last row is in view

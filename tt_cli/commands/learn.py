@@ -37,8 +37,9 @@ def learn(
     model: ModelOpt = None,
 ) -> None:
     """A guided lesson in the order of the course notes: each step's idea and formula, the notes'
-    example computed by tt, then the same step on the live model. Keys: → next, ← back, l list,
-    i open the step in tt inspect (q there comes back to the step), q quit."""
+    example computed by tt, then the same step on the live model. Keys: → next, ← back, tab a panel and
+    ↑/↓ to scroll it (on the attention table the arrows move the cell), l list, i open the step in tt
+    inspect (q there comes back to the step), ? every key, q quit."""
     from core.learn.steps import STEPS, own_step, render_plain
     from core.learn.steps import step as find_step
 

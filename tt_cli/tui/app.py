@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -51,8 +51,10 @@ from tt_cli.tui.widgets.heatmap import Heatmap
 from tt_cli.tui.widgets.lens import LensView
 from tt_cli.tui.widgets.reference import ReferenceView
 from tt_cli.tui.widgets.sentence import SentenceView
+from tt_cli.tui.widgets.too_small import TooSmall
 
 Job = tuple[Callable[[], Any], Callable[[Any], None]]
+MIN_SIZE = (72, 22)  # columns, rows: below, the heatmap keeps too few rows and keys to read
 
 
 class InspectApp(Stepping, Modes, AnalysisViews, App[None]):
@@ -241,6 +243,9 @@ class InspectApp(Stepping, Modes, AnalysisViews, App[None]):
         self.reread = Kept()  # the output re-read without the look-ahead mask, for a full-context alignment rule
 
     # ------------------------------------------------------------------------------ layout
+    def on_resize(self, event: events.Resize) -> None:
+        self.query_one(TooSmall).fit(*event.size)
+
     def compose(self) -> ComposeResult:
         yield Static(id="title")
         yield SentenceView()
@@ -254,6 +259,7 @@ class InspectApp(Stepping, Modes, AnalysisViews, App[None]):
                 yield ExplainView(id="explain")
                 yield LensView(id="lens")
                 yield ReferenceView(id="ref")
+        yield TooSmall(MIN_SIZE, "tt inspect")
         yield Footer()
 
     def on_mount(self) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from functools import partial
 
+from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -25,10 +26,37 @@ from core.learn.live import Matrix, live_matrix, live_numbers
 from core.learn.steps import STEPS, Step, own_step
 from tt_cli.tui.learn.steps_screen import StepsScreen
 from tt_cli.tui.learn.text import lesson_text, live_text, progress_text
+from tt_cli.tui.screens.help import HelpScreen
 from tt_cli.tui.widgets.footer import Footer
 from tt_cli.tui.widgets.heatmap import Heatmap, HeatmapData
+from tt_cli.tui.widgets.too_small import TooSmall
 
 Computed = tuple[list[tuple[str, str]], Matrix | None]
+MIN_SIZE = (60, 18)  # columns, rows: below, the three panels leave no line to read
+SHORT = 30  # rows: below, the live numbers give the attention table more of the right-hand side
+HELP_INTRO = (
+    "tt learn walks the notes one step a screen: the idea, formula and a toy on the left, the same step on "
+    "the live model on the right. tab picks the panel that ↑/↓ scroll (its border lights up); on the "
+    "attention table the arrows move the selected cell, and the table scrolls to keep it in view. Layers, "
+    "heads and steps count from 1, as in tt inspect.\n"
+)
+
+
+class LessonMap(Heatmap):
+    """The attention table of a step: once tab reaches it, the arrows move its cell (the footer says so)."""
+
+    BINDINGS = [Binding("down", "move(1, 0)", "cell", key_display="←↑↓→", tooltip=Heatmap.BINDINGS[0].tooltip)]
+
+
+class Panel(VerticalScroll, inherit_bindings=False):
+    """A scrolling panel that takes only ↑/↓ (and page keys): ←/→ stay the lesson's steps."""
+
+    BINDINGS = [
+        Binding("down,j", "scroll_down", "scroll", key_display="↑↓"),
+        Binding("up,k", "scroll_up", "scroll up", show=False),
+        Binding("pagedown", "page_down", "page", show=False),
+        Binding("pageup", "page_up", "page up", show=False),
+    ]
 
 
 def shown_sentence(sentence: str) -> str:
@@ -44,17 +72,35 @@ class LearnApp(App[str | None]):
     #body { height: 1fr; }
     #lesson { width: 1fr; border: round $primary; padding: 0 1; }
     #right { width: 1fr; }
-    #live { height: auto; max-height: 60%; border: round $accent; padding: 0 1; }
+    #live { height: auto; max-height: 100%; border: round $accent; padding: 0 1; }
+    #right.-map #live { max-height: 60%; }
+    #right.-map.-short #live { max-height: 45%; }  /* 24 rows: the table keeps rows to read */
     #live-numbers { height: auto; }
     LearnApp Heatmap { border: round $accent; }
+    #lesson:focus, #live:focus, LearnApp Heatmap:focus { border: round $warning; }
     """
+    # help first: at 80 columns the footer shows every key but the hidden ones, which ? lists.
     BINDINGS = [
+        Binding("question_mark", "help", "keys", tooltip="every key of the lesson (this list)"),
         Binding("n,right,space", "move(1)", "next", tooltip="the next step"),
         Binding("p,left", "move(-1)", "back", tooltip="the step before"),
-        Binding("down,j", "scroll_lesson(3)", "scroll", show=False, tooltip="scroll the lesson's text down"),
-        Binding("up,k", "scroll_lesson(-3)", "scroll up", show=False, tooltip="scroll the lesson's text up"),
+        Binding(
+            "tab",
+            "focus_next",
+            "panel",
+            priority=True,  # over the screen's own (hidden) tab: the footer shows it
+            tooltip="the next panel to scroll (lighter border): the lesson, the live numbers, the attention table",
+        ),
+        Binding(
+            "down,j",
+            "scroll_lesson(3)",
+            "scroll",
+            key_display="↑↓",
+            tooltip="scroll the panel tab chose (the lesson's text when none is): down",
+        ),
+        Binding("up,k", "scroll_lesson(-3)", "scroll up", show=False, tooltip="… up"),
         Binding("l", "steps", "steps", tooltip="the list of steps: jump to one"),
-        Binding("i", "inspect", "open in tt inspect", tooltip="leave the lesson into tt inspect on this step"),
+        Binding("i", "inspect", "inspect", tooltip="open this step in tt inspect; its q comes back here"),
         Binding("q", "quit", "quit", tooltip="quit"),
     ]
 
@@ -76,16 +122,21 @@ class LearnApp(App[str | None]):
     def compose(self) -> ComposeResult:
         yield Static(id="progress")
         with Horizontal(id="body"):
-            with VerticalScroll(id="lesson", can_focus=False):
+            with Panel(id="lesson"):
                 yield Static(id="lesson-text")
             with Vertical(id="right"):
-                with VerticalScroll(id="live"):
+                with Panel(id="live"):
                     yield Static(id="live-numbers")
-                yield Heatmap()
+                yield LessonMap()
+        yield TooSmall(MIN_SIZE, "tt learn")
         yield Footer()
 
     def on_mount(self) -> None:
         self._draw()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.query_one(TooSmall).fit(*event.size)
+        self.query_one("#right").set_class(event.size.height < SHORT, "-short")
 
     # ------------------------------------------------------------------ the model, off the UI thread
     def _ask(self, index: int) -> None:
@@ -138,6 +189,7 @@ class LearnApp(App[str | None]):
         self.query_one("#live-numbers", Static).update(live_text(s, lines, shown_sentence(s.sentence)))
         heatmap = self.query_one(Heatmap)
         heatmap.display = matrix is not None
+        self.query_one("#right").set_class(matrix is not None, "-map")
         if matrix is not None:
             heatmap.show(HeatmapData(matrix.title, matrix.rows, matrix.cols, matrix.weights, matrix.hidden))
 
@@ -150,7 +202,17 @@ class LearnApp(App[str | None]):
         self.index = new
 
     def action_scroll_lesson(self, lines: int) -> None:
+        """↑/↓ with no panel chosen (a chosen one takes its own keys first): the lesson's text."""
         self.query_one("#lesson", VerticalScroll).scroll_relative(y=lines, animate=False)
+
+    def action_help(self) -> None:
+        self.push_screen(
+            HelpScreen(
+                [("", self.BINDINGS), ("in the attention table (tab to it)", Heatmap.BINDINGS)],
+                intro=HELP_INTRO,
+                leave="esc, q or ? closes this list (↑/↓ scroll) · q quits tt learn\n",
+            )
+        )
 
     def action_steps(self) -> None:
         self.push_screen(StepsScreen(self.index), lambda chosen: None if chosen is None else self._jump(chosen))

@@ -33,10 +33,14 @@ class HelpScreen(ModalScreen[None]):
     """
     BINDINGS = [Binding("escape,q,question_mark", "app.pop_screen", "close")]
 
-    def __init__(self, sections: Iterable[tuple[str, Iterable[Binding]]]) -> None:
-        """sections: (a heading, or "" for none; the bindings listed under it)."""
+    def __init__(
+        self, sections: Iterable[tuple[str, Iterable[Binding]]], *, intro: str = INTRO, leave: str = LEAVE
+    ) -> None:
+        """sections: (a heading, or "" for none; the bindings listed under it); intro and leave: the
+        lines above the keys (tt inspect's by default)."""
         super().__init__()
         self.sections = [(title, list(bindings)) for title, bindings in sections]
+        self.intro, self.leave = intro, leave
 
     def keys(self, binding: Binding) -> str:
         """'n / →' for Binding("n,right", …): each key as the footer would show it."""
@@ -65,6 +69,6 @@ class HelpScreen(ModalScreen[None]):
             for keys, what in self.rows(bindings):
                 table.add_row(keys, what)
         with VerticalScroll():
-            yield Static(Text(LEAVE, style="bold"))
-            yield Static(Text(INTRO, style="dim"))
+            yield Static(Text(self.leave, style="bold"))
+            yield Static(Text(self.intro, style="dim"))
             yield Static(table)

@@ -94,6 +94,12 @@ class Heatmap(Widget, can_focus=True):
     def watch_cursor(self) -> None:
         self.refresh()
 
+    def on_focus(self) -> None:
+        self.refresh()  # the "more" note says which keys scroll now
+
+    def on_blur(self) -> None:
+        self.refresh()
+
     def _cell_width(self) -> int:
         n_cols = max(len(self.data.cols), 1)
         room = max(self.content_size.width - LABEL_WIDTH - 1, MIN_CELL)
@@ -194,8 +200,9 @@ class Heatmap(Widget, can_focus=True):
         if len(rows) < len(data.rows) or len(cols) < len(data.cols):
             lines.append(
                 Text(
-                    f"rows {rows.start + 1}–{rows.stop} of {len(data.rows)} · keys {cols.start + 1}–{cols.stop}"
-                    f" of {len(data.cols)} · arrows scroll",
+                    # short enough for a 36-column panel (80×24): how to scroll, whether focused or not
+                    f"rows {rows.start + 1}–{rows.stop}/{len(data.rows)}, keys {cols.start + 1}–{cols.stop}"
+                    f"/{len(data.cols)} · " + ("←↑↓→" if self.has_focus else "tab ←↑↓→"),
                     style="dim",
                     no_wrap=True,
                     overflow="ellipsis",

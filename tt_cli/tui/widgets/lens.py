@@ -26,9 +26,9 @@ class LensView(Static):
             return
         self.border_subtitle = f"step {step.index + 1} → {label(step.piece, 12)}"
         table = Table(box=None, padding=(0, 1), show_edge=False)
-        table.add_column("layer", justify="right")
-        table.add_column("rank", justify="right")
-        table.add_column("top pieces (p)")
+        table.add_column("layer", justify="right", no_wrap=True, min_width=5)
+        table.add_column("rank", justify="right", no_wrap=True, min_width=4)
+        table.add_column("top pieces (p)", no_wrap=True, overflow="ellipsis")  # one line a layer, cut at the edge
         for layer in step.layers:
             tops = Text()
             for c in layer.top:

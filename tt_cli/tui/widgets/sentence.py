@@ -11,7 +11,7 @@ from textual.widgets import Static
 from core.analysis.reference import RefComparison
 from core.model.attention import Head
 from tt_cli.tui.session import Decoding
-from tt_cli.tui.widgets.heatmap import label, nth
+from tt_cli.tui.widgets.heatmap import label
 
 
 def pieces_line(name: str, pieces: list[str], *, current: int | None = None, forced: set[int] | None = None) -> Text:
@@ -85,7 +85,8 @@ class SentenceView(Static):
                     name, [s.piece for s in steps], current=current, forced={s.index for s in steps if s.forced}
                 )
             )
-            status = "done" if line.finished else f"step {nth(len(steps) - 1, d.limit)}"
+            # steps taken; the length limit is a ceiling, not the count the steps go to
+            status = "done" if line.finished else f"step {len(steps)} · limit {d.limit}"
             summary = Text(" " * 9)
             summary.append_text(confident_words(line.text, steps, "italic green" if active else "italic"))
             summary.append(f"  {status} · log p {line.score:.2f}", style="dim")
