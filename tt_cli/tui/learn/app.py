@@ -210,7 +210,7 @@ class LearnApp(App[str | None]):
             HelpScreen(
                 [("", self.BINDINGS), ("in the attention table (tab to it)", Heatmap.BINDINGS)],
                 intro=HELP_INTRO,
-                leave="esc, q or ? closes this list (↑/↓ scroll) · q quits tt learn\n",
+                leave="esc, q or ? closes this list (↑/↓ scroll it); then q quits tt learn\n",
             )
         )
 
