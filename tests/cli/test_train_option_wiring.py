@@ -107,3 +107,13 @@ def test_the_option_sets_its_own_field(param):
         field = RENAMED.get(param.name, param.name)
         assert changed[field] == expected
         assert {k for k in base if base[k] != changed[k]} == {field}
+
+
+@pytest.mark.parametrize("option", ["--align-layer", "--align-head"])
+def test_guided_layer_and_head_count_from_one(option, capsys):
+    import typer
+
+    with pytest.raises(typer.Exit):
+        config([option, "0"])
+    assert f"{option} counts from 1" in capsys.readouterr().err
+    assert config(["--align-layer", "-1"])["align_layer"] == -1  # -1 is still the last layer

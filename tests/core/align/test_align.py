@@ -137,6 +137,24 @@ def test_rule_checks_its_range():
         AlignRule(3).check(3, 4)
     with pytest.raises(ConfigError, match="4 heads"):
         AlignRule(0, 4).check(3, 4)
+    # described counted from 1, as tt shows layers and heads; the file's indices stay 0-based
+    assert AlignRule(2, 3).describe(3) == "layer 3, head 4, plain, argmax"
+    assert AlignRule(-1).describe(3) == "layer 3, mean of heads, plain, argmax" and AlignRule(-1).describe() == (
+        "last layer, mean of heads, plain, argmax"
+    )
+
+
+def test_guided_alignment_names_its_layer_and_head_from_one(tiny_loaded):
+    from types import SimpleNamespace
+
+    from core.train.align_loss import GuidedAlignment
+
+    cfg = SimpleNamespace(align_layer=2, align_head=0, align_links="unused")  # index 2 of 2 layers
+    with pytest.raises(ConfigError, match=r"--align-layer 3: the model has 2 decoder layers \(1\.\.2\)"):
+        GuidedAlignment.build(cfg, tiny_loaded.tokenizer, 2, 4)
+    cfg = SimpleNamespace(align_layer=-1, align_head=4, align_links="unused")
+    with pytest.raises(ConfigError, match=r"--align-head 5: the model has 4 heads \(1\.\.4\)"):
+        GuidedAlignment.build(cfg, tiny_loaded.tokenizer, 2, 4)
 
 
 # --------------------------------------------------------------------------------------- the model
