@@ -550,7 +550,7 @@ and saved it in fp16:
 |---|---|
 {samples}
 
-{render_limits(card)}{render_history(card)}## Known limits
+{render_limits(card)}{render_precision(card)}{render_history(card)}## Known limits
 
 {known_limits_data(card, cfg)}
 - 8k-piece vocabulary: rare names and words are split into many pieces and may be garbled.
@@ -591,6 +591,36 @@ def history_entry(card: dict, commit: str) -> dict:
         "ood": {k: card["limits"]["ood"][k] for k in ("sentences", "bleu", "chrf")},
         "aer": card["alignment"]["aer"],
     }
+
+
+def render_precision(card: dict) -> str:
+    """The card's Precision section: fp32 against int8 on every dev set, and the default that follows from them."""
+    pr = card.get("precision")
+    if not pr:
+        return ""
+    rows = "\n".join(
+        f"| {name} | {r['fp32']:.2f} | {r['int8']:.2f} | {r['int8'] - r['fp32']:+.2f} | {r['fp32_seconds'] / r['int8_seconds']:.2f}× |"
+        for name, r in pr["sets"].items()
+    )
+    worst = min(r["int8"] - r["fp32"] for r in pr["sets"].values())
+    verdict = (
+        f"int8 keeps every set within {pr['tolerance']} BLEU, so `tt translate` and `tt serve` default to it"
+        if worst >= -pr["tolerance"]
+        else f"int8 loses {-worst:.2f} BLEU on one set, more than the {pr['tolerance']} allowed, so the default stays "
+        f"**{pr['default']}**; `--quantize int8` is there for speed"
+    )
+    return f"""## Precision
+
+The same model through `--quantize int8` (weights int8 per row, activations quantized per call) against fp32
+(`{pr["command"]}`; beam 4, α 0.6; {pr["machine"]}):
+
+| set | fp32 BLEU | int8 BLEU | int8 − fp32 | int8 speed-up |
+|---|---:|---:|---:|---:|
+{rows}
+
+{verdict}. `tt inspect`, `tt learn` and `tt analyze` always run fp32 (learners read exact numbers).
+
+"""
 
 
 def render_history(card: dict) -> str:
