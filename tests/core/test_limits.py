@@ -20,7 +20,7 @@ LIMITS = CARD["limits"]
 # A card of a model trained from scratch on Tatoeba + Multi30k (the shipped model's first run), for the renderer's
 # other branches: no continued runs, no history, no news sets.
 SCRATCH = {
-    **{k: v for k, v in CARD.items() if k not in ("base", "fine_tune", "earlier_fine_tunes", "history")},
+    **{k: v for k, v in CARD.items() if k not in ("base", "fine_tune", "earlier_fine_tunes", "history", "precision")},
     **CARD["base"],
     "test_sets": {k: v for k, v in CARD["test_sets"].items() if k in ("tatoeba-test", "multi30k-test2016")},
 }
