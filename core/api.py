@@ -53,6 +53,8 @@ class Translator:
     """A model loaded once; `translate` as many lists as you like.
 
     model: a model directory (what `tt train` writes); None = $TT_MODEL, else the shipped model.
+    source, target: the direction ("fr", "en"; either may be left out): the shipped model of that direction
+    (`tt translate --from en --to fr`); with `model`, a check that the model translates that way.
     device: auto, cpu, cuda, cuda:N or mps. quantize: None (the fp32 model), "int8" (CPU; faster in
     batches, slower one sentence at a time) or "bf16", as `tt translate --quantize`. The decoding keywords
     are `tt translate`'s options and the paper's defaults (beam 4, α 0.6); each call to `translate` may
@@ -60,9 +62,16 @@ class Translator:
     """
 
     def __init__(
-        self, model: str | Path | None = None, *, device: str = "auto", quantize: str | None = None, **decoding
+        self,
+        model: str | Path | None = None,
+        *,
+        source: str | None = None,
+        target: str | None = None,
+        device: str = "auto",
+        quantize: str | None = None,
+        **decoding,
     ) -> None:
-        from core.checkpoint import load_model
+        from core.checkpoint import load_model, model_for
         from core.decode.translate import TranslateOptions
         from core.device import resolve_device
         from core.errors import ConfigError
@@ -72,6 +81,7 @@ class Translator:
         if quantize is not None and quantize not in MODES:
             raise ConfigError(f"quantize={quantize!r}: give one of {', '.join(MODES)}, or None for the fp32 model")
         self.quantize = quantize
+        model = model_for(model, source, target)
         self.loaded = load_model(model, device=resolve_device(device), packed=quantize is None)
         if quantize is not None:  # int8 on another device than the CPU: fast_model's error, in the API's words
             self.loaded = replace(self.loaded, model=_checked(lambda: fast_model(self.loaded.model, quantize)))
