@@ -150,6 +150,27 @@ def text_batch(
     return run
 
 
+def text_aligner(loaded: LoadedModel) -> Callable[[list[tuple[str, str]]], list[list[tuple[int, int]]]]:
+    """Word links of (sentence, translation) pairs for core.text (markup projected onto the words it wrapped,
+    a dropped span put back, source words left untranslated named): one teacher-forced pass per batch,
+    each output word to its best source word under the model's alignment rule (alignment.json beside the
+    weights), read one way so that a source word nothing points to stays unaligned. A pair longer than the
+    model takes gets no links."""
+    from core.align.links import align, load_rule, pair_attention
+    from core.errors import DataError
+
+    rule = replace(load_rule(loaded.path).check(loaded.cfg.n_decoder_layers, loaded.cfg.h), bidirectional=False)
+
+    def run(pairs: list[tuple[str, str]]) -> list[list[tuple[int, int]]]:
+        try:
+            attentions = pair_attention(loaded, pairs, full_context=rule.full_context)
+        except DataError:  # one too long: align the others one by one
+            return [run([pair])[0] if len(pairs) > 1 else [] for pair in pairs]
+        return [[(link.source, link.target) for link in links] for links in align(attentions, rule)]
+
+    return run
+
+
 def for_text(results: Iterable[Translation], coverage: bool) -> list[Translation]:
     """Translations as the text pipeline reads them: warnings without the position in their batch
     (the caller names the line), and `cross` when `coverage` (decoded with_attention). A translator
@@ -178,7 +199,8 @@ def translate_text_lines(
     batch = text_batch(loaded, options, coverage=coverage)
     unknown = unknown_characters(loaded.tokenizer)
     accents = accent_table(loaded.tokenizer)
-    return text_chunks(chunks(lines, options.batch_size * 4), batch, text, unknown, accents)
+    aligner = text_aligner(loaded)
+    return text_chunks(chunks(lines, options.batch_size * 4), batch, text, unknown, accents, aligner)
 
 
 def text_chunks(
@@ -187,6 +209,7 @@ def text_chunks(
     text: TextOptions | None = None,
     unknown: Callable[[str], bool] | None = None,
     accents: AccentTable | None = None,
+    aligner: Callable[[list[tuple[str, str]]], list[list[tuple[int, int]]]] | None = None,
 ) -> Iterator[TextResult]:
     """translate_text_lines over any translate_batch (a server hands in its batcher): one TextResult per
     line of each list in `chunks`, indices running on across them; control characters become spaces.
@@ -209,7 +232,7 @@ def text_chunks(
             done += len(chunk)
             yield out
 
-    for r in translate_chunks(cleaned(chunks), translate_batch, text, unknown, accents):
+    for r in translate_chunks(cleaned(chunks), translate_batch, text, unknown, accents, aligner):
         if r.index in notes:
             r.line_warnings = [notes.pop(r.index)]
         yield r

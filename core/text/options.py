@@ -65,9 +65,9 @@ class TextOptions:
     names: bool = True  # with protect: runs of capitalised words (Angela Merkel) copied as written
     case: bool = True  # ALL-CAPS and Title Case through their natural case
     accents: bool = True  # a sentence typed without accents given them back where the word is clear
-    # Drop the period the model adds to a source without a final stop: on for documents (a Markdown
-    # heading, a subtitle cue); off for typed lines, where "Je suis étudiant" means a sentence.
-    follow_stop: bool = False
+    # A sentence ends with its source's final punctuation (none, . ! ? … : ;): the model adds a period to
+    # a heading, a URL or a UI string, and writes "Merci !" as "Thank you." (core.text.checks).
+    follow_stop: bool = True
     terms: tuple[tuple[str, str], ...] = ()  # glossary (French, English); forced even with protect off
     scheme: Scheme = DEFAULT_SCHEME
     # A sentence whose output lost a placeholder is translated again with each of these placeholder

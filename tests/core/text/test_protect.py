@@ -25,7 +25,7 @@ def unknown():
         ("Elle est née en 1987.", "number", "1987", "1987"),
         ("Le train part à 14 h 35.", "time", "14 h 35", "14:35"),
         ("Départ 14h35 précises.", "time", "14h35", "14:35"),
-        ("Il a payé 25,50 euros.", "number", "25,50", "25.50"),
+        ("Il a payé 25,50 euros.", "amount", "25,50 euros", "25.50 euros"),
         ("Ils sont 1 000 000.", "number", "1 000 000", "1,000,000"),
         ("Voir https://exemple.fr/a?b=1, puis partir.", "url", "https://exemple.fr/a?b=1", None),
         ("Écris à jean.dupont@exemple.fr demain.", "email", "jean.dupont@exemple.fr", None),
