@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 
 _CLOSERS = "»”’\"')]}"
-_FINAL = re.compile(r"(\.{3}|…|[.!?:;])[\s\u00a0\u202f]*$")
+_FINAL = re.compile(r"(\.{3}|…|[.!?:;,])[\s\u00a0\u202f]*$")  # a comma: a long sentence's part
 # An English output shorter than this share of its French source's characters has lost something: English
 # runs 0.85–1.0 of French on news and Europarl; 0.45 leaves room for a terse but complete translation.
 MIN_LENGTH_RATIO = 0.45
@@ -23,7 +23,7 @@ MIN_CHECKED_CHARS = 40  # shorter sources vary too much ("Merci beaucoup !" → 
 
 
 def final_punctuation(text: str) -> str:
-    """The final stop of `text` ("", ".", "!", "?", "…", "...", ":", ";"), closing quotes and brackets aside."""
+    """The final stop of `text` ("", ".", "!", "?", "…", "...", ":", ";", ","), closing quotes and brackets aside."""
     m = _FINAL.search(text.rstrip().rstrip(_CLOSERS))
     return m.group(1) if m else ""
 
@@ -37,11 +37,20 @@ def follow_punctuation(source: str, output: str) -> str:
         return output
     want, have = final_punctuation(source), final_punctuation(stripped)
     if want == have:
-        return stripped
+        return _lower_start(source, stripped)
     body = stripped[: len(stripped) - len(have)].rstrip() if have else stripped
     if not body:
         return stripped
-    return body + want
+    return _lower_start(source, body + want)
+
+
+def _lower_start(source: str, output: str) -> str:
+    """A part of a sentence (a long line's clause) that starts in lower case starts so in English too."""
+    first = source.lstrip()[:1]
+    if first.isalpha() and first.islower() and output[:1].isupper() and not output[1:2].isupper():
+        if not output.startswith(("I ", "I'")):
+            return output[0].lower() + output[1:]
+    return output
 
 
 def short_output(source: str, output: str) -> str | None:

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 # A heading, a list item (-, *, +, 1., 1)), a quote, or several of them (> - ), with their spacing.
-_BLOCK = re.compile(r"^[ \t]*(?:(?:#{1,6}|[-*+]|\d{1,3}[.)]|>)[ \t]+)+")
+_BLOCK = re.compile(r"^[ \t]*(?:(?:#{1,6}|[-*+]|\d{1,3}[.)]|>|\[[ xX]\])[ \t]+)+")  # - [ ] a task too
 _TABLE_RULE = re.compile(r"^[ \t]*\|?(?:[ \t]*:?-{3,}:?[ \t]*\|)+[ \t]*(?::?-{3,}:?[ \t]*)?$")
 _PUNCT = ".,;:!?…"
 _HEADING_CLOSE = re.compile(r"[ \t]+#+[ \t]*$")  # ## Titre ##

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 from core.text.accents import AccentTable, restore_accents, strip_accents
-from core.text.case import NATURAL, apply_case, case_shape, natural_case
+from core.text.case import NATURAL, UPPER, apply_case, case_shape, natural_case
 from core.text.checks import empty_output, follow_punctuation, short_output, unaligned_runs, wrong_language
 from core.text.confidence import confidence
 from core.text.documents import Document
@@ -38,6 +38,7 @@ from core.text.results import Decoded, SentenceResult, TextResult
 from core.text.split import MAX_SENTENCE_CHARS, clause_spans, join_sentences, sentence_spans
 
 _STOPS = tuple(".!?…:;»\"')")
+_WORDED = ("date", "amount")  # kinds whose English output may hold words (3 March, 3.5 million euros)
 _WRAPPERS = ("element", "link")  # spans whose text is translated on its own and put back between their markup
 # Word links of (source, translation) pairs: (source word, output word) indices, words split at spaces.
 Aligner = Callable[[list[tuple[str, str]]], list[list[tuple[int, int]]]]
@@ -88,6 +89,9 @@ def _prepare(
         shape = case_shape(text, keep)
         if shape != NATURAL:
             text = natural_case(text, keep)
+        if shape == UPPER:  # a span written in English words (3 MARS → 3 MARCH) shouts with its line
+            spans = [replace(s, output=s.output.upper()) if s.kind in _WORDED else s for s in protected.spans]
+            protected = replace(protected, spans=spans)
     if options.accents and accents is not None:
         text = restore_accents(text, accents, keep)
     text = _spellable(text, unknown, keep)

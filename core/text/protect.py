@@ -119,7 +119,10 @@ def protect(text: str, spans: list[Span], scheme: Scheme = DEFAULT_SCHEME) -> Pr
         placeholder = pool[0]
         used.add(placeholder)
         out.append(text[last : span.start])
-        out.append(placeholder)
+        # a placeholder glued to a word (ligne<br/>et) would read as one word: spaces keep it apart
+        glued_before = span.start > 0 and text[span.start - 1].isalnum()
+        glued_after = span.end < len(text) and text[span.end].isalnum()
+        out.append(" " * glued_before + placeholder + " " * glued_after)
         last = span.end
         placed.append(Span(span.kind, span.start, span.end, span.original, span.output, placeholder))
     out.append(text[last:tail_start])
