@@ -43,6 +43,8 @@ def main() -> None:
     intact = sum(rows[i]["markup_intact"] for i in markup)
     print(f"model: {loaded.path}   lines: {len(rows)}   {seconds:.1f} s")
     print(f"spans kept:                {kept}/{copies} ({100 * kept / max(copies, 1):.1f} %)")
+    placed = sum(len(s.placed) for r in results for s in r.sentences)
+    print(f"spans placed by alignment: {placed} (the model dropped them)")
     print(f"lines that lost a span:    {len(lost)} (silently: {len(silent)})")
     print(f"lines with a loss warning: {warned}")
     print(f"markup intact:             {intact}/{len(markup)}")
