@@ -5,7 +5,8 @@ Nothing here imports typer, rich or textual; tt_cli shows what core returns. For
 use, so `import core` stays light (no torch).
 """
 
-__version__ = "0.1.0"
+from core.version import __version__
+
 __all__ = ["Translator", "__version__"]
 
 

@@ -23,6 +23,7 @@ from core.data.tokenizer import Tokenizer
 from core.errors import CheckpointError, ConfigError, TokenizerError, TTError
 from core.files import atomic_path, atomic_write_bytes, make_dir
 from core.model.config import ModelConfig
+from core.version import __version__
 
 FORMAT = "tt.model"
 FORMAT_VERSION = 1
@@ -60,8 +61,6 @@ def save_model(
         name: t.to("cpu", dtype if t.is_floating_point() else t.dtype) for name, t in model_tensors(model).items()
     }
     metadata = {"format": FORMAT, "format_version": str(FORMAT_VERSION), "config": cfg.to_json()}
-    from core import __version__
-
     metadata["tt_version"] = __version__
     metadata.update(extra_metadata or {})
     with atomic_path(directory / WEIGHTS_FILE) as tmp:

@@ -1,12 +1,12 @@
 """How well a SentencePiece vocabulary fits the news sets: pieces per word on newstest2013/2012 and FLORES-101 dev.
 
-The model in training (runs/c2, weights/next) kept the shipped model's 8k vocabulary, which was trained on Tatoeba
+The shipped model (runs/c2) kept the first model's 8k vocabulary, which was trained on Tatoeba
 and Multi30k alone; this compares it with vocabularies trained on a sample of every corpus of the model issue's mix
 (Europarl v7, Tatoeba, Multi30k, the WMT news training sets), so docs/model.md can say what a restart with a
 balanced vocabulary would gain in sequence length. Fewer pieces per word: shorter sequences to train on and decode,
 and fewer words split into fragments the model must put together.
 
-    python scripts/vocab_fit.py                       # weights/next's vocabulary against balanced 8k and 16k
+    python scripts/vocab_fit.py                       # the shipped vocabulary against balanced 8k and 16k
     python scripts/vocab_fit.py --sizes 8000,16000,32000 --tokenizer weights/spm.model
 
 The sample, both sides of: 120,000 Europarl pairs (drawn from its first 400,000), 100,000 Tatoeba pairs, all of
@@ -58,7 +58,7 @@ def pieces_per_word(tokenizer: Tokenizer, path: Path) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", default=os.environ.get("TT_SHARED_DATA", "../shared/data"))
-    ap.add_argument("--tokenizer", default="weights/next/spm.model", help="the vocabulary to compare against")
+    ap.add_argument("--tokenizer", default="weights/spm.model", help="the vocabulary to compare against")
     ap.add_argument("--sizes", default="8000,16000", help="balanced vocabularies to train, comma-separated")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # Bottom to top: a package may import only packages on an earlier line. Packages on one line are
 # peers and import neither each other. A top-level module (core/files.py) counts as a package.
 LAYERS: list[set[str]] = [
-    {"errors"},
+    {"errors", "version"},
     {"files", "device", "evaluate"},
     {"model"},
     {"text"},
@@ -88,6 +88,19 @@ def test_core_packages_import_only_downwards() -> None:
                 continue
             if RANK[there] >= RANK[here]:
                 wrong.append(f"{path.relative_to(ROOT)}:{line}: {here} imports {target} ({there} is not below {here})")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_no_core_module_imports_the_package_face() -> None:
+    """`from core import __version__` inside core runs core/__init__.py, which sits above everything (core →
+    core.api → core.checkpoint → core): every module imports what it needs from the module that defines it."""
+    wrong = [
+        f"{path.relative_to(ROOT)}:{line}: imports {target} from the package face"
+        for path in python_files("core")
+        if path != ROOT / "core" / "__init__.py"
+        for line, target in imports(path)
+        if core_package(target) is not None and core_package(target) not in RANK
+    ]
     assert not wrong, "\n".join(wrong)
 
 

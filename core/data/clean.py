@@ -2,7 +2,8 @@
 
 `clean_pairs` drops, in this order, pairs that are empty or one-sided, too long in characters,
 far apart in length, the same text on both sides, obviously not in the languages the run asks for,
-or exact copies of an earlier pair; and it restores Europarl v7's lost "œ" where the word is
+or exact copies of an earlier pair, after decoding HTML character references (`&amp;` → `&`: a model
+trained on them writes them); and it restores Europarl v7's lost "œ" where the word is
 unambiguous. The piece-level length filters (--max-pieces, --max-ratio) come later, after encoding.
 The counts land in the training log, so a user sees what a rule took from their corpus.
 """
@@ -16,6 +17,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from core.data.readers import Pair
+from core.text.entities import decode_entities
 
 # The rules in the order they apply; a dropped pair is counted under the first rule it fails.
 RULES = ("empty", "too_long", "length_ratio", "same_text", "wrong_language", "duplicate")
@@ -29,6 +31,7 @@ class CleanRules:
     language_check: bool = True  # drop a side that reads as the other language (French/English only)
     dedup: bool = True
     restore_oe: bool = True  # Europarl v7's missing "œ" (see `restore_oe`)
+    decode_entities: bool = True  # `&amp;` → `&` (Multi30k's English is HTML-escaped): core/text/entities.py
 
 
 # ---------------------------------------------------------------------------------------- œ
@@ -115,7 +118,10 @@ def clean_pairs(
     pairs: Iterable[Pair], rules: CleanRules, counts: Counter[str], src_lang: str = "fr", tgt_lang: str = "en"
 ) -> Iterator[Pair]:
     """The pairs that pass every rule, in order. `counts[rule]` counts the pairs each rule dropped;
-    `counts["oe_restored"]` the words given back their "œ" (French side only)."""
+    `counts["oe_restored"]` the words given back their "œ" (French side only), `counts["entities_decoded"]`
+    the pairs whose HTML character references were decoded."""
+    if rules.decode_entities:
+        pairs = _decoded(pairs, counts)
     kept = _passing(pairs, rules, counts, src_lang, tgt_lang)
     if rules.dedup:
         kept = drop_duplicates(kept, counts)
@@ -129,6 +135,15 @@ def clean_pairs(
             if n:
                 counts["oe_restored"] += n
                 p = Pair(src, tgt, p.origin)
+        yield p
+
+
+def _decoded(pairs: Iterable[Pair], counts: Counter[str]) -> Iterator[Pair]:
+    for p in pairs:
+        src, tgt = decode_entities(p.src), decode_entities(p.tgt)
+        if src != p.src or tgt != p.tgt:
+            counts["entities_decoded"] += 1
+            p = Pair(src, tgt, p.origin)
         yield p
 
 

@@ -24,9 +24,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core import __version__
 from core.data.corpora import Source, error_reason
 from core.errors import DownloadError
+from core.version import __version__
 
 MANIFEST = "manifest.json"
 CHUNK = 1 << 16

@@ -21,6 +21,7 @@ from core.decode.search import EXTRA_LEN, check_sampling
 from core.decode.source import prepare_source
 from core.decode.trace import SourceTrace, StepTrace, attention_matrix, trace_steps
 from core.errors import ConfigError, TTError
+from core.text.entities import keep_source_entities
 
 Method = Literal["beam", "greedy", "sample"]
 METHODS: tuple[Method, ...] = ("beam", "greedy", "sample")
@@ -222,7 +223,11 @@ def _fill(loaded: LoadedModel, t: Translation, hyps: list, options: TranslateOpt
     tok = loaded.tokenizer
     alts = [
         Alternative(
-            one_line(tok.decode(h.tokens)), list(h.tokens), tok.pieces(h.tokens), list(h.token_logprobs), float(h.score)
+            keep_source_entities(t.source, one_line(tok.decode(h.tokens))),
+            list(h.tokens),
+            tok.pieces(h.tokens),
+            list(h.token_logprobs),
+            float(h.score),
         )
         for h in hyps
     ]

@@ -22,7 +22,7 @@ from core.analysis.internals import (
     source_walk,
     unscaled_weights,
 )
-from core.learn.steps import Step
+from core.learn.steps import CONTEXT_WORD, Step
 
 Lines = list[tuple[str, str]]
 
@@ -57,9 +57,14 @@ def alignment(loaded, text: str) -> Lines:
 
 
 def contextual(loaded, text: str) -> Lines:
-    first, second = (s.strip() for s in text.split("|"))
-    ctx = contextual_similarity(loaded, "livre", first, second)
-    return [(level, f"cosine {sim:.3f}") for level, sim in zip(ctx.levels, ctx.similarity)]
+    """The cosine of CONTEXT_WORD's vectors, layer by layer: the first sentence against the second (the same
+    sense: the control) and against the third (the other sense)."""
+    first, same, other = (s.strip() for s in text.split("|"))
+    control = contextual_similarity(loaded, CONTEXT_WORD, first, same)
+    shifted = contextual_similarity(loaded, CONTEXT_WORD, first, other)
+    return [(f"cosine of '{CONTEXT_WORD}' to sentence 1", "sentence 2 (same sense) · sentence 3 (other sense)")] + [
+        (level, f"{a:.3f} · {b:.3f}") for level, a, b in zip(control.levels, control.similarity, shifted.similarity)
+    ]
 
 
 def the_cat_sat(loaded, text: str) -> Lines:

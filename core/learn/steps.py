@@ -17,6 +17,15 @@ from core.learn import toys
 ALIGNMENT_SENTENCE = "L'accord sur la zone économique européenne a été signé en août 1992."
 ANIMAL_SENTENCE = "L'animal n'a pas traversé la rue parce qu'il était fatigué."
 SHORT_SENTENCE = "Le chat dort sur le canapé."
+# Step 2's word in three sentences: the same sense twice (time), then the other sense (weather). The shipped model
+# translates all three right, and by the last encoder layer the other sense has moved much further away than the
+# same sense has (tests/core/learn: the margin is checked on the shipped model).
+CONTEXT_WORD = "temps"
+CONTEXT_SENTENCES = (
+    "Je n'ai pas le temps de lire.",
+    "Nous avons le temps de manger.",
+    "Le temps est magnifique aujourd'hui.",
+)
 
 
 @dataclass(frozen=True)
@@ -63,13 +72,14 @@ STEPS: tuple[Step, ...] = (
         (
             "An embedding table gives a word the same vector in every sentence. Self-attention replaces it",
             "by a weighted sum of the sentence's vectors, so 'bank' beside 'money' and beside 'river' end up",
-            "apart. The live view compares a word's vector across two sentences, layer by layer.",
+            "apart. Live: 'temps' as time in two sentences, as weather in a third. Look at the last layer:",
+            "the weather 'temps' has moved much further from the first than the second time 'temps' has.",
         ),
         "y_i = Σ_j w_ij v_j",
         toys.static_vs_contextual,
         "001 (Self-attention geometric intuition)",
         "contextual",
-        "J'ai lu un livre hier soir. | Le prix est d'une livre sterling.",
+        " | ".join(CONTEXT_SENTENCES),
     ),
     Step(
         "the_cat_sat",
@@ -104,7 +114,9 @@ STEPS: tuple[Step, ...] = (
         "Coreference: what does 'il' refer to?",
         (
             "'The animal didn't cross the street because it was tired': resolving 'it' needs the whole",
-            "sentence. Some heads of the encoder put the weight of 'il' on 'animal' rather than on 'rue'.",
+            "sentence. The notes say some encoder heads put the weight of 'il' on 'animal' rather than 'rue'.",
+            "Look at the best head's two weights and the uniform share: a head that favours 'animal' but gives",
+            "it no more than an even share is weak evidence, and the verdict line says 'depends'.",
         ),
         "w(il → animal) vs w(il → rue), per head",
         None,

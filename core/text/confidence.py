@@ -17,6 +17,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from core.text.entities import keep_source_entities
+
 
 @dataclass(frozen=True)
 class Confidence:
@@ -50,8 +52,11 @@ def source_coverage(cross: Sequence[Sequence[float]], source_has_eos: bool = Tru
     return sum(min(1.0, m) for m in mass) / n_src
 
 
-def word_confidences(pieces: Sequence[str], token_logprobs: Sequence[float]) -> list[tuple[str, float]]:
-    """(word, confidence) for each output word; a word is a piece starting with "▁" and those after it."""
+def word_confidences(
+    pieces: Sequence[str], token_logprobs: Sequence[float], source: str = ""
+) -> list[tuple[str, float]]:
+    """(word, confidence) for each output word; a word is a piece starting with "▁" and those after it,
+    written as the translation writes it (no HTML reference the source did not contain)."""
     words: list[tuple[str, list[float]]] = []
     for piece, lp in zip(pieces, token_logprobs):
         if piece.startswith("▁") or not words:
@@ -59,15 +64,18 @@ def word_confidences(pieces: Sequence[str], token_logprobs: Sequence[float]) -> 
         else:
             text, lps = words[-1]
             words[-1] = (text + piece, lps + [lp])
-    return [(w, math.exp(sum(lps) / len(lps))) for w, lps in words if w]
+    return [(keep_source_entities(source, w), math.exp(sum(lps) / len(lps))) for w, lps in words if w]
 
 
 def confidence(
-    pieces: Sequence[str], token_logprobs: Sequence[float], cross: Sequence[Sequence[float]] | None = None
+    pieces: Sequence[str],
+    token_logprobs: Sequence[float],
+    cross: Sequence[Sequence[float]] | None = None,
+    source: str = "",
 ) -> Confidence:
     """All three signals of one translation; `cross` (output steps × source pieces, EOS last) is optional."""
     return Confidence(
         sentence_confidence(token_logprobs),
         None if cross is None else source_coverage(cross),
-        word_confidences(pieces, token_logprobs),
+        word_confidences(pieces, token_logprobs, source),
     )

@@ -148,8 +148,8 @@ def _translate(prepared: list[_Prepared], translate_batch, options: TextOptions)
     sentences = []
     for p, d in zip(prepared, _decode(prepared, translate_batch)):
         d, restored = _most_complete(p, d, options)
-        conf = None if p.verbatim else confidence(d.pieces, d.token_logprobs, getattr(d, "cross", None))
-        warnings = list(getattr(d, "warnings", []))  # the decoder's (truncation) first
+        conf = None if p.verbatim else confidence(d.pieces, d.token_logprobs, getattr(d, "cross", None), p.model_input)
+        warnings = list(getattr(d, "warnings", []))  # the decoder's (truncation) first; _checked adds the rest
         sentences.append(
             SentenceResult(
                 p.source, restored.text, p.model_input, d.text, p.protected.spans, restored.lost, [], conf, warnings, d

@@ -320,7 +320,10 @@ def _assemble(cfg: TrainConfig, tokenizer: Tokenizer, shards: list[TokenShard], 
         "skipped_malformed": totals["skipped_malformed"],
         "skipped_filtered": totals["too_many_pieces"] + totals["piece_ratio"],
         "skipped_duplicate": totals["duplicate"],
-        "cleaning": {k: totals[k] for k in (*RULES, "oe_restored", "too_many_pieces", "piece_ratio", "augmented")},
+        "cleaning": {
+            k: totals[k]
+            for k in (*RULES, "oe_restored", "entities_decoded", "too_many_pieces", "piece_ratio", "augmented")
+        },
         "corpora": {
             s.meta["corpus"]: {"train": len(s), "per_epoch": counts[i] if counts else len(s)}
             for i, s in enumerate(shards)

@@ -288,3 +288,15 @@ def test_the_readme_documents_every_json_key_the_cli_writes():
     written = set(obj) | {f"sentences[].{k}" for s in obj["sentences"] for k in s}
     written |= {f"sentences[].protected[].{k}" for s in obj["sentences"] for p in s["protected"] for k in p}
     assert documented == written | {"sentences[].lost[].kind", "sentences[].lost[].source"}
+
+
+# ------------------------------------------------------------------------------------- entities
+# The shipped model learned Multi30k's `&amp;`: alone it writes "A man in front of a bar &amp; grill."
+AMPERSAND = "Un homme devant un bar & grill."
+
+
+@pytest.mark.parametrize("options", [[], ["--raw"], ["--json"], ["--format", "md"], ["--format", "srt"]])
+def test_no_entity_the_source_did_not_contain(options):
+    text = AMPERSAND if "srt" not in options else f"1\n00:00:01,000 --> 00:00:02,000\n{AMPERSAND}\n"
+    out = ok(*options, input=text + "\n").stdout
+    assert "&" in out and "&amp" not in out, out

@@ -164,3 +164,53 @@ def test_live_matrices_come_from_the_model(tiny_loaded):
 
     greedy = Translator(tiny_loaded.path, method="greedy").translate([sentence])[0].pieces
     assert cross.rows[:-1] == list(greedy)
+
+
+# ------------------------------------------------------------------------------- on the shipped model
+# What the shipped model must write for each sentence a live step opens on: a lesson that reads attention off a
+# broken translation teaches nothing (a step whose point is a mistake would say so, and be listed apart).
+RIGHT = {
+    "L'accord sur la zone économique européenne a été signé en août 1992.": {
+        "The agreement on the European economic zone was signed in August 1992.",
+        "The agreement on the European Economic Area was signed in August 1992.",
+    },
+    "L'animal n'a pas traversé la rue parce qu'il était fatigué.": {
+        "The animal didn't cross the street because it was tired.",
+        "The animal did not cross the street because it was tired.",
+    },
+    "Le chat dort sur le canapé.": {"The cat is sleeping on the couch.", "The cat is sleeping on the sofa."},
+    "Je n'ai pas le temps de lire.": {"I don't have time to read.", "I have no time to read."},
+    "Nous avons le temps de manger.": {"We have time to eat."},
+    "Le temps est magnifique aujourd'hui.": {"The weather is beautiful today.", "The weather is lovely today."},
+}
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    from core.checkpoint import load_model
+
+    return load_model(None)
+
+
+def test_every_live_step_opens_on_a_sentence_the_shipped_model_translates_right(shipped):
+    from core.decode.translate import TranslateOptions, translate_lines
+
+    sources = sorted(
+        {part.strip() for s in STEPS for part in s.sentence.split("|")} - {"The cat is sleeping on the sofa."}
+    )
+    assert set(sources) == set(RIGHT), "a step's sentence changed: check the shipped model translates it right"
+    out = [t.text for t in translate_lines(shipped, sources, TranslateOptions())]
+    wrong = [(s, t) for s, t in zip(sources, out) if t not in RIGHT[s]]
+    assert not wrong, wrong
+
+
+def test_the_contextual_step_separates_the_senses_where_the_control_does_not(shipped):
+    """Step 2's proof: by the last layer the other sense of 'temps' is far further from the first sentence's
+    than the same sense is (a claim that a same-sense pair would also show proves nothing)."""
+    from core.learn.steps import CONTEXT_SENTENCES
+
+    lines = live_numbers(step("contextual"), shipped)
+    same, other = (float(x) for x in lines[-1][1].split(" · "))
+    assert lines[-1][0] == f"layer {shipped.cfg.n_encoder_layers}"
+    assert same - other >= 0.2, lines
+    assert len(CONTEXT_SENTENCES) == 3

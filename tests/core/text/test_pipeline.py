@@ -75,13 +75,13 @@ def test_an_amount_is_one_span_with_its_currency_either_side(run):
 
 
 def test_a_number_stays_for_the_model_and_gets_a_placeholder_only_where_it_is_lost(run, translator):
-    # The shipped model copies 25. Its best writes 1987 as "198", but a runner-up of its beam keeps the year. No
-    # hypothesis keeps 12345 ("I saw 1235."): that sentence is translated again with a name in its place.
-    lines = ["Il a 25 ans.", "Elle est née en 1987.", "J'ai vu 12345 personnes."]
+    # The shipped model copies 25. Its best writes 31337 as "3137", but a runner-up of its beam keeps it. No
+    # hypothesis keeps 4711 ("We received 471 letters."): that sentence is translated again with a name in its place.
+    lines = ["Il a 25 ans.", "L'usine emploie 31337 personnes.", "Nous avons reçu 4711 lettres."]
     alone = translator.translate(lines, n_best=4)
     results = run(lines)
     paths = []
-    for line, number, bare, result in zip(lines, ["25", "1987", "12345"], alone, results):
+    for line, number, bare, result in zip(lines, ["25", "31337", "4711"], alone, results):
         [sentence] = result.sentences
         assert number in result.text and sentence.lost == []
         if number in bare.text:  # copied: the model saw the number itself, no placeholder
