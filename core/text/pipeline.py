@@ -149,7 +149,7 @@ def _translate(prepared: list[_Prepared], translate_batch, options: TextOptions)
     for p, d in zip(prepared, _decode(prepared, translate_batch)):
         d, restored = _most_complete(p, d, options)
         conf = None if p.verbatim else confidence(d.pieces, d.token_logprobs, getattr(d, "cross", None), p.model_input)
-        warnings = list(getattr(d, "warnings", []))  # the decoder's (truncation) first; _checked adds the rest
+        warnings = list(getattr(d, "warnings", [])) + restored.warnings  # the decoder's (truncation) first
         sentences.append(
             SentenceResult(
                 p.source, restored.text, p.model_input, d.text, p.protected.spans, restored.lost, [], conf, warnings, d
@@ -197,12 +197,11 @@ def _checked(prepared: list[_Prepared], sentences: list[SentenceResult], options
     if aligner is not None and todo:
         links = dict(zip(todo, aligner([pairs[i] for i in todo])))
     for i, (p, s) in enumerate(zip(prepared, sentences)):
-        if i in links:
+        notes = []
+        if i in links:  # finished again with the links: its span warnings are this restore's
             restored = _finish(p, s.model_output, options, links[i])
             s.text, s.lost, s.placed = restored.text, restored.lost, restored.placed
-        else:
-            restored = Restored(s.text, s.lost)
-        notes = restored.warnings
+            s.warnings = list(getattr(s.decoded, "warnings", [])) + restored.warnings
         if not p.verbatim:
             notes += [
                 w
