@@ -171,6 +171,18 @@ def text_aligner(loaded: LoadedModel) -> Callable[[list[tuple[str, str]]], list[
     return run
 
 
+def text_constrained(loaded: LoadedModel, options: TranslateOptions) -> Callable[[list[str], list[list[str]]], list]:
+    """Sentences with the English phrases each must hold (a glossary's terms) → one Translation each, by
+    lexically constrained beam search (core.decode.translate.translate_constrained), the beam and α of
+    `options`."""
+    from core.decode.translate import translate_constrained
+
+    def run(sentences: list[str], terms: list[list[str]]) -> list[Translation]:
+        return for_text(translate_constrained(loaded, sentences, terms, options), False)
+
+    return run
+
+
 def for_text(results: Iterable[Translation], coverage: bool) -> list[Translation]:
     """Translations as the text pipeline reads them: warnings without the position in their batch
     (the caller names the line), and `cross` when `coverage` (decoded with_attention). A translator
@@ -199,8 +211,8 @@ def translate_text_lines(
     batch = text_batch(loaded, options, coverage=coverage)
     unknown = unknown_characters(loaded.tokenizer)
     accents = accent_table(loaded.tokenizer)
-    aligner = text_aligner(loaded)
-    return text_chunks(chunks(lines, options.batch_size * 4), batch, text, unknown, accents, aligner)
+    aligner, constrained = text_aligner(loaded), text_constrained(loaded, options)
+    return text_chunks(chunks(lines, options.batch_size * 4), batch, text, unknown, accents, aligner, constrained)
 
 
 def text_chunks(
@@ -210,6 +222,7 @@ def text_chunks(
     unknown: Callable[[str], bool] | None = None,
     accents: AccentTable | None = None,
     aligner: Callable[[list[tuple[str, str]]], list[list[tuple[int, int]]]] | None = None,
+    constrained: Callable[[list[str], list[list[str]]], list] | None = None,
 ) -> Iterator[TextResult]:
     """translate_text_lines over any translate_batch (a server hands in its batcher): one TextResult per
     line of each list in `chunks`, indices running on across them; control characters become spaces.
@@ -232,7 +245,7 @@ def text_chunks(
             done += len(chunk)
             yield out
 
-    for r in translate_chunks(cleaned(chunks), translate_batch, text, unknown, accents, aligner):
+    for r in translate_chunks(cleaned(chunks), translate_batch, text, unknown, accents, aligner, constrained):
         if r.index in notes:
             r.line_warnings = [notes.pop(r.index)]
         yield r

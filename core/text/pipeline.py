@@ -44,6 +44,21 @@ _WRAPPERS = ("element", "link")  # spans whose text is translated on its own and
 Aligner = Callable[[list[tuple[str, str]]], list[list[tuple[int, int]]]]
 
 
+# Sentences with the English phrases each must hold → one translation each (core.api.text_constrained).
+Constrained = Callable[[list[str], list[list[str]]], Sequence[Decoded]]
+
+
+@dataclass(frozen=True)
+class _Model:
+    """What the pipeline has of the model: sentences in, translations out, and what else it was handed."""
+
+    batch: Callable[[list[str]], Sequence[Decoded]]
+    unknown: Callable[[str], bool] | None = None
+    accents: AccentTable | None = None
+    aligner: Aligner | None = None
+    constrained: Constrained | None = None  # glossary terms placed by constrained decoding, not placeholders
+
+
 @dataclass
 class _Prepared:
     line: int
@@ -71,15 +86,14 @@ def _spellable(text: str, unknown, keep: frozenset[str]) -> str:
     return " ".join(out)
 
 
-def _prepare(
-    line_no: int, sentence: str, options: TextOptions, unknown, scheme: Scheme, accents: AccentTable | None
-) -> _Prepared:
+def _prepare(line_no: int, sentence: str, options: TextOptions, model: _Model, scheme: Scheme) -> _Prepared:
+    unknown, accents = model.unknown, model.accents
     kinds = None if options.protect else ("term",)
     names = options.protect and options.names and case_shape(sentence) == NATURAL  # a headline capitalises every word
     found = find_spans(
         sentence, terms=options.terms, unknown=unknown if options.protect else None, kinds=kinds, names=names
     )
-    protected = protect(sentence, found, scheme)
+    protected = protect(sentence, found, scheme, terms_in_text=model.constrained is not None)
     # Placeholders, and the words of a name left for the model to copy, keep their case and accents.
     copied_words = {w for s in protected.spans if s.copied for w in s.placeholder.split()}
     keep = frozenset({s.placeholder for s in protected.spans} | copied_words)
@@ -111,14 +125,24 @@ class _Verbatim:
     token_logprobs: list[float] = field(default_factory=list)
 
 
-def _decode(prepared: list[_Prepared], translate_batch) -> list[Decoded]:
-    """Every sentence the model must translate through it in one call; the others as they are."""
-    asked = [p for p in prepared if not p.verbatim]
-    decoded = list(translate_batch([p.model_input for p in asked])) if asked else []
+def _terms(p: _Prepared) -> list[str]:
+    """The English of the glossary terms a sentence must hold (left in its text for constrained decoding)."""
+    return [s.output for s in p.protected.spans if s.kind == "term" and s.copied]
+
+
+def _decode(prepared: list[_Prepared], model: _Model) -> list[Decoded]:
+    """Every sentence the model must translate through it in one call (those with glossary terms through
+    constrained decoding); the others as they are."""
+    asked = [p for p in prepared if not p.verbatim and not _terms(p)]
+    forced = [p for p in prepared if not p.verbatim and _terms(p)]
+    decoded = list(model.batch([p.model_input for p in asked])) if asked else []
     if len(decoded) != len(asked):
         raise ValueError(f"translate_batch returned {len(decoded)} translations for {len(asked)} sentences")
-    answers = iter(decoded)
-    return [_Verbatim(p.model_input) if p.verbatim else next(answers) for p in prepared]
+    placed = list(model.constrained([p.model_input for p in forced], [_terms(p) for p in forced])) if forced else []
+    answers, constrained = iter(decoded), iter(placed)
+    return [
+        _Verbatim(p.model_input) if p.verbatim else next(constrained) if _terms(p) else next(answers) for p in prepared
+    ]
 
 
 def _finish(p: _Prepared, output: str, options: TextOptions, links=None) -> Restored:
@@ -143,10 +167,10 @@ def _badness(p: _Prepared, output: str, restored: Restored) -> tuple[int, int]:
     return len(restored.lost), int(short_output(p.model_input, output) is not None)
 
 
-def _translate(prepared: list[_Prepared], translate_batch, options: TextOptions) -> list[SentenceResult]:
+def _translate(prepared: list[_Prepared], model: _Model, options: TextOptions) -> list[SentenceResult]:
     """Every prepared sentence through the model in one call, then case and spans put back."""
     sentences = []
-    for p, d in zip(prepared, _decode(prepared, translate_batch)):
+    for p, d in zip(prepared, _decode(prepared, model)):
         d, restored = _most_complete(p, d, options)
         conf = None if p.verbatim else confidence(d.pieces, d.token_logprobs, getattr(d, "cross", None), p.model_input)
         warnings = list(getattr(d, "warnings", [])) + restored.warnings  # the decoder's (truncation) first
@@ -216,9 +240,7 @@ def _checked(prepared: list[_Prepared], sentences: list[SentenceResult], options
         s.warnings += notes
 
 
-def _element_texts(
-    prepared: list[_Prepared], translate_batch, options: TextOptions, unknown, accents: AccentTable | None
-) -> dict[str, str]:
+def _element_texts(prepared: list[_Prepared], model: _Model, options: TextOptions) -> dict[str, str]:
     """The translation of the text inside each inline element or link (`<b>Envoyer</b>` → Send, `[la page](u)`
     → the page), one batch for all: the element is one placeholder in its sentence, so neither tag can be
     lost on its own."""
@@ -232,9 +254,9 @@ def _element_texts(
     # A fragment alone is far from the sentences the model learned from; with a period it reads as
     # one ("Envoyer" → "Sendery it", "Envoyer." → "Sending."), and the period goes again after.
     stopped = [t if t.endswith(_STOPS) else t + "." for t in texts]
-    inside = [_prepare(-1, t, options, unknown, options.scheme, accents) for t in stopped]
+    inside = [_prepare(-1, t, options, model, options.scheme) for t in stopped]
     out = {}
-    for text, full, r in zip(texts, stopped, _translate(inside, translate_batch, options)):
+    for text, full, r in zip(texts, stopped, _translate(inside, model, options)):
         english = r.text[:-1] if full != text and r.text.endswith(".") else r.text
         if text[:1].islower() and english[:1].isupper() and not english[1:2].isupper():
             english = english[0].lower() + english[1:]  # inside a sentence, as the source wrote it
@@ -281,6 +303,7 @@ def translate_text(
     unknown: Callable[[str], bool] | None = None,
     accents: AccentTable | None = None,
     aligner: Aligner | None = None,
+    constrained: Constrained | None = None,
 ) -> list[TextResult]:
     """One TextResult per line. translate_batch gets every sentence of every line in one list.
 
@@ -288,27 +311,30 @@ def translate_text(
     no unknown characters. accents: the words of the model's vocabulary (accents.accent_table(tokenizer))
     that give a sentence typed without accents its accents back; None gives none. aligner: word links of
     (model input, model output) pairs (core.api.text_aligner), for markup, lost spans and dropped words.
+    constrained: a translator that places given English phrases (core.api.text_constrained): glossary terms
+    by constrained decoding; without it, a term is a placeholder.
     A Decoded with a `cross` attribute (output steps × source pieces) also gets a coverage in its Confidence.
     """
     options = options or TextOptions()
+    model = _Model(translate_batch, unknown, accents, aligner, constrained)
     per_line = [_sentence_spans(line, options) for line in lines]
     prepared = [
-        _prepare(i, line[a:b], options, unknown, options.scheme, accents)
+        _prepare(i, line[a:b], options, model, options.scheme)
         for i, (line, spans) in enumerate(zip(lines, per_line))
         for a, b in spans
     ]
-    elements = _element_texts(prepared, translate_batch, options, unknown, accents)
+    elements = _element_texts(prepared, model, options)
     prepared = [_with_elements(p, elements) for p in prepared]
-    sentences = _translate(prepared, translate_batch, options)
+    sentences = _translate(prepared, model, options)
     for scheme in options.fallbacks:
         retry = [i for i, s in enumerate(sentences) if s.lost]
         if not retry:
             break
         again = [
-            _with_elements(_prepare(prepared[i].line, prepared[i].source, options, unknown, scheme, accents), elements)
+            _with_elements(_prepare(prepared[i].line, prepared[i].source, options, model, scheme), elements)
             for i in retry
         ]
-        for i, p, second in zip(retry, again, _translate(again, translate_batch, options)):
+        for i, p, second in zip(retry, again, _translate(again, model, options)):
             if len(second.lost) < len(sentences[i].lost):
                 sentences[i], prepared[i] = second, p
     _checked(prepared, sentences, options, aligner)
@@ -330,12 +356,13 @@ def translate_chunks(
     unknown: Callable[[str], bool] | None = None,
     accents: AccentTable | None = None,
     aligner: Aligner | None = None,
+    constrained: Constrained | None = None,
 ) -> Iterator[TextResult]:
     """translate_text over lists of lines as they come (a caller that reads a pipe hands over what is
     there, so each line is answered without waiting for the next); indices run on across lists."""
     done = 0
     for lines in chunks:
-        for r in translate_text(lines, translate_batch, options, unknown, accents, aligner):
+        for r in translate_text(lines, translate_batch, options, unknown, accents, aligner, constrained):
             r.index += done
             yield r
         done += len(lines)
@@ -379,9 +406,10 @@ def translate_document(
     unknown: Callable[[str], bool] | None = None,
     accents: AccentTable | None = None,
     aligner: Aligner | None = None,
+    constrained: Constrained | None = None,
 ) -> tuple[str, list[TextResult]]:
     """The document with its segments translated (see core.text.documents), and each segment's result.
     A heading or a cue without a final stop gets none (follow_stop)."""
     options = replace(options or TextOptions(), follow_stop=True)
-    results = translate_text(document.segments, translate_batch, options, unknown, accents, aligner)
+    results = translate_text(document.segments, translate_batch, options, unknown, accents, aligner, constrained)
     return document.render([r.text for r in results]), results

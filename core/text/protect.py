@@ -27,6 +27,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from core.text.accents import strip_accents
+from core.text.glossary import plural
 
 # The placeholder schemes live with the pipeline's options (plain data, no patterns to compile).
 from core.text.options import (  # noqa: F401 - imported from here by callers
@@ -60,7 +61,12 @@ class Restored:
 
     @property
     def warnings(self) -> list[str]:
-        out = [f"the model dropped {s.kind} {s.original!r}; it is missing from the translation" for s in self.lost]
+        out = [
+            f"the glossary term {s.original!r} → {s.output!r} could not be placed"
+            if s.kind == "term" and s.copied
+            else f"the model dropped {s.kind} {s.original!r}; it is missing from the translation"
+            for s in self.lost
+        ]
         out += [f"the model repeated {s.kind} {s.original!r}; kept once" for s in self.repeated]
         return out
 
@@ -98,8 +104,11 @@ def _edges(text: str, spans: list[Span]) -> tuple[int, int, int]:
     return head, tail_start, len(text) if tail_end is None else tail_end
 
 
-def protect(text: str, spans: list[Span], scheme: Scheme = DEFAULT_SCHEME) -> Protected:
+def protect(text: str, spans: list[Span], scheme: Scheme = DEFAULT_SCHEME, terms_in_text: bool = False) -> Protected:
     """`text` with each span replaced by a placeholder of its kind that does not already occur in it.
+
+    terms_in_text: glossary terms stay as written (constrained decoding places their English; restore
+    checks that it is there).
 
     An emoji or other unknown word at the very start or end (closing punctuation after it allowed) is
     set aside whole (prefix, suffix) rather than given a placeholder: the model need not see it, and it
@@ -112,6 +121,9 @@ def protect(text: str, spans: list[Span], scheme: Scheme = DEFAULT_SCHEME) -> Pr
     for span in spans:
         if scheme.copies and span.kind in COPIED_KINDS:
             placed.append(replace(span, placeholder=span.original, copied=True))  # stays in the text
+            continue
+        if terms_in_text and span.kind == "term":
+            placed.append(replace(span, placeholder=span.output, copied=True))  # its English must come out
             continue
         pool = [p for p in scheme.pool(span.kind) if p not in used and not _occurrences(text, p)]
         if not pool:  # more spans of a kind than placeholders: leave the rest to the model
@@ -141,6 +153,9 @@ def _occurrences(text: str, placeholder: str) -> list[re.Match]:
 
 
 def _copy_pattern(span: Span) -> re.Pattern:
+    if span.kind == "term":  # the English, in any case (a sentence's first word), singular or plural
+        forms = sorted({span.output, plural(span.output)}, key=len, reverse=True)
+        return re.compile(rf"(?<![\w'’-])(?:{'|'.join(map(re.escape, forms))})(?![\w'’-])", re.IGNORECASE)
     if span.kind == "name":  # as written, or without its accents (Montréal, Montreal); a whole name
         forms = sorted({span.original, strip_accents(span.original)}, key=len, reverse=True)
         return re.compile(rf"(?<![\w'’-])(?:{'|'.join(map(re.escape, forms))})(?![\w'’-])")
@@ -162,7 +177,8 @@ def restore(translation: str, protected: Protected) -> Restored:
             if found is None:
                 lost.append(span)
                 continue
-            marks[mark] = found.group() if span.kind == "name" else span.output  # a name as the model wrote it
+            # a name or a term as the model wrote it (Montreal, Bills); a number the English way
+            marks[mark] = found.group() if span.kind in ("name", "term") else span.output
             text = text[: found.start()] + mark + text[found.end() :]
             continue
         hits = _occurrences(text, span.placeholder)

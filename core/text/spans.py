@@ -250,7 +250,8 @@ def find_spans(
         found.append(Span(kind, a, b, original, _render(kind, original) if output is None else output))
 
     for fr, en in sorted(terms, key=lambda t: -len(t[0])):
-        for m in re.finditer(rf"(?<!\w){re.escape(fr)}(?!\w)", text, re.IGNORECASE):
+        # the French as given or in its plural (médecin, médecins; travail, travaux is the glossary's to list)
+        for m in re.finditer(rf"(?<!\w){re.escape(fr)}[sx]?(?!\w)", text, re.IGNORECASE):
             add("term", m.start(), m.end(), en)
     for kind, pattern in _PATTERNS:
         for m in pattern.finditer(text):

@@ -54,9 +54,10 @@ def test_unknown_characters_use_the_shipped_vocabulary(unknown):
 
 def test_glossary_terms_win_and_match_whole_words_case_insensitively():
     terms = [("Parlement européen", "European Parliament"), ("chat", "cat")]
-    spans = find_spans("Le parlement européen aime les chats et le chat.", terms=terms)
+    spans = find_spans("Le parlement européen aime les chats, le chaton et le chat.", terms=terms)
     assert [(s.kind, s.original, s.output) for s in spans] == [
         ("term", "parlement européen", "European Parliament"),
+        ("term", "chats", "cat"),  # a plural is the term (constrained decoding may write "cats")
         ("term", "chat", "cat"),
     ]
 

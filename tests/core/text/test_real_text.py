@@ -177,3 +177,22 @@ def test_a_100000_character_line_without_stops_comes_out_whole():
     assert max(map(len, seen)) <= 300 and len(seen) >= 333
     assert result.text.replace(" ", "") == line.replace(" ", "")
     assert set(result.warnings) == {"the translation looks like French, not English"}  # a copy is not English
+
+
+def test_a_glossary_term_the_constrained_translator_could_not_place_is_reported():
+    from core.text.pipeline import TextOptions, translate_text
+
+    def out(text):
+        return type("Out", (), {"text": text, "pieces": [], "token_logprobs": []})()
+
+    def batch(sentences):
+        raise AssertionError("a sentence with a term goes to the constrained translator")
+
+    def constrained(sentences, terms):
+        assert sentences == ["Je suis étudiant."] and terms == [["learner"]]  # the French left in
+        return [out("I am a student.")]  # the term not placed
+
+    [r] = translate_text(["Je suis étudiant."], batch, TextOptions(terms=(("étudiant", "learner"),)), None, None,
+                         constrained=constrained)  # fmt: skip
+    assert r.warnings == ["the glossary term 'étudiant' → 'learner' could not be placed"]
+    assert [s.kind for s in r.sentences[0].lost] == ["term"]
