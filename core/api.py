@@ -150,6 +150,19 @@ def text_batch(
     return run
 
 
+def with_model_placeholders(loaded: LoadedModel, text: TextOptions | None) -> TextOptions:
+    """The pipeline's options with the model's own placeholder pieces first, when its card lists them (a model
+    trained with them copies them), the word placeholders kept as second tries."""
+    from core.checkpoint import placeholder_tokens
+    from core.text.options import TextOptions, learned_scheme
+
+    text = text or TextOptions()
+    tokens = placeholder_tokens(loaded.path)
+    if not tokens or text.scheme.name != "copy":  # a scheme asked for by name stays
+        return text
+    return replace(text, scheme=learned_scheme(tokens), fallbacks=(text.scheme, *text.fallbacks))
+
+
 def text_aligner(loaded: LoadedModel) -> Callable[[list[tuple[str, str]]], list[list[tuple[int, int]]]]:
     """Word links of (sentence, translation) pairs for core.text (markup projected onto the words it wrapped,
     a dropped span put back, source words left untranslated named): one teacher-forced pass per batch,
@@ -212,6 +225,7 @@ def translate_text_lines(
     unknown = unknown_characters(loaded.tokenizer)
     accents = accent_table(loaded.tokenizer)
     aligner, constrained = text_aligner(loaded), text_constrained(loaded, options)
+    text = with_model_placeholders(loaded, text)
     return text_chunks(chunks(lines, options.batch_size * 4), batch, text, unknown, accents, aligner, constrained)
 
 

@@ -54,7 +54,17 @@ SCHEMES = {
     "brackets": Scheme("brackets", _BRACKETS, tuple(f"⟨{i}⟩" for i in range(11, 21)), people=_BRACKETS),
     "hash": Scheme("hash", _HASHES, tuple(f"#{i}" for i in range(11, 21)), people=_HASHES),
 }
-DEFAULT_SCHEME = SCHEMES["copy"]  # measured on the copy list and on news (docs/text.md)
+DEFAULT_SCHEME = SCHEMES["copy"]
+
+
+def learned_scheme(tokens: tuple[str, ...]) -> Scheme:
+    """The placeholders of a model trained with them (its card's `placeholder_tokens`): pieces it learned to
+    copy, for every kind, numbers and names still left as written for it to copy."""
+    return Scheme(
+        "learned", tokens, tokens, copies=True, people=tokens
+    )  # measured on the copy list and on news (docs/text.md)
+
+
 FALLBACK_SCHEMES = (SCHEMES["names"], SCHEMES["names-kyoto"], SCHEMES["typed"])  # for a sentence that lost one
 
 

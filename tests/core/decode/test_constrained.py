@@ -20,4 +20,3 @@ def test_constrained_beam_search_holds_every_phrase_and_inflects():
     text, met = search("Le médecin est arrivé à la gare.", ["physician", "railway station"])
     assert met and "physician" in text and "railway station" in text
     assert search("Je suis étudiant.", []) == ("I am a student.", True)  # no phrase: a plain beam search
-

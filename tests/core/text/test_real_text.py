@@ -196,3 +196,27 @@ def test_a_glossary_term_the_constrained_translator_could_not_place_is_reported(
                          constrained=constrained)  # fmt: skip
     assert r.warnings == ["the glossary term 'étudiant' → 'learner' could not be placed"]
     assert [s.kind for s in r.sentences[0].lost] == ["term"]
+
+
+def test_a_model_whose_card_lists_placeholder_tokens_gets_them(tmp_path):
+    """The card's `placeholder_tokens` become the first placeholders (the model learned to copy them); a
+    model without them keeps the words it copies. What the model then drops is placed by the alignment."""
+    import json
+
+    from core.api import translate_text_lines, with_model_placeholders
+    from core.checkpoint import load_model
+    from core.decode.translate import TranslateOptions
+    from core.text.options import TextOptions
+    from tests.conftest import ROOT
+
+    model = tmp_path / "model"
+    model.mkdir()
+    for name in ("model.safetensors", "spm.model", "alignment.json"):
+        (model / name).symlink_to(ROOT / "weights" / name)
+    card = json.loads((ROOT / "weights" / "card.json").read_text(encoding="utf-8"))
+    (model / "card.json").write_text(json.dumps({**card, "placeholder_tokens": ["⟦1⟧", "⟦2⟧"]}), encoding="utf-8")
+    loaded, shipped = load_model(model), load_model(None)
+    assert with_model_placeholders(shipped, TextOptions()).scheme.name == "copy"
+    assert with_model_placeholders(loaded, TextOptions()).scheme.names == ("⟦1⟧", "⟦2⟧")
+    [r] = translate_text_lines(loaded, ["Le fichier config.yaml est dans /etc/tt/."], TranslateOptions())
+    assert "config.yaml" in r.text and "/etc/tt/" in r.text
