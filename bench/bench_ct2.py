@@ -13,12 +13,15 @@ log-probabilities agree within 1e-4 and greedy outputs are identical. Decoding s
 Sentences: the model's held-out Tatoeba test split (buckets from its card.json, or weights/card.json
 for a run without a card, rebuilt with core.data.readers.heldout_range), tokenized once; both engines get the same length-sorted
 batches of piece ids / pieces (tokenizing and detokenizing are outside the timing for both).
-Each engine runs in its own process (spawned, given the batches through a pipe, timed inside it): in
-one process holding both, tt decoded 20–25 % slower once a CTranslate2 translator had run there
-(torch's OpenMP threads then slept between operations, as `OMP_WAIT_POLICY=PASSIVE` makes them do
-in a process of tt alone), while CTranslate2's speed did not depend on it (bench/README.md,
-2026-11-26); users run one engine per process. tt's engines start with the OpenMP setting every tt
-command makes (GOMP_SPINCOUNT, tt_cli/__init__.py), CTranslate2's with the environment as it was.
+Each engine runs in a process of its own that loads its own libraries and nothing else: bench/ct2_worker.py
+imports ctranslate2 and never torch, bench/tt_worker.py torch and tt and never ctranslate2, each checking so
+before it times anything (bench/engine_proc.py: the job loop, batches and outputs as JSON lines through its
+pipes, timed inside the worker). They are started as scripts, not by `multiprocessing`'s spawn, which
+re-imports this file (and torch with it) in every child: torch's OpenMP threads beside CTranslate2's own
+made CTranslate2 2–3× slower at batch 1 (2026-11-27, bench/README.md). This process computes every length
+limit before the timing starts and runs torch on one thread, so nothing of its own runs beside the engines.
+tt's engines start with the OpenMP setting every tt command makes (GOMP_SPINCOUNT, tt_cli/__init__.py),
+CTranslate2's with the environment as it was.
 The engines take turns a whole pass over a row's batches each, in the opposite order every other
 round, and the best of `--rounds` passes counts: engines interleaved batch by batch ran each call
 among the previous engine's threads still spinning (OpenMP's wait after a parallel region), which
@@ -35,44 +38,26 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
+import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import torch
 
 ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "bench"
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(BENCH))
 
+import ct2_worker  # noqa: E402
 from ct2_convert import convert  # noqa: E402
 
 from core.checkpoint import load_model  # noqa: E402
 from core.decode import search  # noqa: E402
 
 SHARED = Path(os.environ.get("TT_SHARED_DATA", "/work/shared/data"))
-
-
-class PeakRSS:
-    """This process's peak resident memory during a call, above its size before it: the kernel's high-water
-    mark (VmHWM), reset before each call (/proc/self/clear_refs, Linux ≥ 4.0). No sampling thread."""
-
-    @staticmethod
-    def _status(field: str) -> int:
-        with open("/proc/self/status") as f:
-            return int(re.search(rf"^{field}:\s+(\d+) kB", f.read(), re.M).group(1)) * 1024
-
-    def reset(self) -> int:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        self._base = self._status("VmRSS")
-        return self._base
-
-    def peak(self) -> int:
-        return self._status("VmHWM") - self._base
 
 
 def held_out(model_dir: Path) -> tuple[list[str], list[str]]:
@@ -87,45 +72,11 @@ def held_out(model_dir: Path) -> tuple[list[str], list[str]]:
     return [p.src for p in pairs], [p.tgt for p in pairs]
 
 
-def tt_engine(model, method: str) -> Callable[[list[list[int]]], list[list[int]]]:
-    def run(batch: list[list[int]]) -> list[list[int]]:
-        src = search.pad_batch(batch, model.cfg.pad_id)  # (B, S)
-        if method == "greedy":
-            return [h.tokens for h in search.greedy(model, src)]
-        return [hyps[0].tokens for hyps in search.beam_search(model, src, beam_size=4, alpha=0.6)]
-
-    return run
-
-
-def ct2_engine(translator, loaded, method: str, limits_of: Callable) -> Callable:
-    vocab = loaded.tokenizer.pieces(range(loaded.cfg.vocab_size))
-    index = {p: i for i, p in enumerate(vocab)}
-    eos = vocab[loaded.cfg.eos_id]
-    banned = [[vocab[loaded.cfg.pad_id]], [vocab[loaded.cfg.bos_id]]]
-    beam = 1 if method == "greedy" else 4
-
-    def run(batch: list[list[int]]) -> list[list[int]]:
-        results = translator.translate_batch(
-            [[vocab[i] for i in ids] for ids in batch],
-            beam_size=beam,
-            num_hypotheses=beam,
-            length_penalty=0,
-            return_scores=True,
-            return_end_token=True,
-            min_decoding_length=0,
-            max_decoding_length=limits_of(batch),
-            suppress_sequences=banned,
-        )
-        out = []
-        for r in results:
-            # tt's ranking: raw log p / ((5 + |Y|) / 6)^α, |Y| the scored pieces (EOS included).
-            best = max(
-                range(len(r.hypotheses)), key=lambda j: r.scores[j] / search.length_penalty(len(r.hypotheses[j]), 0.6)
-            )
-            out.append([index[p] for p in r.hypotheses[best] if p != eos])
-        return out
-
-    return run
+def decoding_spec(loaded) -> dict:
+    """What CTranslate2's worker needs of the model, as data: its pieces in id order and the special ids."""
+    cfg = loaded.cfg
+    vocab = loaded.tokenizer.pieces(range(cfg.vocab_size))
+    return {"vocab": vocab, "eos_id": cfg.eos_id, "pad_id": cfg.pad_id, "bos_id": cfg.bos_id, "alpha": 0.6}
 
 
 def prove(loaded, translator, batches: list[list[list[int]]], limits_of: Callable) -> str:
@@ -145,7 +96,7 @@ def prove(loaded, translator, batches: list[list[list[int]]], limits_of: Callabl
                 raise SystemExit(f"score_batch scored {len(r.log_probs)} pieces, tt {len(ours)}")
             worst = max(worst, max(abs(a - b) for a, b in zip(ours, r.log_probs)))
         n += len(batch)
-        ct2_greedy = ct2_engine(translator, loaded, "greedy", limits_of)(batch)
+        ct2_greedy = ct2_worker.decoder(translator, decoding_spec(loaded))("greedy", batch, limits_of(batch))
         if ct2_greedy != [h.tokens for h in hyps]:
             raise SystemExit("greedy outputs differ between tt and CTranslate2 float32: the conversion is wrong")
     if worst > 1e-4:
@@ -162,94 +113,49 @@ def limits_for(loaded) -> Callable[[list[list[int]]], int]:
     return limits_of
 
 
-def _engine_process(conn, name: str, model_dir: str, ct2_dir: str, threads: int) -> None:
-    """One engine in a process of its own: (method, batch) in, (seconds, peak RSS, outputs) out, until None.
-    CTranslate2's length limit for a batch (tt's, computed with torch) is worked out before its timer starts."""
-    torch.set_num_threads(threads)
-    loaded = load_model(Path(model_dir))
-    limits_of, limit = limits_for(loaded), [0]  # limit[0]: the length limit of the call at hand
-    if name.startswith("CT2 "):
-        import ctranslate2
-
-        q = name[4:]
-        translator = ctranslate2.Translator(
-            str(Path(ct2_dir) / q), device="cpu", intra_threads=threads, inter_threads=1, compute_type=q
-        )
-        engines = {m: ct2_engine(translator, loaded, m, lambda batch: limit[0]) for m in ("greedy", "beam")}
-    else:
-        from core.model.fast import fast_model, packed_model
-
-        mode = name[3:]
-        if mode == "fp32 unpacked":
-            model = loaded.model
-        elif mode == "fp32":
-            model = packed_model(loaded.model, inplace=True)  # as `tt translate` runs it
-        else:
-            model = fast_model(loaded.model, mode)
-        engines = {m: tt_engine(model, m) for m in ("greedy", "beam")}
-    conn.send("ready")
-    warm, rss = set(), PeakRSS()
-    while (job := conn.recv()) is not None:
-        method, batch = job
-        if method not in warm:  # a warm-up call, untimed
-            limit[0] = limits_of(batch[:1])
-            engines[method](batch[:1])
-            warm.add(method)
-        limit[0] = limits_of(batch)
-        rss.reset()
-        start = time.perf_counter()
-        out = engines[method](batch)
-        conn.send((time.perf_counter() - start, rss.peak(), out))
-
-
 class Engines:
-    """The engines' processes, started once and given the same batches in turn."""
+    """The engines' worker processes, started once and given the same batches in turn."""
 
-    def __init__(self, names: list[str], model_dir: Path, ct2_dir: Path, threads: int) -> None:
-        import multiprocessing as mp
-
-        ctx = mp.get_context("spawn")  # a fresh interpreter: none of this process's libraries or threads
-        # tt's engines get the OpenMP setting every tt command makes before torch loads (tt_cli/__init__.py);
-        # CTranslate2's the environment as it was.
+    def __init__(self, names: list[str], model_dir: Path, ct2_dir: Path, spec_file: Path, threads: int) -> None:
         theirs_env = dict(os.environ)
         from tt_cli import with_openmp_default
 
-        ours_env = with_openmp_default(theirs_env)
-        self.procs = {}
-        try:
-            for name in names:
-                os.environ.clear()
-                os.environ.update(ours_env if name.startswith("tt ") else theirs_env)
-                ours, theirs = ctx.Pipe()
-                proc = ctx.Process(target=_engine_process, args=(theirs, name, str(model_dir), str(ct2_dir), threads))
-                proc.start()
-                self.procs[name] = (proc, ours)
-        finally:
-            os.environ.clear()
-            os.environ.update(theirs_env)
-        for name, (_, conn) in self.procs.items():
-            try:
-                conn.recv()
-            except EOFError:
-                raise SystemExit(f"engine {name} did not start (its traceback is above)") from None
+        ours_env = with_openmp_default(theirs_env)  # tt's engines: the OpenMP setting every tt command makes
+        self.procs: dict[str, subprocess.Popen] = {}
+        for name in names:
+            if name.startswith("CT2 "):
+                args, env = [BENCH / "ct2_worker.py", ct2_dir / name[4:], name[4:], threads, spec_file], theirs_env
+            else:
+                args, env = [BENCH / "tt_worker.py", model_dir, name[3:], threads], ours_env
+            cmd = [sys.executable, *map(str, args)]
+            self.procs[name] = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+        for name in names:
+            self._read(name)
 
-    def call(self, name: str, method: str, batch: list[list[int]]) -> tuple[float, int, list]:
+    def _read(self, name: str) -> dict:
+        line = self.procs[name].stdout.readline()
+        if not line:
+            raise SystemExit(f"engine {name} exited (its message is above)")
+        return json.loads(line)
+
+    def call(self, name: str, method: str, batch: list[list[int]], limit: int) -> tuple[float, int, list]:
         """(seconds inside the engine, its peak RSS above its size before the call, outputs)."""
-        _, conn = self.procs[name]
-        conn.send((method, batch))
-        try:
-            return conn.recv()
-        except EOFError:
-            raise SystemExit(f"engine {name} exited (its traceback is above)") from None
+        proc = self.procs[name]
+        proc.stdin.write(json.dumps({"method": method, "batch": batch, "limit": limit}) + "\n")
+        proc.stdin.flush()
+        reply = self._read(name)
+        return reply["seconds"], reply["peak"], reply["out"]
 
     def close(self) -> None:
-        for _, conn in self.procs.values():
-            conn.send(None)
-        for proc, _ in self.procs.values():
-            proc.join(timeout=30)
+        for proc in self.procs.values():
+            proc.stdin.close()
+        for proc in self.procs.values():
+            proc.wait(timeout=30)
 
 
-def timed(engines: Engines, method: str, batches: list, rounds: int) -> dict[str, tuple[float, float, list]]:
+def timed(
+    engines: Engines, method: str, batches: list, limits: list[int], rounds: int
+) -> dict[str, tuple[float, float, list]]:
     """(seconds, peak RSS above idle in bytes, outputs) per engine: its best time over `rounds` passes
     through all the batches, the engines taking turns a pass each, in the opposite order every other round."""
     names = list(engines.procs)
@@ -257,8 +163,8 @@ def timed(engines: Engines, method: str, batches: list, rounds: int) -> dict[str
     for r in range(rounds):
         for name in names if r % 2 == 0 else names[::-1]:
             total, out = 0.0, []
-            for batch in batches:
-                s, p, o = engines.call(name, method, batch)
+            for batch, limit in zip(batches, limits):
+                s, p, o = engines.call(name, method, batch, limit)
                 total += s
                 peak[name] = max(peak[name], p)
                 out.extend(o)
@@ -282,7 +188,7 @@ def main() -> None:
     import ctranslate2
     import sacrebleu
 
-    torch.set_num_threads(args.threads)
+    torch.set_num_threads(1)  # this process only prepares: no OpenMP pool of its own beside the engines
     model_dir = Path(args.model)
     loaded = load_model(model_dir)
     cfg, tok = loaded.cfg, loaded.tokenizer
@@ -298,6 +204,8 @@ def main() -> None:
     for q in ("float32", "int8"):
         convert(loaded, tmp / q, None if q == "float32" else q)
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))  # length-sorted, as tt's batcher does
+    for n in (1, 7, 30):  # the worker ranks beams with its own copy of tt's length penalty
+        assert abs(ct2_worker.length_penalty(n, 0.6) - search.length_penalty(n, 0.6)) < 1e-12
     checker = ctranslate2.Translator(str(tmp / "float32"), device="cpu", intra_threads=args.threads)
     print(
         prove(
@@ -313,11 +221,13 @@ def main() -> None:
     # model it computes (the reference for "identical"), and the approximate --quantize modes.
     fast = [] if args.fast == "none" else args.fast.split(",")
     names = ["tt fp32 unpacked", "tt fp32", *(f"tt {m}" for m in fast), "CT2 float32", "CT2 int8"]
-    engines = Engines(names, model_dir, tmp, args.threads)
+    spec_file = tmp / "spec.json"
+    spec_file.write_text(json.dumps(decoding_spec(loaded)), encoding="utf-8")
+    engines = Engines(names, model_dir, tmp, spec_file, args.threads)
     print(
         f"threads {args.threads}; load average {os.getloadavg()[0]:.2f}; {len(ids)} held-out sentences; "
         f"tt fast mode: {args.fast}; torch {torch.__version__}, ctranslate2 {ctranslate2.__version__}; "
-        f"one process per engine; best of {args.rounds} passes"
+        f"one clean process per engine; best of {args.rounds} passes"
     )
     print("| decoding | engine | sent/s | vs CT2 float32 | BLEU | peak RSS +MiB | identical to tt fp32 unpacked |")
     print("|---|---|---:|---:|---:|---:|---:|")
@@ -329,7 +239,7 @@ def main() -> None:
                 batches = [[ids[i] for i in subset[s : s + size]] for s in range(0, len(subset), size)]
             else:
                 batches = [[ids[i]] for i in subset]
-            results = timed(engines, method, batches, args.rounds)
+            results = timed(engines, method, batches, [limits_of(b) for b in batches], args.rounds)
             ref_rate = len(subset) / results["CT2 float32"][0]
             tt_out = results["tt fp32 unpacked"][2]
             refs_row = [refs[i] for i in subset]

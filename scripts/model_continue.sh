@@ -8,7 +8,7 @@
 #
 #   bash scripts/model_continue.sh [TIME [OPTION…]]  # TIME of wall clock in all (default 2h), in the background;
 #                                                   # resumes runs/c1, OPTIONs (tt train's) override its settings
-#   python scripts/learning_curve.py runs/c1    # BLEU against CPU hours so far
+#   tt runs show runs/c1 --x hours  # BLEU against CPU hours so far (--table: the numbers)
 #   bash scripts/model_continue.sh 1h40m --d-ff 2048   # a new run that first widens the FFNs (core/model/grow.py)
 #   OUT=runs/c2 CACHE=runs/cache bash scripts/model_continue.sh 3h   # where the disk kept the run that made
 #       weights/: resume it (Adam moments, schedule and data position) to 3 h of wall time in all, rather

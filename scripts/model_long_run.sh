@@ -5,7 +5,7 @@
 # any interruption: it resumes exactly where the last checkpoint left it.
 #
 #   bash scripts/model_long_run.sh            # start, or resume runs/m1, in the background
-#   python scripts/learning_curve.py runs/m1  # BLEU against CPU hours so far
+#   tt runs show runs/m1 --x hours  # BLEU against CPU hours so far (--table: the numbers)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=runs/m1

@@ -5,7 +5,8 @@
 # The first pilot builds the 16k tokenizer and the token cache; the others reuse both.
 #
 #   bash scripts/model_pilots.sh [BUDGET]        # BUDGET defaults to 20m of CPU time per pilot
-#   python scripts/learning_curve.py runs/pilots/* --last
+#   tt runs runs/pilots                          # each pilot's last validation, best step, CPU hours
+#   tt runs show runs/pilots/* --x hours         # their curves side by side at equal CPU time
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUDGET=${1:-20m}

@@ -17,6 +17,7 @@ from tt_cli.commands.data import app as data_app
 from tt_cli.commands.eval import evaluate
 from tt_cli.commands.inspect import inspect
 from tt_cli.commands.learn import learn
+from tt_cli.commands.runs import app as runs_app
 from tt_cli.commands.train import train
 from tt_cli.commands.translate import translate
 from tt_cli.errors import guard
@@ -63,6 +64,7 @@ for name, function in [
     app.command(name, help=function.__doc__)(guard(function))
 app.add_typer(data_app, name="data")
 app.add_typer(analyze_app, name="analyze")
+app.add_typer(runs_app, name="runs")
 
 
 def main() -> None:

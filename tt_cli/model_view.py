@@ -20,6 +20,7 @@ class ModelView:
     ig_steps: int = 32
     trace_file: Path | None = None  # save the sentence's trace here
     show_attention: tuple[int, int | None] | None = None  # (layer, head) of a heatmap after each sentence
+    figures: object | None = None  # tt_cli.figures.DecodingFigures: --attention-figure, --distribution-figure
 
     @classmethod
     def of(cls, loaded, job) -> ModelView:
@@ -30,6 +31,7 @@ class ModelView:
             ig_steps=job.ig_steps,
             trace_file=job.trace_file,
             show_attention=(job.layer, job.head) if job.show_attention else None,
+            figures=job.figures,
         )
 
 
@@ -70,6 +72,9 @@ def run_model_view(loaded, lines, options, out, job: ModelView, *, to_terminal: 
         out.flush()
         if console is not None and t.steps:
             show_attention(console, t, *job.show_attention)
+        if job.figures is not None and t.steps is not None:
+            for path in job.figures.write(t.source_trace, t.steps):
+                print(f"tt: wrote {path}", file=sys.stderr)
     if warned > MAX_WARNINGS:
         print(f"tt: warning: {warned - MAX_WARNINGS} more warning(s) not shown", file=sys.stderr)
 

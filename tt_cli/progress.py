@@ -1,15 +1,24 @@
-"""The `tt train` display on stderr: a live progress bar on a terminal, plain lines in a log file.
+"""The `tt train` display on stderr: on a terminal, the learning curve drawn live above a progress
+bar; plain lines in a log file (or with --plain).
 
 It is one of the Trainer's callbacks: it only reads the TrainEvents core emits (the same numbers
-metrics.jsonl records), so what the screen shows and what the log keeps cannot disagree.
+metrics.jsonl records), and the curve is core.train.runs' record of a run fed those events, the one
+`tt runs show` reads back from metrics.jsonl, so what the screen shows and what the log keeps
+cannot disagree.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.progress import BarColumn, Progress, TaskID, TextColumn
+from rich.text import Text
+
+from core.train.runs import Run, panels
+
+CURVE_HEIGHT = 16  # terminal rows of the live curve, fewer on a short terminal
+MIN_TERMINAL_HEIGHT = 16  # below this the curve would push the bar off a small screen: the bar alone
 
 
 def duration(seconds: float | None) -> str:
@@ -21,15 +30,28 @@ def duration(seconds: float | None) -> str:
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
 
+class CurveProgress(Progress):
+    """A rich Progress that draws the run's learning curve above its bar."""
+
+    curve: RenderableType | None = None
+
+    def get_renderables(self):
+        if self.curve is not None:
+            yield self.curve
+        yield from super().get_renderables()
+
+
 class TrainProgress:
     """Callback for core.train.trainer.Trainer. Use as a context manager around `Trainer.run()`."""
 
-    def __init__(self, console: Console, quiet: bool = False) -> None:
+    def __init__(self, console: Console, quiet: bool = False, plain: bool = False, name: str = "") -> None:
         self.console = console
         self.quiet = quiet
-        # A bar only where someone watches; a log file gets one line per logged step instead.
-        self.live = console.is_terminal and not quiet
-        self.progress: Progress | None = None
+        # A bar and the curve only where someone watches; a log file (or --plain) gets one line per logged step.
+        self.live = console.is_terminal and not quiet and not plain
+        self.curve = self.live and console.height >= MIN_TERMINAL_HEIGHT
+        self.run = Run(name)  # the curve so far
+        self.progress: CurveProgress | None = None
         self.task: TaskID | None = None
 
     def __enter__(self) -> TrainProgress:
@@ -40,7 +62,7 @@ class TrainProgress:
             self.progress.stop()
 
     def _bar(self, total: int | None, step: int) -> None:
-        self.progress = Progress(
+        self.progress = CurveProgress(
             TextColumn("step {task.completed}/{task.fields[total_text]}"),
             BarColumn(),
             TextColumn(
@@ -69,6 +91,22 @@ class TrainProgress:
                 self._line(f"  {name}: loss {numbers['valid_loss']:.3f}{scores}")
         elif kind == "checkpoint" and not self.quiet:
             self._line(f"checkpoint @ {step}: {data['path']}")
+        if self.curve and (kind in ("start", "valid") or (kind == "step" and data.get("log"))):
+            self.run.add({"event": kind, "step": step, **data})
+            self._draw_curve(step)
+
+    def _draw_curve(self, step: int) -> None:
+        """Draw the curve again (at each logged step and validation, not at every refresh)."""
+        from tt_cli.curves import draw
+
+        if self.progress is None:
+            return
+        point = self.run.last
+        hours = f" · {point.hours:.3g} {self.run.hours_unit}-hours" if point and point.hours is not None else ""
+        width, height = self.console.width, min(CURVE_HEIGHT, self.console.height - 4)
+        colour = self.console.color_system is not None
+        text = draw(panels([self.run], "step"), "step", width, height, colour, title=f"step {step}{hours}")
+        self.progress.curve = Text.from_ansi(text) if text else None
 
     def _line(self, text: str) -> None:
         (self.progress.console if self.progress else self.console).print(

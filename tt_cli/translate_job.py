@@ -18,7 +18,10 @@ from tt_cli.errors import EXIT_USAGE, fail
 
 # Options that show what the model itself does with a line: they hand it the line as given (no
 # splitting, protection or case), so their output is the model's own.
-MODEL_VIEW = "--raw, --n-best, --attention, --align, --attribution, --trace and --show-attention"
+MODEL_VIEW = (
+    "--raw, --n-best, --attention, --align, --attribution, --trace, --show-attention, --attention-figure "
+    "and --distribution-figure"
+)
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,11 @@ class TranslateJob:
     show_attention: bool = False
     layer: int = -1
     head: int | None = None
+    attention_figure: Path | None = None
+    distribution_figure: Path | None = None
+    family: str = "cross"  # of --attention-figure (and of --layer's check)
+    step: int = 0  # of --distribution-figure
+    figures: object | None = None  # tt_cli.figures.DecodingFigures, once validated
     settings: dict = field(default_factory=dict)  # core/text's: split, protect, names, accents, glossary
     doc_format: str | None = None  # --format as given
     fmt: str = "text"  # the format of this run, once validated
@@ -63,6 +71,8 @@ class TranslateJob:
             or self.attribution
             or self.trace_file
             or self.show_attention
+            or self.attention_figure
+            or self.distribution_figure
         )
 
     @property
@@ -90,6 +100,7 @@ class TranslateJob:
                 raise fail("--quantize is not available with -I yet", EXIT_USAGE)
             return self
         check_sampling(d["method"] == "sample", temperature=d["temperature"], top_k=d["top_k"], top_p=d["top_p"])
+        figures = self._figures()
         from tt_cli.textrun import document_format
 
         fmt = document_format(self.input_file, self.doc_format)
@@ -125,9 +136,31 @@ class TranslateJob:
             )
         from core.files import check_output
 
-        for path in (p for p in (self.output, self.trace_file) if p is not None):
-            check_output(path)  # the one check of an output path, before the model loads
-        return replace(self, fmt=fmt)
+        for path in (self.output, self.trace_file, self.attention_figure, self.distribution_figure):
+            if path is not None:
+                check_output(path)  # the one check of an output path, before the model loads
+        return replace(self, fmt=fmt, figures=figures)
+
+    def _figures(self):
+        """What --attention-figure and --distribution-figure ask for (None without them), checked before any work."""
+        if self.attention_figure is None and self.distribution_figure is None:
+            return None
+        from tt_cli.figures import DecodingFigures, require
+
+        if len(self.text or []) != 1 or self.text == ["-"]:
+            raise fail(
+                "--attention-figure and --distribution-figure draw one sentence: give exactly one as an argument",
+                EXIT_USAGE,
+            )
+        for option, path in (
+            ("--attention-figure", self.attention_figure),
+            ("--distribution-figure", self.distribution_figure),
+        ):
+            if path is not None:
+                require(option, path)  # matplotlib there, a format it writes: one line, before the model loads
+        return DecodingFigures(
+            self.attention_figure, self.distribution_figure, self.family, self.layer, self.head, self.step
+        )
 
 
 def run(job: TranslateJob) -> None:
@@ -153,6 +186,8 @@ def run(job: TranslateJob) -> None:
         "--attribution": job.attribution,
         "--show-attention": job.show_attention,
         "--quantize": job.quantize,
+        "--attention-figure": job.attention_figure,
+        "--distribution-figure": job.distribution_figure,
     }
     if bulk.distributed():  # under torchrun: the lines shared out among the processes, one output
         lines = lambda stack: _lines(stack, job)  # noqa: E731
@@ -194,10 +229,19 @@ def _decoding_options(job: TranslateJob):
     from core.decode.translate import TranslateOptions
 
     with_attention = bool(
-        job.show_attention or job.align or job.attention != "none" or job.trace_file is not None or job.attribution
+        job.show_attention
+        or job.align
+        or job.attention != "none"
+        or job.trace_file is not None
+        or job.attribution
+        or job.figures is not None
     )
     return TranslateOptions(
-        **job.decoding, n_best=job.n_best, batch_size=job.batch_size, with_attention=with_attention
+        **job.decoding,
+        n_best=job.n_best,
+        batch_size=job.batch_size,
+        with_attention=with_attention,
+        **({"n_candidates": 10} if job.distribution_figure is not None else {}),
     ).validate()
 
 
@@ -220,7 +264,7 @@ def _interactive(job: TranslateJob):
 
 
 def _load(job: TranslateJob):
-    """The model, quantized when asked, after checking that --layer and --head exist in it."""
+    """The model, quantized when asked, after checking that --layer (of --family) and --head exist in it."""
     from tt_cli.options import load_model_for
 
     loaded = load_model_for(job.model, job.device, packed=job.quantize is None)
@@ -230,10 +274,13 @@ def _load(job: TranslateJob):
         from core.model.fast import fast_model
 
         loaded = dataclasses.replace(loaded, model=fast_model(loaded.model, job.quantize))  # int8: CPU only
-    n_layers, n_heads = loaded.cfg.n_decoder_layers, loaded.cfg.h
+    from core.model.attention import n_layers_of
+
+    n_layers, n_heads = n_layers_of(loaded.cfg, job.family), loaded.cfg.h
     if not -n_layers <= job.layer < n_layers:
+        side = "encoder" if job.family == "encoder_self" else "decoder"
         raise fail(
-            f"--layer {job.layer}: this model has {n_layers} decoder layers (0..{n_layers - 1}, or -1 for the last)"
+            f"--layer {job.layer}: this model has {n_layers} {side} layers (0..{n_layers - 1}, or -1 for the last)"
         )
     if job.head is not None and not 0 <= job.head < n_heads:
         raise fail(f"--head {job.head}: this model has {n_heads} heads (0..{n_heads - 1})")

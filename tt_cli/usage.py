@@ -123,3 +123,15 @@ class Typer(typer.Typer):
 
     def command(self, *args: Any, cls: type[TyperCommand] | None = None, **kwargs: Any) -> Any:
         return super().command(*args, cls=cls or TTCommand, **kwargs)
+
+
+class DefaultGroup(TTGroup):
+    """A group whose first word, when it is none of its commands, goes to `default_command`:
+    `tt runs DIR` is `tt runs list DIR`, while `tt runs show RUN` stays `show`."""
+
+    default_command = ""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if not args or (args[0] not in self.commands and args[0] not in ctx.help_option_names):
+            args = [self.default_command, *args]
+        return super().parse_args(ctx, args)

@@ -220,6 +220,18 @@ def attention_matrix(
     return out
 
 
+def attention_labels(source: SourceTrace, steps: list[StepTrace], family: str) -> tuple[list[str], list[str]]:
+    """The pieces along `attention_matrix`'s rows (queries) and columns (keys): cross, the steps' pieces
+    by the source's; decoder_self, the steps' pieces by what the decoder was fed (BOS, y_0 … y_{T-2});
+    encoder_self, the source's by the source's."""
+    if family == "encoder_self":
+        return list(source.pieces), list(source.pieces)
+    rows = [s.piece for s in steps]
+    if family == "cross":
+        return rows, list(source.pieces)
+    return rows, [BOS_PIECE, *rows[:-1]]
+
+
 def attention_grid(source: SourceTrace, steps: list[StepTrace], family: str, query: int) -> torch.Tensor:
     """Every layer × head at a glance for one query: (n_layers · h, keys), layer-major."""
     if family == "encoder_self":

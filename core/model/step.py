@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import threading
+import weakref
 
 import torch
 import torch.nn.functional as F
@@ -200,7 +201,8 @@ class FusedStep:
     """The decoder step of `model` over its cache, built once for the model's current weights."""
 
     def __init__(self, model: Transformer, kind: str) -> None:
-        self.model, self.cfg = model, model.cfg
+        # The model keeps its step (_STEPS), so the step holds its model weakly: neither keeps the other alive.
+        self._model, self.cfg = weakref.ref(model), model.cfg
         self.pre = model.cfg.norm == "pre"
         self.kind = kind
         self.layers = [_Layer(layer, kind) for layer in model.decoder_layers]
@@ -285,9 +287,9 @@ class FusedStep:
                 if self._spare is None or memory.numel() >= self._spare.numel():
                     self._spare = memory
 
-    def __deepcopy__(self, memo: dict) -> None:
-        # A copy of the model (fast_model, packed_model) builds its own step for its own layers.
-        return None
+    @property
+    def model(self) -> Transformer:
+        return self._model()
 
     def __call__(self, tgt: torch.Tensor, enc: Encoded, state: DecoderState, group: int = 1) -> torch.Tensor:
         """tgt (N, 1) the newest pieces -> next-piece logits (N, vocab); the caches grow by one position.
@@ -346,11 +348,11 @@ class FusedStep:
     def _absorbed(self, state: DecoderState) -> list[_AbsorbedCross]:
         """The cross-attention of every layer for a single sentence, made once per sentence (kept on
         the state until its caches change)."""
-        memo = state.__dict__.get("_absorbed")
+        memo = state.absorbed
         if memo is not None and memo[0] is self and memo[1] is state.cross_attn[0]._k:
             return memo[2]
         absorbed = [_AbsorbedCross(layer, cache, self.cfg.h) for layer, cache in zip(self.layers, state.cross_attn)]
-        state.__dict__["_absorbed"] = (self, state.cross_attn[0]._k, absorbed)
+        state.absorbed = (self, state.cross_attn[0]._k, absorbed)
         return absorbed
 
     @staticmethod
@@ -440,6 +442,9 @@ def _hooked(modules: list[nn.Module]) -> bool:
     return any(mod._forward_hooks or mod._forward_pre_hooks for mod in modules)
 
 
+_STEPS: weakref.WeakKeyDictionary[Transformer, FusedStep] = weakref.WeakKeyDictionary()
+
+
 def fused_step(model: Transformer) -> FusedStep | None:
     """The model's FusedStep (kept on the model, rebuilt when its weights change), or None where the
     modules must run: training, hooks, Linear layers neither fp32 nor int8 (bf16).
@@ -447,7 +452,7 @@ def fused_step(model: Transformer) -> FusedStep | None:
     Called once per search: the check of a kept step reads ~20 layers, not the whole model."""
     if model.training:
         return None
-    step = model.__dict__.get("_fused_step")
+    step = _STEPS.get(model)
     if step is not None and step.key == _weights_key(model):
         return None if _hooked(step.watched) else step
     watched = _stood_in_for(model)
@@ -460,5 +465,5 @@ def fused_step(model: Transformer) -> FusedStep | None:
     with torch.no_grad():
         step = FusedStep(model, kinds.pop())
     step.watched = watched
-    model.__dict__["_fused_step"] = step  # a plain attribute: not a submodule, not in the state dict
+    _STEPS[model] = step  # beside the model, not on it: a copy of the model (fast_model) builds its own
     return step

@@ -62,6 +62,9 @@ class DecoderState:
     cross_attn: list[KVCache]
     length: int = 0
     beams: BeamSlots | None = None
+    # The fused step's cross-attention for a single sentence (core/model/step.py `_absorbed`), made once and
+    # kept while the caches it was made from stand: (the step, the first cross cache's keys, the layers' parts).
+    absorbed: tuple | None = None
 
     def select(self, index: torch.Tensor, rows: torch.Tensor | None = None) -> None:
         """Keep batch rows `index` of every cache. With `beams`, `index` are the sentences that stay and

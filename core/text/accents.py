@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+import weakref
 from collections.abc import Callable, Iterable
 
 _WORDS = re.compile(r"[^\W\d_]+")
@@ -112,12 +113,14 @@ def _tables(pieces: Iterable[tuple[str, float]]) -> tuple[dict[str, str], dict[s
     return plain, participle
 
 
+_TABLES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # tokenizer → its table, gone with it
+
+
 def accent_table(tokenizer) -> AccentTable:
     """The table of a model's tokenizer (core.data.tokenizer.Tokenizer), one per tokenizer, made on first use."""
-    table = getattr(tokenizer, "_accent_table", None)
+    table = _TABLES.get(tokenizer)
     if table is None:
-        table = AccentTable(tokenizer.scored_pieces)
-        tokenizer._accent_table = table
+        table = _TABLES[tokenizer] = AccentTable(tokenizer.scored_pieces)
     return table
 
 

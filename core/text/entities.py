@@ -9,9 +9,18 @@ Only complete references with their `;` count: `R&D`, `AT&T` and `&copy` stay as
 from __future__ import annotations
 
 import html
+import html.entities
 import re
 
 ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
+
+
+def _decoded(m: re.Match[str]) -> str:
+    ref = m.group()
+    # A name HTML does not define stays as written: html.unescape would read `&notaref;` as `&not` + `aref;`.
+    if ref[1] != "#" and ref[1:] not in html.entities.html5:
+        return ref
+    return html.unescape(ref)
 
 
 def decode_entities(text: str) -> str:
@@ -19,7 +28,7 @@ def decode_entities(text: str) -> str:
     for _ in range(3):  # &amp;amp;amp; at most; a loop bound rather than a fixed point on hostile input
         if "&" not in text:
             return text
-        decoded = ENTITY.sub(lambda m: html.unescape(m.group()), text)
+        decoded = ENTITY.sub(_decoded, text)
         if decoded == text:
             return text
         text = decoded

@@ -55,6 +55,7 @@ class TrainConfig:
     keep_last: int = 5
     log_every: int = 50  # steps between lines in metrics.jsonl (1 = every step)
     bleu_sample: int = 200  # validation sentences translated greedily for BLEU/chrF
+    tensorboard: bool = False  # also log to TensorBoard event files in <out>/tensorboard (core/train/tensorboard.py)
     seed: int = 1
     threads: int = 0  # torch intra-op threads on CPU; 0 = torch's default
     align_links: str | None = None  # Pharaoh links per training pair: guided alignment (core/train/align_loss.py)

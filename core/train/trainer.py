@@ -466,8 +466,7 @@ class Trainer:
             n_in += int((src != pad).sum()) + int((tgt_in != pad).sum())
         if self.scaler:
             self.scaler.unscale_(self.optimizer)
-        if cfg.clip_norm > 0:
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.clip_norm)
+        grad_norm = self._grad_norm()
         if self.scaler:
             self.scaler.step(self.optimizer)
             self.scaler.update()
@@ -479,10 +478,20 @@ class Trainer:
             count = torch.tensor([n_in], device=self.device)
             torch.distributed.all_reduce(count)
             n_in = int(count.item())
-        numbers = {"loss": loss_sum / max(n_tokens, 1), "lr": lr, "tokens": n_in}
+        numbers = {"loss": loss_sum / max(n_tokens, 1), "lr": lr, "tokens": n_in, "grad_norm": grad_norm}
         if self.guide is not None:
             numbers["align_loss"] = align_sum / max(align_rows, 1)
         return numbers, epoch_batches
+
+    def _grad_norm(self) -> float:
+        """The gradients' global L2 norm before clipping (--clip-norm clips it here): a rise warns of divergence."""
+        params = [p for p in self.model.parameters() if p.grad is not None]
+        if self.cfg.clip_norm > 0:
+            return float(torch.nn.utils.clip_grad_norm_(params, self.cfg.clip_norm))
+        if not params:
+            return 0.0
+        norms = torch.stack([torch.linalg.vector_norm(p.grad.detach().float()) for p in params])
+        return float(torch.linalg.vector_norm(norms))
 
     def run(self) -> dict[str, Any]:
         try:
@@ -504,8 +513,16 @@ class Trainer:
             raise ConfigError(f"--cooldown must be 0 or more steps, not {cfg.cooldown}")
         if cfg.cooldown and not cfg.max_steps and not cfg.epochs:
             raise ConfigError("--cooldown counts back from the step budget: give --max-steps or --epochs")
+        if cfg.tensorboard:
+            from core.train.tensorboard import check_available
+
+            check_available()  # before minutes of reading data
         self.setup()
         cfg = self.cfg
+        if cfg.tensorboard and self.is_main:
+            from core.train.tensorboard import TensorBoardLog
+
+            self.callbacks = [*self.callbacks, TensorBoardLog(self.run_dir, asdict(cfg))]
         self.t_start, self.cpu_start = time.time(), time.process_time()
         start_step = self.step
         self.emit(

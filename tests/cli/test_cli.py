@@ -28,6 +28,7 @@ def test_every_command_is_wired():
         "data",
         "analyze",
         "serve",
+        "runs",
     }
 
 

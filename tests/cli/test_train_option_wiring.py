@@ -35,7 +35,7 @@ MODEL_FIELDS = {
     "share_embeddings": "share_embeddings",
 }
 RENAMED = {"skip_bad_lines": "strict", "data_weight": "data_weights"}
-NOT_IN_THE_CONFIG = {"resume", "quiet", "threads"}  # how this process runs, not what the run is
+NOT_IN_THE_CONFIG = {"resume", "quiet", "plain", "threads"}  # how this process runs, not what the run is
 BASE = ["--data", str(TINY_TSV), "--out", "runs/x"]
 # Values that need a meaning (the rest are derived from the default): option -> (typed, stored).
 SPECIAL = {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -10,6 +11,12 @@ import typer
 
 from tt_cli.errors import EXIT_USAGE, fail
 from tt_cli.options import ModelOpt, load_model_for
+
+
+class FigureFormat(str, Enum):
+    png = "png"
+    svg = "svg"
+    pdf = "pdf"
 
 
 def inspect(
@@ -25,8 +32,16 @@ def inspect(
         Optional[float], typer.Option(help="Length penalty α for beam mode's re-ranking. Default: 0.6.", min=0.0)
     ] = None,
     svg_dir: Annotated[
-        Optional[Path], typer.Option(help="Where key s saves screenshots (SVG). Default: the current directory.")
+        Optional[Path],
+        typer.Option(help="Where key s saves screenshots (SVG) and key S figures. Default: the current directory."),
     ] = None,
+    figure_format: Annotated[
+        FigureFormat,
+        typer.Option(
+            help="Key S saves the attention map shown and the step's distribution as figures in this format "
+            "(matplotlib: pip install 'tt[figures]')."
+        ),
+    ] = FigureFormat.png,
     trace: Annotated[
         Optional[Path],
         typer.Option(
@@ -86,13 +101,19 @@ def inspect(
         points = list(
             scrub(run, text, top_k=top_k, checkpoints=checkpoints)
         )  # every checkpoint once, before the terminal opens
-        make_app(None, top_k=top_k, svg_dir=svg_dir, scrub=points, run_name=run.name).run()
+        make_app(
+            None, top_k=top_k, svg_dir=svg_dir, figure_format=figure_format.value, scrub=points, run_name=run.name
+        ).run()
         return
     if trace is not None:
-        make_app(None, top_k=top_k, svg_dir=svg_dir, trace=replay, trace_name=trace.name).run()
+        make_app(
+            None, top_k=top_k, svg_dir=svg_dir, figure_format=figure_format.value, trace=replay, trace_name=trace.name
+        ).run()
         return
     beam_options = {"beam_size": beam or 4, "alpha": 0.6 if alpha is None else alpha}
-    make_app(loaded, text, top_k=top_k, svg_dir=svg_dir, reference=ref, **beam_options).run()
+    make_app(
+        loaded, text, top_k=top_k, svg_dir=svg_dir, figure_format=figure_format.value, reference=ref, **beam_options
+    ).run()
 
 
 def _usage_problem(text, model, trace, run, ref, beam, alpha) -> str:

@@ -35,7 +35,7 @@ MODEL_OPTIONS = {
 TRAIN_OPTIONS = {"skip_bad_lines": "strict", "data_weight": "data_weights"}
 # What a run saved before an option existed did without it: its --resume keeps doing without.
 LEGACY_DEFAULTS = {"clean": False, "dedup": False}
-CLI_ONLY = {"ctx", "resume", "quiet"}
+CLI_ONLY = {"ctx", "resume", "quiet", "plain"}
 TrainDeviceOpt = in_panel(DeviceOpt, "Training")
 TrainThreadsOpt = in_panel(ThreadsOpt, "Training")
 
@@ -444,6 +444,15 @@ def train(
     log_every: Annotated[
         int, typer.Option(help="Steps between lines of metrics.jsonl.", rich_help_panel="Checkpoints")
     ] = 50,
+    tensorboard: Annotated[
+        bool,
+        typer.Option(
+            "--tensorboard",
+            help="Also log to TensorBoard (OUT/tensorboard: loss, lr, grad norm, tokens/s, each validation set, "
+            "the config): tensorboard --logdir OUT. Needs the tensorboard extra: pip install 'tt[tensorboard]'.",
+            rich_help_panel="Checkpoints",
+        ),
+    ] = False,
     resume: Annotated[
         bool,
         typer.Option(
@@ -454,11 +463,21 @@ def train(
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="No progress display; only errors and the result.")
     ] = False,
+    plain: Annotated[
+        bool,
+        typer.Option(
+            "--plain",
+            help="On a terminal too, a line per logged step instead of the live learning curve and progress bar "
+            "(as in a log file).",
+        ),
+    ] = False,
 ) -> None:
     """Train a Transformer on parallel text; print the model directory it writes.
 
-    Under torchrun every process trains on its own share of the batches (DDP); only the first
-    writes. Ctrl-C or SIGTERM saves a checkpoint first; --resume continues exactly from it.
+    On a terminal the learning curve (training loss, each validation set's loss and BLEU) is drawn live
+    above the progress bar; `tt runs show OUT` draws it again later. Under torchrun every process
+    trains on its own share of the batches (DDP); only the first writes. Ctrl-C or SIGTERM saves a
+    checkpoint first; --resume continues exactly from it.
     """
     options = dict(locals())  # first, so it holds exactly the parameters
     from rich.console import Console
@@ -470,7 +489,7 @@ def train(
     cfg = _config_from_options(ctx, options)
     err = Console(stderr=True)
     notices = Notices(cfg, err, quiet)
-    with TrainProgress(err, quiet) as progress:
+    with TrainProgress(err, quiet, plain=plain, name=Path(cfg.out).name) as progress:
         trainer = Trainer(cfg, [progress, notices], resume=resume)
         result = trainer.run()
     status, step = result["status"], result["step"]

@@ -31,6 +31,12 @@ class AttentionChoice(str, Enum):
     all = "all"
 
 
+class FamilyChoice(str, Enum):
+    cross = "cross"
+    decoder_self = "decoder_self"
+    encoder_self = "encoder_self"
+
+
 class FormatChoice(str, Enum):
     text = "text"
     srt = "srt"
@@ -98,8 +104,34 @@ def translate(
             help="Draw a cross-attention heatmap after each translation (stderr if stdout is not a terminal).",
         ),
     ] = False,
-    layer: Annotated[int, typer.Option(help="Decoder layer for --show-attention (-1 = last).")] = -1,
-    head: Annotated[Optional[int], typer.Option(help="Head for --show-attention (default: mean over heads).")] = None,
+    layer: Annotated[int, typer.Option(help="Layer for --show-attention and --attention-figure (-1 = the last).")] = -1,
+    head: Annotated[
+        Optional[int],
+        typer.Option(help="Head for --show-attention and --attention-figure (default: the mean of the heads)."),
+    ] = None,
+    attention_figure: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--attention-figure",
+            help="Write one attention map of the one sentence given to FILE (.png, .svg or .pdf): --family, "
+            "--layer, --head, the source and output pieces on the axes. Needs matplotlib: pip install 'tt[figures]'.",
+        ),
+    ] = None,
+    distribution_figure: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--distribution-figure",
+            help="Write the next-piece distribution of output step --step (its 10 most probable pieces) as a bar "
+            "chart to FILE (.png, .svg or .pdf). Needs matplotlib.",
+        ),
+    ] = None,
+    family: Annotated[
+        FamilyChoice,
+        typer.Option(help="Attention for --attention-figure: cross, decoder_self (masked) or encoder_self."),
+    ] = FamilyChoice.cross,
+    step: Annotated[
+        int, typer.Option(help="The output step of --distribution-figure (0 = the first piece, -1 = the last).")
+    ] = 0,
     errors: ErrorsOpt = ErrorsChoice.strict,
     interactive: Annotated[
         bool,
@@ -234,6 +266,10 @@ def translate(
         show_attention=show_attention,
         layer=layer,
         head=head,
+        attention_figure=attention_figure,
+        distribution_figure=distribution_figure,
+        family=family.value,
+        step=step,
         settings=dict(split=split, protect=protect, names=names, accents=accents, glossary=glossary),
         doc_format=doc_format.value if doc_format else None,
         flag_below=flag_below,

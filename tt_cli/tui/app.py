@@ -158,6 +158,14 @@ class InspectApp(Stepping, Modes, AnalysisViews, App[None]):
             tooltip="shapes, heads by kind, ÷√d_k, embedding, Add & Norm, FFN, PE, context",
         ),
         Binding("s", "save_svg", "svg", tooltip="save this screen as SVG"),
+        Binding(
+            "S",
+            "save_figures",
+            "figures",
+            show=False,
+            tooltip="save the attention map shown (family, layer, head) and this step's distribution as figures "
+            "(--figure-format, matplotlib)",
+        ),
     ]
     # Keys that need the model: hidden from the footer and the help when a trace or a run is replayed.
     MODEL_ACTIONS = frozenset({"what_if", "drop_branch", "head_off", "mode", "views", "reference", "insides"})
@@ -177,6 +185,7 @@ class InspectApp(Stepping, Modes, AnalysisViews, App[None]):
         beam_size: int = 4,
         alpha: float = 0.6,
         svg_dir: Path | None = None,
+        figure_format: str = "png",
         trace: TraceFile | None = None,
         trace_name: str = "",
         reference: str | None = None,
@@ -220,6 +229,7 @@ class InspectApp(Stepping, Modes, AnalysisViews, App[None]):
         self.beam_size, self.alpha = beam_size, alpha
         self.reference = reference  # a reference translation: teacher-forced in reference mode (c)
         self.svg_dir = svg_dir or Path.cwd()
+        self.figure_format = figure_format  # of the figures key S writes: png, svg or pdf
         self.set_reactive(InspectApp.view, ViewState.for_dims(self.session.dims, top_k=top_k))
         self.pending = 0  # jobs queued for the model thread; tests and benchmarks wait for 0
         self._jobs: queue.Queue[Job | None] = queue.Queue()

@@ -1,5 +1,5 @@
 """The right-hand panel's beam and explain modes, and what opens over the view: the masks and
-positions screen, the help screen and the screenshot.
+positions screen, the help screen, the screenshot and the figures.
 
 A part of the one InspectApp (tt_cli/tui/app.py), which it is mixed into: it reads the App's
 reactives (`view`, `decoding`, `beam_steps`, `explained`), `session` and `submit` (the model thread).
@@ -16,6 +16,7 @@ from textual.actions import parse
 from textual.binding import Binding
 from textual.dom import DOMNode
 
+from core.errors import OutputError, TTError
 from core.files import atomic_write_bytes
 from tt_cli.tui.screens.help import HelpScreen
 from tt_cli.tui.screens.views import MasksAndPositions, ViewsScreen
@@ -121,6 +122,43 @@ class Modes:
                 "help",
             )
         self.push_screen("help")
+
+    def action_save_figures(self) -> None:
+        """The attention map of the view's family, layer and head, and the shown distribution of the
+        step on screen, as figures (matplotlib) in --svg-dir; written on the model thread."""
+        from tt_cli.figures import attention_figure, distribution_figure, require, save
+
+        d, view = self.decoding, self.view
+        try:
+            require("key S")
+        except TTError as exc:
+            self.notify(str(exc), severity="error", title="tt")
+            return
+        if d is None or not d.steps:
+            self.notify("no decoding step yet: n takes one", title="tt")
+            return
+        steps, step = list(d.steps), d.steps[-1]
+        figures = {
+            "attention": lambda: attention_figure(d.source, steps, view.family, view.layer, view.head),
+            "distribution": lambda: distribution_figure(step, view.candidates(step, self.tokenizer)),
+        }
+        stem, suffix = f"tt-inspect-{time.strftime('%Y%m%d-%H%M%S')}", "." + self.figure_format
+
+        def write() -> list[Path]:
+            written = []
+            for kind, make in figures.items():
+                try:
+                    path = free_path(self.svg_dir, f"{stem}-{kind}", suffix)
+                except OSError as exc:
+                    raise OutputError(f"figures not saved: {exc}") from None
+                try:
+                    written.append(save(make(), path))
+                except BaseException:
+                    path.unlink(missing_ok=True)  # the name it held
+                    raise
+            return written
+
+        self.submit(write, lambda paths: self.notify("saved " + " and ".join(str(p) for p in paths)))
 
     def action_save_svg(self) -> Path | None:
         svg = self.export_screenshot().encode("utf-8")

@@ -86,7 +86,7 @@ def test_fused_steps_equal_the_modules_steps(norm, packed, rows):
     src = src_batch() if rows == "batch" else pad_batch([[5, 9, 12, 7, 3]], 0)
     enc = model.encode(src)
     fused_state = steps_agree(model, step, enc, model.start_state(enc, capacity=6))
-    assert ("_absorbed" in fused_state.__dict__) == (rows == "one sentence")
+    assert (fused_state.absorbed is not None) == (rows == "one sentence")
 
 
 def count_fused_calls(monkeypatch) -> list[str]:
@@ -145,7 +145,7 @@ def test_int8_layers_take_the_fused_step_and_compute_what_their_modules_compute(
     real = src != 0
     torch.testing.assert_close(got_enc.memory[real], ref_enc.memory[real], rtol=1e-5, atol=1e-5)
     fused_state = steps_agree(model, step, ref_enc, step.start_state(ref_enc, capacity=6))
-    assert "_absorbed" not in fused_state.__dict__
+    assert fused_state.absorbed is None
     # The int8 model is not the fp32 model: a step that read the fp32 weights would fail above.
     fp32 = model_of(seed=5, n_encoder_layers=2, n_decoder_layers=3)
     enc = fp32.encode(src)
@@ -333,3 +333,21 @@ def test_the_beams_best_pieces_are_found_block_by_block_as_by_one_top_k():
         assert torch.equal(lp.gather(1, pieces), values)  # each value is its piece's
         assert torch.equal(pieces[[0, 1, 2, 3, 4, 6]], want.indices[[0, 1, 2, 3, 4, 6]])  # no ties there
         assert pieces[3, 0] == 100 % vocab and pieces[5, 0] == 7
+
+
+def test_a_models_step_lives_beside_it_and_goes_with_it():
+    """The step is kept beside the model (not in its __dict__), a copy of the model builds its own, and a model
+    no longer referenced is collected with its step (the step holds its model weakly)."""
+    import copy
+    import gc
+    import weakref
+
+    model = model_of(seed=3).eval()
+    step = fused_step(model)
+    assert step is fused_step(model) and "_fused_step" not in model.__dict__
+    clone = copy.deepcopy(model)
+    assert fused_step(clone) is not step and fused_step(clone).model is clone
+    gone = weakref.ref(model)
+    del model, step
+    gc.collect()
+    assert gone() is None

@@ -19,6 +19,7 @@ from core.text.entities import decode_entities, keep_source_entities
         ("it&#39;s &#x2019;", "it's ’"),
         ("twice &amp;amp; over", "twice & over"),
         ("R&D, AT&T, &copy and a lone &", "R&D, AT&T, &copy and a lone &"),  # no `;`: not a reference
+        ("&notaref; &madeup;", "&notaref; &madeup;"),  # names HTML does not define stay as written
     ],
 )
 def test_decode_entities(text, decoded):

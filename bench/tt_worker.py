@@ -1,0 +1,47 @@
+"""tt alone in a process, for bench_ct2.py: imports torch and tt, never ctranslate2 (checked before anything
+is timed). Started with the OpenMP setting every tt command makes (bench_ct2.py passes it in the environment).
+
+    python bench/tt_worker.py MODEL_DIR MODE THREADS      # MODE: fp32, fp32 unpacked, int8, bf16
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from engine_proc import refuse_if_loaded, serve  # noqa: E402
+
+
+def main() -> None:
+    model_dir, mode, threads = sys.argv[1:4]
+    import torch
+
+    from core.checkpoint import load_model
+    from core.decode import search
+    from core.model.fast import fast_model, packed_model
+
+    torch.set_num_threads(int(threads))
+    loaded = load_model(Path(model_dir))
+    if mode == "fp32 unpacked":
+        model = loaded.model
+    elif mode == "fp32":
+        model = packed_model(loaded.model, inplace=True)  # as `tt translate` runs it
+    else:
+        model = fast_model(loaded.model, mode)
+
+    def run(method: str, batch: list[list[int]], limit: int) -> list[list[int]]:
+        src = search.pad_batch(batch, model.cfg.pad_id)  # (B, S)
+        if method == "greedy":
+            return [h.tokens for h in search.greedy(model, src)]
+        return [hyps[0].tokens for hyps in search.beam_search(model, src, beam_size=4, alpha=0.6)]
+
+    refuse_if_loaded("tt_worker", "ctranslate2")
+    serve(run)
+
+
+if __name__ == "__main__":
+    main()
