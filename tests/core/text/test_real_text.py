@@ -220,3 +220,15 @@ def test_a_model_whose_card_lists_placeholder_tokens_gets_them(tmp_path):
     assert with_model_placeholders(loaded, TextOptions()).scheme.names == ("⟦1⟧", "⟦2⟧")
     [r] = translate_text_lines(loaded, ["Le fichier config.yaml est dans /etc/tt/."], TranslateOptions())
     assert "config.yaml" in r.text and "/etc/tt/" in r.text
+
+
+def test_a_model_that_learned_nothing_is_warned_about():
+    """Empty output for a sentence with words: a warning, not an empty line in silence."""
+    from core.text.pipeline import translate_text
+
+    def nothing(sentences):
+        return [type("Out", (), {"text": "", "pieces": [], "token_logprobs": [-9.0]})() for _ in sentences]
+
+    [r, blank] = translate_text(["Je suis étudiant.", ""], nothing)
+    assert r.text == "" and "the translation is empty" in r.warnings
+    assert blank.warnings == []
