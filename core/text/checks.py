@@ -93,6 +93,35 @@ def unaligned_runs(source: str, links: Sequence[tuple[int, int]], keep: frozense
     return None
 
 
+_NUMBER_RUN = re.compile(r"\d+(?:[ \u00a0\u202f.,:]\d+)*")
+_NUMBER_WORDS = (
+    "zero one two three four five six seven eight nine ten eleven twelve".split()
+    + "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth".split()
+)
+
+
+def missing_numbers(source: str, output: str) -> str | None:
+    """A warning naming the numbers of `source` that `output` does not hold (its digits, however grouped
+    — 1 000, 1,000 — or, up to twelve, its English word), else None: a check that does not depend on what
+    the pipeline protected, so a number the model dropped or garbled (-5 → -55) is seen."""
+    found = {re.sub(r"\D", "", m) for m in _NUMBER_RUN.findall(output)}
+    found |= set(re.findall(r"\d+", output))
+    words = {w.lower() for w in re.findall(r"[A-Za-z]+", output)}
+    missing = []
+    for run in _NUMBER_RUN.findall(source):
+        digits = re.sub(r"\D", "", run)
+        if digits in found or any(digits in f for f in found if len(digits) > 1):
+            continue
+        if int(digits) <= 12 and (_NUMBER_WORDS[int(digits)] in words or _NUMBER_WORDS[12 + int(digits)] in words):
+            continue
+        if int(digits) == 1 and words & {"a", "an", "one", "once", "single"}:
+            continue
+        missing.append(run)
+    if not missing:
+        return None
+    return f"the number(s) {', '.join(map(repr, missing))} are missing from the translation"
+
+
 def empty_output(source: str, output: str) -> str | None:
     if output.strip() or not any(ch.isalnum() for ch in source):
         return None

@@ -27,7 +27,14 @@ from dataclasses import dataclass, field, replace
 
 from core.text.accents import AccentTable, restore_accents, strip_accents
 from core.text.case import NATURAL, UPPER, apply_case, case_shape, natural_case
-from core.text.checks import empty_output, follow_punctuation, short_output, unaligned_runs, wrong_language
+from core.text.checks import (
+    empty_output,
+    follow_punctuation,
+    missing_numbers,
+    short_output,
+    unaligned_runs,
+    wrong_language,
+)
 from core.text.confidence import confidence
 from core.text.documents import Document
 from core.text.markup import Mark, line_regions, project, strip_inline
@@ -163,8 +170,9 @@ def _finish(p: _Prepared, output: str, options: TextOptions, links=None) -> Rest
 
 
 def _badness(p: _Prepared, output: str, restored: Restored) -> tuple[int, int]:
-    """What a hypothesis lost: protected spans, then a clause (far too short)."""
-    return len(restored.lost), int(short_output(p.model_input, output) is not None)
+    """What a hypothesis lost: protected spans, then a number or a clause (far too short)."""
+    numbers = missing_numbers(p.source, restored.text) is not None
+    return len(restored.lost), numbers + (short_output(p.model_input, output) is not None)
 
 
 def _translate(prepared: list[_Prepared], model: _Model, options: TextOptions) -> list[SentenceResult]:
@@ -231,6 +239,7 @@ def _checked(prepared: list[_Prepared], sentences: list[SentenceResult], options
                 w
                 for w in (
                     empty_output(p.source, s.text),
+                    None if s.lost else missing_numbers(p.source, s.text),  # a lost span is warned already
                     short_output(p.model_input, s.model_output),
                     unaligned_runs(p.model_input, links[i], p.placeholders) if i in links else None,
                     wrong_language(p.source, s.text),

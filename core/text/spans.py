@@ -64,6 +64,9 @@ _PATTERNS: list[tuple[str, re.Pattern]] = [
     # An inline element whose text holds no further markup: one span, so its closing tag cannot be
     # lost on its own; the pipeline translates the text between the tags (ELEMENT_TEXT).
     ("element", re.compile(r"<([A-Za-z][\w:-]*)(?:\s+[^<>]*)?>[^<>\n]*</\1\s*>")),
+    # autolinks: <https://…>, <name@host>, the brackets part of the span (the model cannot spell < >)
+    ("url", re.compile(r"<(?:https?|ftp)://[^\s<>]+>")),
+    ("email", re.compile(r"<[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}>")),
     ("markup", re.compile(r"</?[A-Za-z][\w:-]*(?:\s+[^<>]*)?/?>|\{\{[^{}]*\}\}|\{\w*\}|%[sd]")),
     ("url", re.compile(r"(?:https?://|ftp://|www\.)[^\s<>«»\"]+[^\s<>«»\".,;:!?)\]'’]")),
     ("email", re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}")),
@@ -83,6 +86,7 @@ _PATTERNS: list[tuple[str, re.Pattern]] = [
         re.compile(
             r"(?<![\w+])(?:\+33[ .\u00a0]?(?:\(0\)[ .\u00a0]?)?[1-9]|0[1-9])(?:[ .\u00a0-]?\d{2}){4}(?![\w])"
             r"|(?<![\w+])\+\d{1,3}(?:[ .\u00a0-]?\(?\d{1,4}\)?){2,5}(?![\w])"
+            r"|(?<![\w+])0[ \u00a0]?[89]\d\d(?:[ \u00a0]?\d{3}){2}(?![\w])"  # 0 800 123 456
         ),
     ),
     (
@@ -102,15 +106,22 @@ _PATTERNS: list[tuple[str, re.Pattern]] = [
         ),
     ),
     ("date", re.compile(r"(?<![\d/.-])(?:\d{4}-\d{1,2}-\d{1,2}|\d{1,2}[/.]\d{1,2}[/.]\d{2,4})(?![\d/.-]*\d)")),
-    ("time", re.compile(rf"(?<![\d,.])(?:[01]?\d|2[0-3])(?:{_SP}?h{_SP}?[0-5]\d|:[0-5]\d)(?!\d)")),
+    ("time", re.compile(rf"(?<![\d,.])(?:[01]?\d|2[0-3])(?:{_SP}?h{_SP}?[0-5]\d|:[0-5]\d|h(?![\w]))(?!\d)")),  # 10h too
+    # a temperature or an angle, a sign and a single digit included: -5 °C
+    ("measure", re.compile(rf"(?<![\w,.])[-−+]?\d+(?:[,.]\d+)?{_SP}?°[CF]?(?![\w])")),
     # 2.3.1, v1.2, 3.11.4-rc1: more than one dot, or a v before it (a French decimal takes a comma)
     (
         "version",
-        re.compile(r"(?<![\w.])(?:[vV]\d+(?:\.\d+)*|\d+(?:\.\d+){2,})(?:-?(?:rc|beta|alpha|b|a)\d*)?(?![\w]|\.\d)"),
+        re.compile(
+            r"(?<![\w.])(?!\d{1,3}(?:\.\d{3})+(?!\w|\.\d))(?:[vV]\d+(?:\.\d+)*|\d+(?:\.\d+){2,})(?:-?(?:rc|beta|alpha|b|a)\d*)?(?![\w]|\.\d)"
+        ),
     ),
     (
         "number",
-        re.compile(rf"(?<![\w,.])(?:\d{{1,3}}(?:{_SP}\d{{3}})+|\d{{2,}}|\d(?=[,.]\d))(?:[,.]\d+)?(?![\w]|[,.]\d)"),
+        re.compile(
+            rf"(?<![\w,.])(?:\d{{1,3}}(?:{_SP}\d{{3}})+|\d{{1,3}}(?:\.\d{{3}})+(?!\d)|\d{{2,}}|\d(?=[,.]\d))"
+            rf"(?:[,.]\d+)?(?![\w]|[,.]\d)"
+        ),
     ),
 ]
 _WORD = re.compile(r"\S+")
@@ -161,7 +172,9 @@ ELEMENT_TEXT = re.compile(r"^(<[^<>]+>|!?\[)(.*?)(</[^<>]+>|\]\([^\n]*\))$", re.
 
 
 def _english_number(text: str) -> str:
-    """1 000,5 → 1,000.5; 12,50 → 12.50."""
+    """1 000,5 → 1,000.5; 12,50 → 12.50; 1.000.000 → 1,000,000."""
+    if re.fullmatch(r"\d{1,3}(?:\.\d{3}){2,}(?:,\d+)?", text):  # thousands grouped by dots, as French may
+        text = text.replace(".", " ")
     whole, _, decimals = re.sub(r",(\d+)$", r".\1", text).partition(".")
     whole = re.sub(_SP, ",", whole)
     return whole + ("." + decimals if decimals else "")
@@ -195,7 +208,10 @@ def _render(kind: str, text: str) -> str:
     3 mars → 3 March; other kinds as written."""
     if kind == "time":
         hours, minutes = re.split(rf"{_SP}?h{_SP}?|:", text)
-        return f"{int(hours)}:{minutes}"
+        return f"{int(hours)}:{minutes or '00'}"
+    if kind == "measure":
+        number = re.match(r"[-−+]?[\d,.]+", text).group()
+        return _english_number(number) + text[len(number) :]
     if kind == "number":
         return _english_number(text)
     if kind == "amount":

@@ -24,7 +24,7 @@ import re
 TITLE_ABBREVIATIONS = frozenset(
     """
     m mm mme mmes mlle mlles dr drs pr me mgr st ste sts stes cie
-    mr mrs ms jr sr prof gen col lt sgt rev inc ltd corp
+    mr mrs ms jr sr prof gen col lt sgt rev inc ltd corp tél tel
     """.split()
 )
 # The others only as written in lower case: capitalised they are names or words that end sentences

@@ -42,6 +42,11 @@ from tests.fixtures.real_text import CASES, LONG_LINE, check
         ("Ouvrez ~/.config/tt/config.toml maintenant.", "path", "~/.config/tt/config.toml", None),
         ("Les poids sont dans weights/model.safetensors.", "path", "weights/model.safetensors", None),
         ("Ouvrez C:\\Users\\Léa\\notes.txt maintenant.", "path", "C:\\Users\\Léa\\notes.txt", None),
+        ("Il fait -5 °C ce matin.", "measure", "-5 °C", None),
+        ("Ils sont 1.000.000 ici.", "number", "1.000.000", "1,000,000"),
+        ("Écrivez à <contact@exemple.fr> demain.", "email", "<contact@exemple.fr>", None),
+        ("On se voit à 10h.", "time", "10h", "10:00"),
+        ("Appelez le 0 800 123 456.", "phone", "0 800 123 456", None),
     ],
 )
 def test_each_thing_is_one_span_written_the_english_way(text, kind, original, output):
@@ -121,6 +126,15 @@ def test_a_long_line_is_cut_at_clauses_and_nothing_is_dropped():
     assert all(b - a <= 300 for a, b in parts) and len(parts) > 20
     assert "".join(line[a:b] for a, b in parts).replace(" ", "") == line.replace(" ", "")
     assert all(line[a:b].endswith(",") or b == len(line) for a, b in parts)  # at a comma
+
+
+def test_a_number_the_model_garbled_is_named_whatever_was_protected():
+    from core.text.checks import missing_numbers
+
+    assert "'5'" in missing_numbers("Il fait -5 degrés.", "It is -55 degrees.")
+    assert missing_numbers("Il a 3 chats et 1 000 euros.", "He has three cats and 1,000 euros.") is None
+    assert missing_numbers("Les années 1990.", "The 1990s.") is None
+    assert missing_numbers("Il est 14 h 35.", "It is 14:35.") is None
 
 
 def test_the_checks_name_a_loss():
