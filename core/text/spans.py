@@ -80,6 +80,15 @@ _PATTERNS: list[tuple[str, re.Pattern]] = [
             re.IGNORECASE,
         ),
     ),
+    # code outside backticks (after paths: budget_2024.xlsx is a file): --options, $VARIABLES and %VARIABLES%, snake_case names, calls(), camelCase
+    (
+        "code",
+        re.compile(
+            r"(?<![\w-])--[a-zA-Z][\w-]*(?:=[^\s,;]*[^\s,;.!?:])?|(?<![\w$])\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|%[A-Z_][A-Z0-9_]*%"
+            r"|(?<![\w.])[A-Za-z]\w*(?:\.[A-Za-z_]\w*)*\([^()\s]*\)|(?<![\w-])[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?![\w-])"
+            r"|(?<![\w-])[a-z]+[A-Z][A-Za-z0-9]*(?![\w-])"
+        ),
+    ),
     # French numbers (01 23 45 67 89, 06.12.34.56.78, +33 1 23 45 67 89, +33 (0)6 …) and other international ones
     (
         "phone",

@@ -47,6 +47,10 @@ from tests.fixtures.real_text import CASES, LONG_LINE, check
         ("Écrivez à <contact@exemple.fr> demain.", "email", "<contact@exemple.fr>", None),
         ("On se voit à 10h.", "time", "10h", "10:00"),
         ("Appelez le 0 800 123 456.", "phone", "0 800 123 456", None),
+        ("Lancez tt avec --beam=4.", "code", "--beam=4", None),
+        ("La variable $HOME est vide.", "code", "$HOME", None),
+        ("Appelez translate_text() demain.", "code", "translate_text()", None),
+        ("Le paramètre max_len est petit.", "code", "max_len", None),
     ],
 )
 def test_each_thing_is_one_span_written_the_english_way(text, kind, original, output):
