@@ -81,15 +81,18 @@ class Translator:
         """The model directory in use."""
         return self.loaded.path
 
-    def translate(self, sentences: list[str], *, trace: bool = False, **decoding) -> list[Result]:
+    def translate(
+        self, sentences: list[str], *, trace: bool = False, stop: Callable[[], bool] | None = None, **decoding
+    ) -> list[Result]:
         """One Result per sentence, in order. trace=True also returns what the model attended to
-        at every step (source_trace, steps; see Result.attention)."""
+        at every step (source_trace, steps; see Result.attention). `stop`, asked before every decoding
+        step: True raises core.errors.Stopped and the rest is not decoded."""
         from core.decode.translate import translate_lines
 
         if isinstance(sentences, str):
             raise TypeError("translate() takes a list of sentences; for one: translate([text])[0]")
         options = _checked(lambda: replace(self.options, with_attention=trace, **decoding).validate())
-        return list(translate_lines(self.loaded, list(sentences), options))
+        return list(translate_lines(self.loaded, list(sentences), options, stop))
 
     def translate_text(
         self,
@@ -217,6 +220,7 @@ def translate_text_lines(
 ) -> Iterator[TextResult]:
     """One TextResult per line, streamed: lines are taken as they arrive (a pipe is answered line by line,
     a file fills whole batches), control characters become spaces (a warning says how many)."""
+    from core.checkpoint import model_languages
     from core.decode.lines import chunks
     from core.text.accents import accent_table
     from core.text.protect import unknown_characters
@@ -224,9 +228,19 @@ def translate_text_lines(
     batch = text_batch(loaded, options, coverage=coverage)
     unknown = unknown_characters(loaded.tokenizer)
     accents = accent_table(loaded.tokenizer)
+    pair = model_languages(loaded.path)
     aligner, constrained = text_aligner(loaded), text_constrained(loaded, options)
     text = with_model_placeholders(loaded, text)
-    return text_chunks(chunks(lines, options.batch_size * 4), batch, text, unknown, accents, aligner, constrained)
+    return text_chunks(
+        chunks(lines, options.batch_size * 4),
+        batch,
+        text,
+        unknown,
+        accents,
+        pair,
+        aligner=aligner,
+        constrained=constrained,
+    )
 
 
 def text_chunks(
@@ -235,13 +249,18 @@ def text_chunks(
     text: TextOptions | None = None,
     unknown: Callable[[str], bool] | None = None,
     accents: AccentTable | None = None,
+    pair: tuple[str, str] | None = None,
+    *,
     aligner: Callable[[list[tuple[str, str]]], list[list[tuple[int, int]]]] | None = None,
     constrained: Callable[[list[str], list[list[str]]], list] | None = None,
 ) -> Iterator[TextResult]:
     """translate_text_lines over any translate_batch (a server hands in its batcher): one TextResult per
     line of each list in `chunks`, indices running on across them; control characters become spaces.
-    `unknown` and `accents` are the model's (core.text.pipeline.translate_text)."""
+    `unknown` and `accents` are the model's (core.text.pipeline.translate_text). `pair`, the model's
+    (source, target) languages: a line that reads as the target language rather than the source gets a
+    warning (core.text.language)."""
     from core.decode.source import clean_text
+    from core.text.language import wrong_language
     from core.text.pipeline import TextOptions, translate_chunks
 
     text = text or TextOptions()
@@ -262,6 +281,8 @@ def text_chunks(
     for r in translate_chunks(cleaned(chunks), translate_batch, text, unknown, accents, aligner, constrained):
         if r.index in notes:
             r.line_warnings = [notes.pop(r.index)]
+        if pair is not None and (wrong := wrong_language(r.source, *pair)):
+            r.line_warnings.append(wrong)
         yield r
 
 

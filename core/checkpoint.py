@@ -187,6 +187,19 @@ def _without_random_init() -> Iterator[None]:
                 setattr(torch.nn.init, name, fn)
 
 
+def model_languages(path: Path) -> tuple[str, str]:
+    """The (source, target) languages of a model directory: its card's training languages, else tt's fr→en."""
+    import json
+
+    card = Path(path) / "card.json"
+    try:
+        config = json.loads(card.read_text(encoding="utf-8")).get("train_config", {}) if card.is_file() else {}
+    except (OSError, ValueError, AttributeError):
+        config = {}
+    src, tgt = str(config.get("src_lang", "fr")), str(config.get("tgt_lang", "en"))
+    return (tgt, src) if config.get("swap") else (src, tgt)
+
+
 def default_model_dir() -> Path:
     """$TT_MODEL if set, else the model shipped in the `weights` package."""
     override = os.environ.get("TT_MODEL")

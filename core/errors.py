@@ -31,3 +31,8 @@ class DocumentError(DataError):
 
 class OutputError(TTError):
     """An output path that cannot be written (a directory, a missing parent, a read-only file); named in the message."""
+
+
+class Stopped(Exception):
+    """A decode stopped part-way because its caller's `stop()` said so (a server's client hung up).
+    Not a TTError: nobody made a mistake, and there is nobody to tell."""

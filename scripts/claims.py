@@ -42,7 +42,9 @@ def main() -> int:
     parser.add_argument("--model", default=None, help="model directory (default: $TT_MODEL, else the shipped model)")
     parser.add_argument("--set", default="tatoeba", help="tatoeba, newstest2013 or none")
     parser.add_argument("--limit", type=int, default=0, help="use the first N pairs of the set (0: all)")
-    parser.add_argument("--no-timing", action="store_true", help="skip the two timed claims")
+    parser.add_argument(
+        "--no-timing", action="store_true", help="skip the two cost claims (counted, with wall-clock beside)"
+    )
     parser.add_argument("--json", action="store_true", help="one JSON object per claim")
     args = parser.parse_args()
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import torch
 
-from core.errors import ConfigError
+from core.errors import ConfigError, Stopped
 from core.model.attention import HeadMask
 from core.model.step import FusedStep, fused_step
 from core.model.transformer import DecoderState, Encoded, Transformer
@@ -138,11 +138,13 @@ def _pick_loop(
     extra_len: int,
     min_len: int,
     head_mask: HeadMask | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> list[Hypothesis]:
     """The loop greedy search and sampling share: one piece per row per step, chosen by `pick`
     (log-probabilities (n, vocab) -> the chosen pieces (n,) and their log-probabilities (n,)).
 
-    `head_mask` (unbatched: it applies to every row) switches heads off for an ablation."""
+    `head_mask` (unbatched: it applies to every row) switches heads off for an ablation. `stop`, asked
+    before every step: True raises core.errors.Stopped (nobody wants the rest)."""
     cfg = model.cfg
     b, device = src.size(0), src.device
     limits = output_limits(model, src, max_output, extra_len).to(device)  # (B,)
@@ -162,6 +164,7 @@ def _pick_loop(
     alive_limits = limits  # the step limit of each live batch row
     step_input = torch.full((b, 1), cfg.bos_id, dtype=torch.long, device=device)
     for step in range(steps):
+        _check(stop)
         lp = next_logprobs(
             model, step_input, enc, state, banned=banned, ban_eos=step < min_len, head_mask=head_mask, fused=fused
         )
@@ -181,6 +184,11 @@ def _pick_loop(
     return _hypotheses(tokens, logprobs, lengths, cfg.eos_id)
 
 
+def _check(stop: Callable[[], bool] | None) -> None:
+    if stop is not None and stop():
+        raise Stopped("the decode was stopped by its caller")
+
+
 def _most_probable(lp: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Greedy's choice: the first most probable piece of each row, and its log-probability."""
     best_lp, best = lp.max(-1)
@@ -196,6 +204,7 @@ def greedy(
     extra_len: int = EXTRA_LEN,
     min_len: int = 0,
     head_mask: HeadMask | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> list[Hypothesis]:
     """Pick the most probable piece at every step, for a batch of sources (B, S) at once.
 
@@ -211,6 +220,7 @@ def greedy(
         extra_len=extra_len,
         min_len=min_len,
         head_mask=head_mask,
+        stop=stop,
     )
 
 
@@ -259,6 +269,7 @@ def sample(
     extra_len: int = EXTRA_LEN,
     max_output: int | None = None,
     min_len: int = 0,
+    stop: Callable[[], bool] | None = None,
 ) -> list[Hypothesis]:
     """Draw each piece from softmax(logits / temperature), optionally cut to top_k / top_p.
 
@@ -278,7 +289,7 @@ def sample(
         chosen = torch.multinomial(shaped.softmax(-1), 1, generator=generator)  # (n, 1)
         return chosen.squeeze(1), lp.gather(1, chosen).squeeze(1)
 
-    return _pick_loop(model, src, pick, max_output=max_output, extra_len=extra_len, min_len=min_len)
+    return _pick_loop(model, src, pick, max_output=max_output, extra_len=extra_len, min_len=min_len, stop=stop)
 
 
 # --------------------------------------------------------------------------------- beam search
@@ -310,6 +321,7 @@ def beam_search(
     n_best: int | None = 1,
     min_len: int = 0,
     on_step: Callable[[int, StepCandidates], None] | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> list[list[Hypothesis]]:
     """Beam search for a batch of sources (B, S): the n_best hypotheses of each, best first.
 
@@ -321,7 +333,7 @@ def beam_search(
     has ended), or at its length limit (live beams then finish as they are). Finished hypotheses
     are ranked by log p(Y|X) / lp(Y), lp the GNMT length penalty with |Y| the number of scored pieces.
     n_best=None returns every finished hypothesis. `on_step` (beam_steps uses it) sees sentence
-    0's candidates at every step.
+    0's candidates at every step. `stop`, asked before every step: True raises core.errors.Stopped.
     """
     if beam_size < 1 or (n_best is not None and not 1 <= n_best <= beam_size):
         raise ValueError(f"need beam_size >= 1 and 1 <= n_best <= beam_size, got {beam_size} and {n_best}")
@@ -351,6 +363,7 @@ def beam_search(
     shared = fused is not None
     try:
         for step in range(max(limits)):
+            _check(stop)
             lp = next_logprobs(
                 model, step_input, enc, state, banned=banned, ban_eos=step < min_len, fused=fused, group=beams.k
             )

@@ -10,7 +10,7 @@ Translation and the caller decides how to show them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -24,6 +24,7 @@ from core.errors import ConfigError, TTError
 from core.text.entities import keep_source_entities
 
 Method = Literal["beam", "greedy", "sample"]
+Stop = Callable[[], bool] | None  # asked between decoding steps: True stops the decode (core.errors.Stopped)
 METHODS: tuple[Method, ...] = ("beam", "greedy", "sample")
 
 # Characters that would split one output line into several for a reader using str.splitlines().
@@ -157,7 +158,9 @@ def one_line(text: str) -> str:
 
 
 # --------------------------------------------------------------------------------------- decoding
-def _decode_batch(loaded: LoadedModel, sources: list[list[int]], options: TranslateOptions, batch_no: int):
+def _decode_batch(
+    loaded: LoadedModel, sources: list[list[int]], options: TranslateOptions, batch_no: int, stop: Stop = None
+):
     """Hypothesis lists (best first) for each source, in the order given."""
     from core.decode import search as decoding
 
@@ -166,7 +169,7 @@ def _decode_batch(loaded: LoadedModel, sources: list[list[int]], options: Transl
     src = decoding.pad_batch(sources, cfg.pad_id, device)  # (B, S)
     method = options.search
     if method == "greedy":
-        return [[h] for h in decoding.greedy(model, src, extra_len=options.extra_len)]
+        return [[h] for h in decoding.greedy(model, src, extra_len=options.extra_len, stop=stop)]
     if method == "sample":
         # A different seed per batch, so equal lines in different batches need not sample alike;
         # the same input with the same --seed still gives the same output.
@@ -179,21 +182,30 @@ def _decode_batch(loaded: LoadedModel, sources: list[list[int]], options: Transl
             top_p=options.top_p,
             seed=seed,
             extra_len=options.extra_len,
+            stop=stop,
         )
         return [[h] for h in hyps]
     return decoding.beam_search(
-        model, src, beam_size=options.beam, alpha=options.alpha, extra_len=options.extra_len, n_best=options.n_best
+        model,
+        src,
+        beam_size=options.beam,
+        alpha=options.alpha,
+        extra_len=options.extra_len,
+        n_best=options.n_best,
+        stop=stop,
     )
 
 
 def translate_lines(
-    loaded: LoadedModel, lines: Iterable[str], options: TranslateOptions | None = None
+    loaded: LoadedModel, lines: Iterable[str], options: TranslateOptions | None = None, stop: Stop = None
 ) -> Iterator[Translation]:
     """One Translation per line of `lines`, in order, streamed.
 
     Lines are read a chunk at a time (up to 4 batches: what is available, see `_chunks`), sorted by
     length inside the chunk so each batch pads little, translated, and handed back in input order
     before the next chunk is taken; a slow producer gets each line answered as soon as it arrives.
+    `stop` is asked before every decoding step: True raises core.errors.Stopped (a server whose client
+    hung up spends no more on its lines).
     """
     options = (options or TranslateOptions()).validate()
     tok, cfg = loaded.tokenizer, loaded.cfg
@@ -212,7 +224,7 @@ def translate_lines(
         work.sort(key=lambda i: len(results[i].source_tokens))
         for start in range(0, len(work), options.batch_size):
             batch = work[start : start + options.batch_size]
-            nbest = _decode_batch(loaded, [results[i].source_tokens for i in batch], options, batch_no)
+            nbest = _decode_batch(loaded, [results[i].source_tokens for i in batch], options, batch_no, stop)
             batch_no += 1
             for i, hyps in zip(batch, nbest):
                 _fill(loaded, results[i], hyps, options)

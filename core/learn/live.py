@@ -22,6 +22,7 @@ from core.analysis.internals import (
     source_walk,
     unscaled_weights,
 )
+from core.learn import live_topics
 from core.learn.steps import CONTEXT_WORD, Step
 
 Lines = list[tuple[str, str]]
@@ -73,7 +74,7 @@ def the_cat_sat(loaded, text: str) -> Lines:
     q = 1
     raw = a.q[0, 0, q] @ a.k[0, 0].T  # (S,) head 0, query 1
     return [
-        ("query", f"{walk.pieces[q]} (layer 1, head 1, d_k = {a.q.size(-1)})"),
+        ("query", f"{walk.pieces[q]} (layer 1, the first of its parallel attentions, d_k = {a.q.size(-1)})"),
         ("q·k", _f(raw, 2)),
         ("q·k / √d_k", _f(a.scores[0, 0, q], 2)),
         ("weights", _f(a.weights[0, 0, q])),
@@ -87,12 +88,18 @@ def attention_table(loaded, text: str) -> Lines:
     return [(p, f"→ {walk.pieces[int(w[i].argmax())]} ({float(w[i].max()):.2f})") for i, p in enumerate(walk.pieces)]
 
 
+def head_name(layer_dot_head: str) -> str:
+    """A claim's "0.1" (0-based layer.head) as every view names a head: "layer 1, head 2" (1-based)."""
+    layer, head = (int(x) for x in layer_dot_head.split("."))
+    return f"layer {layer + 1}, head {head + 1}"
+
+
 def coreference(loaded, text: str) -> Lines:
     c = claims.il_attends_animal(loaded, text)
     best = c.values["best"]
     on_animal, on_rue = c.values["heads"][best]
     return [
-        ("best head (layer.head)", best),
+        ("best head", head_name(best)),
         ("weight on 'animal' / on 'rue'", f"{on_animal:.3f} / {on_rue:.3f}"),
         ("uniform share of 'animal'", f"{c.values['uniform']:.3f}"),
         ("verdict", c.verdict),
@@ -180,12 +187,14 @@ def encoder_stack(loaded, text: str) -> Lines:
 
 
 def masks(loaded, text: str) -> Lines:
-    _, _, out_pieces, dec = _teacher_forced(loaded, text)
+    walk, _, out_pieces, dec = _teacher_forced(loaded, text)
     w = dec.self_attention[0].weights[0, 0]  # (T, T) layer 1, head 1
+    enc = walk.layers[0].attention.weights[0, 0]  # (S, S) layer 1, head 1: no look-ahead mask
     n = min(4, w.size(0))
     return [(f"row {i} ({(['<s>'] + out_pieces)[i]})", _f(w[i, :n])) for i in range(n)] + [
-        ("weight above the diagonal", f"{float(w.triu(1).sum()):.1f}"),
         ("rows sum to", _f(w.sum(-1)[:n], 3)),
+        ("decoder: weight above the diagonal", f"{float(w.triu(1).sum()):.1f}"),
+        ("encoder: weight above the diagonal", f"{float(enc.triu(1).sum()):.1f} of {enc.size(0)} rows"),
     ]
 
 
@@ -215,13 +224,27 @@ def training(loaded, text: str) -> Lines:
     return lines + [("log p(reference)", f"{c.ref_logprob:.2f}")]
 
 
-def beam(loaded, text: str) -> Lines:
-    g = claims.translate_all(loaded, [text], beam=1)[0]
-    b = claims.translate_all(loaded, [text], beam=4)[0]
-    return [("greedy", g), ("beam 4, α 0.6", b)]
+@torch.inference_mode()
+def beam(loaded, text: str, size: int = 4, alpha: float = 0.6) -> Lines:
+    """Beam search's finished hypotheses with their log p, length penalty and score; greedy beside them."""
+    from core.decode.search import beam_search, length_penalty
+
+    walk = source_walk(loaded, text)
+    hyps = beam_search(loaded.model, torch.tensor([walk.ids]), beam_size=size, alpha=alpha, n_best=size)[0]
+    lines = [("greedy", claims.translate_all(loaded, [text], beam=1)[0])]
+    for rank, h in enumerate(hyps, 1):
+        n = len(h.token_logprobs)
+        lines.append(
+            (
+                f"beam {size} #{rank}: log p {h.logprob:.2f}, lp({n}) {length_penalty(n, alpha):.2f}, score {h.score:.3f}",
+                loaded.tokenizer.decode(h.tokens),
+            )
+        )
+    return lines
 
 
 LIVE: dict[str, Callable[[object, str], Lines]] = {
+    "pieces": live_topics.pieces,
     "alignment": alignment,
     "contextual": contextual,
     "the_cat_sat": the_cat_sat,
@@ -229,15 +252,22 @@ LIVE: dict[str, Callable[[object, str], Lines]] = {
     "coreference": coreference,
     "scaling": scaling,
     "multi_head": multi_head,
+    "cost": live_topics.cost,
     "positions": positions,
     "embed_position": embed_and_position,
     "add_norm": add_norm,
+    "residual_norm": live_topics.residual_norm,
     "encoder_stack": encoder_stack,
+    "dropout": live_topics.dropout,
     "masks": masks,
     "cross_attention": cross_attention,
+    "whole": live_topics.whole,
     "output": output,
+    "generation": live_topics.generation,
     "training": training,
+    "optimizer": live_topics.optimizer,
     "beam": beam,
+    "bleu": live_topics.bleu,
 }
 
 
@@ -256,6 +286,11 @@ class Matrix:
     cols: list[str]
     weights: list[list[float]]  # (rows, cols), each row summing to 1
     hidden: list[list[bool]] = field(default_factory=list)  # True where a mask forbids attending
+    # Which attention this is, for tt inspect to open on it: a family of core.model.attention.FAMILIES,
+    # the layer (0-based, as core counts; every view prints it 1-based) and the head (None = the mean).
+    family: str = "cross"
+    layer: int = 0
+    head: int | None = None
 
 
 def _rows(t: torch.Tensor) -> list[list[float]]:
@@ -272,13 +307,18 @@ def _cross_matrix(loaded, text: str, *, mean: bool) -> Matrix:
     w = dec.cross_attention[-1].weights[0]  # (h, T, S)
     n = len(dec.cross_attention)
     title = f"cross-attention, layer {n}, " + ("mean of the heads" if mean else "head 1")
-    return Matrix(title, _decoder_rows(out_pieces), walk.pieces, _rows(w.mean(0) if mean else w[0]))
+    rows = _rows(w.mean(0) if mean else w[0])
+    return Matrix(
+        title, _decoder_rows(out_pieces), walk.pieces, rows, family="cross", layer=n - 1, head=None if mean else 0
+    )
 
 
 def _encoder_matrix(loaded, text: str) -> Matrix:
     walk = source_walk(loaded, text)
     w = walk.layers[0].attention.weights[0].mean(0)  # (S, S) heads averaged
-    return Matrix("encoder self-attention, layer 1, mean of the heads", walk.pieces, walk.pieces, _rows(w))
+    return Matrix(
+        "encoder self-attention, layer 1, mean of the heads", walk.pieces, walk.pieces, _rows(w), family="encoder_self"
+    )
 
 
 def _coreference_matrix(loaded, text: str) -> Matrix:
@@ -286,7 +326,8 @@ def _coreference_matrix(loaded, text: str) -> Matrix:
     layer, head = (int(x) for x in best.split("."))
     walk = source_walk(loaded, text)
     w = walk.layers[layer].attention.weights[0, head]  # (S, S)
-    return Matrix(f"encoder self-attention, layer {layer + 1}, head {head + 1}", walk.pieces, walk.pieces, _rows(w))
+    title = f"encoder self-attention, {head_name(best)}"
+    return Matrix(title, walk.pieces, walk.pieces, _rows(w), family="encoder_self", layer=layer, head=head)
 
 
 def _masks_matrix(loaded, text: str) -> Matrix:
@@ -294,7 +335,8 @@ def _masks_matrix(loaded, text: str) -> Matrix:
     w = dec.self_attention[0].weights[0, 0]  # (T, T) layer 1, head 1
     labels = ["<s>"] + out_pieces
     hidden = [[j > i for j in range(w.size(1))] for i in range(w.size(0))]
-    return Matrix("masked decoder self-attention, layer 1, head 1", labels, labels, _rows(w), hidden)
+    title = "masked decoder self-attention, layer 1, head 1"
+    return Matrix(title, labels, labels, _rows(w), hidden, family="decoder_self", layer=0, head=0)
 
 
 MATRICES: dict[str, Callable[[object, str], Matrix]] = {
@@ -303,6 +345,7 @@ MATRICES: dict[str, Callable[[object, str], Matrix]] = {
     "coreference": _coreference_matrix,
     "masks": _masks_matrix,
     "cross_attention": lambda loaded, text: _cross_matrix(loaded, text, mean=False),
+    "generation": lambda loaded, text: _cross_matrix(loaded, text, mean=True),
 }
 
 

@@ -6,6 +6,8 @@ Nothing here is typed in from the notes except their inputs: every output is com
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from core.model.attention import scaled_dot_product_attention
@@ -48,18 +50,20 @@ def the_cat_sat() -> Lines:
 
 
 def static_vs_contextual() -> Lines:
-    """001 "money bank" / "river bank": one static vector, two contextual ones (y = Σ w v)."""
+    """tt's example of 001's idea ("money bank" / "river bank"): one static vector, two contextual ones.
+
+    The weights come from a softmax of bank's dot products with (context, bank), as self-attention computes
+    them (W = I), not typed in."""
     v = {"money": torch.tensor([0.0, 1.0]), "river": torch.tensor([1.0, -1.0]), "bank": torch.tensor([1.0, 0.0])}
-    w = torch.tensor([0.2, 0.8])  # the note's weights for bank over (context, bank)
-    y_money = w[0] * v["money"] + w[1] * v["bank"]
-    y_river = w[0] * v["river"] + w[1] * v["bank"]
-    cos = torch.nn.functional.cosine_similarity(y_money, y_river, dim=0)
-    return [
-        ("static e_bank (both sentences)", _v(v["bank"], 1)),
-        ("y_bank in 'money bank'", _v(y_money, 2)),
-        ("y_bank in 'river bank'", _v(y_river, 2)),
-        ("cosine of the two", _v(cos, 3)),
-    ]
+    lines = [("static e_bank (both sentences)", _v(v["bank"], 1))]
+    ys = []
+    for context in ("money", "river"):
+        kv = torch.stack([v[context], v["bank"]])  # (2, 2): the sentence "context bank"
+        y, w, _ = scaled_dot_product_attention(v["bank"][None], kv, kv)  # bank's query over both words
+        ys.append(y[0])
+        lines += [(f"w(bank → {context}, bank)", _v(w[0], 3)), (f"y_bank in '{context} bank'", _v(y[0], 3))]
+    cos = torch.nn.functional.cosine_similarity(ys[0], ys[1], dim=0)
+    return lines + [("cosine of the two y_bank", _v(cos, 3) + "  (the static vectors' cosine is 1)")]
 
 
 def scaling() -> Lines:
@@ -70,9 +74,11 @@ def scaling() -> Lines:
     )
     k = torch.tensor([[1.0, 0.0, 1.0, 0.0], [0.0, 1.0, 0.0, 1.0]])  # K_1, K_2
     _, w, _ = scaled_dot_product_attention(torch.tensor([[2.0, 3.0, 4.0, 1.0]]), k, k)
+    wrong = raw / torch.tensor(2.0).sqrt()
     return [
         ("softmax([6, 4])", _v(raw.softmax(-1), 2)),
         ("softmax([6, 4] / √4)", _v(w[0], 2)),
+        ("[6, 4] / √2, and its softmax", f"{_v(wrong, 2)}, {_v(wrong.softmax(-1), 2)}  (000 writes [3, 2] for it)"),
         ("money/bank [10, 32] / √2", _v(scaled[0], 2)),
         ("softmax of those", _v(money_bank[0], 7) + "  (the note's [0.2, 0.8] is not it)"),
     ]
@@ -96,17 +102,23 @@ def positional_by_hand() -> Lines:
     """000 d_model = 4 and 001 d_model = 6, rows 0 and 1."""
     return [
         ("PE d=4, pos 0", _v(sinusoidal_table(2, 4)[0], 4)),
-        ("PE d=4, pos 1", _v(sinusoidal_table(2, 4)[1], 4)),
+        ("PE d=4, pos 1", _v(sinusoidal_table(2, 4)[1], 5) + "  (000's box writes 0.39 last)"),
         ("PE d=6, pos 1", _v(sinusoidal_table(2, 6)[1], 4)),
         ("ω_i for d=6", _v(torch.pow(10000.0, -torch.arange(0, 6, 2) / 6.0), 5) + "  (001 writes 0.01, 0.0001)"),
     ]
 
 
 def embedding_plus_position() -> Lines:
-    """000: "The" [0.1 0.2 0.3 0.4] + PE(0); "CAT" [0.5 0.6 0.7 0.8] + PE(1)."""
+    """000: "The" [0.1 0.2 0.3 0.4] + PE(0); "CAT" [0.5 0.6 0.7 0.8] + PE(1) — the note adds them as they are;
+    the formula (and tt) multiplies the embedding by √d_model = √4 = 2 first."""
     words = torch.tensor([[[0.1, 0.2, 0.3, 0.4], [0.5, 0.6, 0.7, 0.8]]])
-    out = PositionalEncoding(4, max_len=4, dropout=0.0)(words)[0]
-    return [("The + PE(0)", _v(out[0], 4)), ("CAT + PE(1)", _v(out[1], 4))]
+    add = PositionalEncoding(4, max_len=4, dropout=0.0)
+    plain, scaled = add(words)[0], add(words * math.sqrt(4))[0]
+    return [
+        ("The · √4 + PE(0)", _v(scaled[0], 4)),
+        ("CAT · √4 + PE(1)", _v(scaled[1], 4)),
+        ("CAT + PE(1), without √d_model", _v(plain[1], 4) + "  (how the note adds them)"),
+    ]
 
 
 def add_and_norm() -> Lines:
@@ -143,14 +155,16 @@ def masks() -> Lines:
     x = SEED_DECODER_INPUTS
     mask = decoder_mask(torch.tensor([[7, 8, 9, 0]]), pad_id=0)[0, 0]
     _, weights, scores = scaled_dot_product_attention(x, x, x, mask)
-    after = scores.masked_fill(~mask, 0.0).softmax(-1) * mask  # the wrong order: softmax, then mask
+    _, unmasked, _ = scaled_dot_product_attention(x, x, x)  # the softmax over every key, the future's included
+    after = unmasked * mask  # the wrong order: softmax first, then zero the masked weights
     return [
         ("combined mask", _v(mask.int(), 0)),
         ("Q Kᵀ (unscaled)", _v((x @ x.T)[:3, :3], 2) + "  (the note writes 1.9, 3.1, 5.1)"),
         ("masked Q Kᵀ / 2", _v(scores, 2)),
         ("softmax", _v(weights, 3)),
         ("rows sum to", _v(weights.sum(-1), 3)),
-        ("masked after the softmax instead: rows sum to", _v(after.sum(-1), 3)),
+        ("softmax first, then masked: weights", _v(after, 3)),
+        ("softmax first, then masked: rows sum to", _v(after.sum(-1), 3)),
     ]
 
 
@@ -159,7 +173,19 @@ def cross_attention() -> Lines:
     memory = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
     q = torch.tensor([[2.0, 0.5]])
     out, w, s = scaled_dot_product_attention(q, memory, memory)
-    return [("q (decoder)", _v(q[0], 1)), ("scores", _v(s[0], 3)), ("weights", _v(w[0], 3)), ("context", _v(out[0], 3))]
+    try:  # 003's wiring: query and key from the encoder, value from the decoder
+        scaled_dot_product_attention(memory, memory, q)
+        backwards = "fits"
+    except RuntimeError:
+        backwards = f"weights {len(memory)} × {len(memory)} (source × source) · values {len(q)} × 2: no product"
+    return [
+        ("q (decoder)", _v(q[0], 1)),
+        ("K = V (encoder, 2 source words)", _v(memory, 1)),
+        ("scores", _v(s[0], 3)),
+        ("weights", _v(w[0], 3)),
+        ("context", _v(out[0], 3)),
+        ("Q, K from the encoder, V from the decoder", backwards),
+    ]
 
 
 def final_softmax() -> Lines:
@@ -169,8 +195,8 @@ def final_softmax() -> Lines:
 
 
 def training() -> Lines:
-    """§5.3–5.4: label smoothing ε = 0.1 over V pieces; the warm-up schedule's peak."""
-    from core.train.trainer import label_smoothed_loss, noam_lr
+    """§5.4: label smoothing ε = 0.1 over V = 4 pieces, and what it does to the loss of a right prediction."""
+    from core.train.trainer import label_smoothed_loss
 
     v, eps = 4, 0.1
     logits = torch.tensor([[[2.0, 1.0, 0.1, -1.0]]])
@@ -180,21 +206,23 @@ def training() -> Lines:
     return [
         ("target distribution, V = 4, ε = 0.1", _v(torch.full((v,), eps / v) + (1 - eps) * torch.eye(v)[0], 3)),
         ("loss with / without smoothing", f"{float(smooth):.4f} / {float(plain):.4f}"),
-        ("peak lr, d_model 512, warm-up 4000", f"{noam_lr(4000, 512, 4000):.6f}  (001 writes 0.000707)"),
     ]
 
 
 def beam() -> Lines:
-    """Beam search ranks finished hypotheses by log p / lp, lp = ((5 + |Y|) / 6)^α, α = 0.6."""
+    """tt's example: log p / lp, lp = ((5 + |Y|) / 6)^α. Raw log p always prefers the shorter hypothesis (each
+    piece multiplies in a probability below 1); with α = 0.6 the longer one here wins, which is why α exists."""
     from core.decode.search import length_penalty
 
-    short, long = -1.2, -1.9  # log p of a 3-piece and an 8-piece hypothesis
+    hyps = {"short (3 pieces)": (3, -1.2), "long (8 pieces)": (8, -1.5)}
+
+    def winner(alpha: float) -> str:
+        return max(hyps, key=lambda k: hyps[k][1] / length_penalty(hyps[k][0], alpha))
+
     return [
-        ("lp(3), lp(8)", f"{length_penalty(3, 0.6):.3f}, {length_penalty(8, 0.6):.3f}"),
-        ("scores", f"{short / length_penalty(3, 0.6):.3f}, {long / length_penalty(8, 0.6):.3f}"),
-        (
-            "raw log p prefers",
-            "the short one; normalised: "
-            + ("long" if long / length_penalty(8, 0.6) > short / length_penalty(3, 0.6) else "short"),
-        ),
+        ("log p, short / long", f"{hyps['short (3 pieces)'][1]} / {hyps['long (8 pieces)'][1]}"),
+        ("lp(3), lp(8) at α = 0.6", f"{length_penalty(3, 0.6):.3f}, {length_penalty(8, 0.6):.3f}"),
+        ("scores at α = 0.6", ", ".join(f"{lp / length_penalty(n, 0.6):.3f}" for n, lp in hyps.values())),
+        ("winner at α = 0 (raw log p)", winner(0.0)),
+        ("winner at α = 0.6", winner(0.6)),
     ]

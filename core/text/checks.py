@@ -128,30 +128,14 @@ def empty_output(source: str, output: str) -> str | None:
     return "the translation is empty"
 
 
-_EN_FUNCTION = frozenset(
-    """the a an and or but of to in on at for with from by is are was were be been it this that these those i
-    you he she we they not no do does did have has had will would can could my your his her our their""".split()
-)
-_FR_ONLY = _FR_FUNCTION - _EN_FUNCTION - {"a", "on", "me", "pour", "plus", "est"}
+def wrong_language(source: str, output: str, languages: tuple[str, str] = ("fr", "en")) -> str | None:
+    """A warning when the translation reads as the source language (core.text.language: py3langid, sure at
+    SURE or more) or is the source unchanged, else None. `languages`: the model's (source, target)."""
+    from core.text.language import SURE, identify, name
 
-
-def language_of(text: str) -> str | None:
-    """ "fr", "en", or None when too short to tell: function words counted (the only place tt guesses a
-    language; a library-backed identifier can replace this one function)."""
-    words = [w.lower() for w in _WORD.findall(text)]
-    if len(words) < 4:
-        return None
-    fr = sum(w in _FR_ONLY for w in words)
-    en = sum(w in _EN_FUNCTION for w in words)
-    if fr >= 2 and fr > 2 * en:
-        return "fr"
-    if en >= 1 and en >= fr:
-        return "en"
-    return None
-
-
-def wrong_language(source: str, output: str) -> str | None:
-    """A warning when the translation reads as French (or is the source unchanged), else None."""
-    if language_of(output) == "fr" or (len(source.split()) >= 4 and output.strip() == source.strip()):
-        return "the translation looks like French, not English"
+    src, tgt = languages
+    unchanged = len(source.split()) >= 4 and output.strip() == source.strip()
+    best = identify(output, languages)[0] if len(output.split()) >= 3 else None
+    if unchanged or (best is not None and best.language == src and best.confidence >= SURE):
+        return f"the translation looks like {name(src)}, not {name(tgt)}"
     return None

@@ -52,6 +52,10 @@ class TrainEvent:
     data: dict[str, Any]
 
 
+ADAM_BETAS = (0.9, 0.98)  # §5.3: β2 below the usual 0.999, so the second moment forgets faster
+ADAM_EPS = 1e-9  # §5.3
+
+
 def noam_lr(step: int, d_model: int, warmup: int, scale: float = 1.0) -> float:
     """lrate = d_model^-0.5 · min(step^-0.5, step · warmup^-1.5)  (§5.3)."""
     step = max(step, 1)
@@ -186,7 +190,7 @@ class Trainer:
         self.model = self.model.to(self.device)
         if self.world > 1:  # same initial weights everywhere, but each rank its own dropout masks
             torch.manual_seed(cfg.seed + 1000 * self.rank)
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=0.0, betas=(0.9, 0.98), eps=1e-9)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=0.0, betas=ADAM_BETAS, eps=ADAM_EPS)
         self.scaler = torch.amp.GradScaler("cuda") if cfg.precision == "fp16" else None
         self.step, self.epoch, self.batch_in_epoch = 0, 0, 0
         self.best_score: float | None = None

@@ -58,6 +58,19 @@ def test_json_reports_every_claim_with_the_core_figures(tiny_model_dir, tiny_loa
     assert found["multihead_cost"]["values"]["cpu"]
 
 
+def test_the_cost_verdicts_come_from_counted_work_the_same_on_two_runs(tiny_model_dir, tiny_loaded):
+    runs = [claims_of(invoke("--json", "--model", str(tiny_model_dir))) for _ in range(2)]
+    quad = [r["attention_quadratic"] for r in runs]
+    assert quad[0]["verdict"] == quad[1]["verdict"] == "depends"  # quadratic core, linear layer at these N
+    assert quad[0]["values"]["core_macs"] == quad[1]["values"]["core_macs"]
+    assert quad[0]["figure"].startswith("counted for N = 64–1024: softmax(QKᵀ/√d_k)V multiply-adds ∝ N^2.00")
+    assert "wall-clock beside, not deciding" in quad[0]["figure"]
+    cfg = tiny_loaded.cfg
+    assert quad[0]["values"]["core_macs"]["1024"] == 2 * cfg.h * 1024 * 1024 * cfg.d_k
+    cost = [r["multihead_cost"] for r in runs]
+    assert cost[0]["verdict"] == cost[1]["verdict"] == "does not hold" and cost[0]["values"]["ratio"] == 1.0
+
+
 def test_limit_no_timing_and_no_held_out_set(tiny_model_dir, held_out, model_claims):
     src, ref, _ = held_out
     limited = claims_of(

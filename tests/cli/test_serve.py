@@ -66,7 +66,7 @@ def log_lines(log) -> list[dict]:
 # ----------------------------------------------------------------------------- LibreTranslate's API
 def test_libretranslatepy_translates_and_lists_the_language_pair(url, translator):
     lt = libretranslatepy.LibreTranslateAPI(url)
-    assert lt.translate(SENTENCES[0], "fr", "en") == texts(translator, SENTENCES[:1])[0] == "I am a student."
+    assert lt.translate(SENTENCES[0], "fr", "en") == texts(translator, SENTENCES[:1])[0]
     languages = {lang["code"]: lang for lang in lt.languages()}
     assert languages["fr"] == {"code": "fr", "name": "French", "targets": ["en"]}
     assert languages["en"]["name"] == "English"
@@ -269,7 +269,15 @@ BAD = [
     ("q empty", "/translate", {"q": "", "source": "fr", "target": "en"}, None, 400, "q is empty"),
     ("q an empty list", "/v1/translate", {"q": []}, None, 400, "q is empty"),
     ("no source", "/translate", {"q": "a", "target": "en"}, None, 400, "missing source"),
-    ("source auto", "/translate", {"q": "a", "source": "auto", "target": "en"}, None, 400, "language detection"),
+    (
+        "auto English to French",
+        "/translate",
+        {"q": "The weather is lovely this morning.", "source": "auto", "target": "fr"},
+        None,
+        400,
+        "en→fr is not supported: this server translates fr→en",
+    ),
+    ("v1 auto", "/v1/translate", {"q": "a", "source": "auto"}, None, 400, "auto→en is not supported"),
     ("unknown pair", "/translate", {"q": "a", "source": "fr", "target": "de"}, None, 400, "fr→de is not supported"),
     ("v1 unknown pair", "/v1/translate", {"q": "a", "source": "en"}, None, 400, "en→en is not supported"),
     ("source a number", "/translate", {"q": "a", "source": 1, "target": "en"}, None, 400, "source must be a string"),
@@ -284,10 +292,10 @@ BAD = [
     (
         "alternatives text",
         "/translate",
-        {"q": "a", "source": "fr", "target": "en", "alternatives": "2"},
+        {"q": "a", "source": "fr", "target": "en", "alternatives": "two"},
         None,
         400,
-        "alternatives must be an integer",
+        "alternatives must be an integer, got 'two'",
     ),
     (
         "alternatives 99",
@@ -342,19 +350,33 @@ BAD = [
         "/translate",
         {"q": "a" * 2001, "source": "fr", "target": "en"},
         None,
-        413,
+        400,  # LibreTranslate's status for a request over a limit
         "2001 characters exceed the limit of 2000",
     ),
+    ("v1 too many characters", "/v1/translate", {"q": "a" * 2001}, None, 413, "2001 characters exceed the limit"),
     ("too many sentences", "/v1/translate", {"q": ["a"] * 129}, None, 413, "129 sentences exceed the limit of 128"),
-    ("huge body", "/translate", b'{"q": "' + b"a" * 200_000 + b'"}', JSON, 413, "exceeds the limit"),
+    ("huge body", "/translate", b'{"q": "' + b"a" * 200_000 + b'"}', JSON, 400, "exceeds the limit"),
+    ("v1 huge body", "/v1/translate", b'{"q": "' + b"a" * 200_000 + b'"}', JSON, 413, "exceeds the limit"),
+    ("xml", "/v1/translate", b"<q>a</q>", {"Content-Type": "text/xml"}, 415, "Content-Type text/xml is not supported"),
+    ("xml on LT", "/translate", b"<q>a</q>", {"Content-Type": "text/xml"}, 400, "Content-Type text/xml"),
     (
-        "multipart",
+        "broken multipart",
         "/translate",
-        b"--x\r\n",
+        b"--x\r\nnot a part",
         {"Content-Type": "multipart/form-data; boundary=x"},
-        415,
-        "multipart/form-data is not supported",
+        400,
+        "multipart body cannot be read",
     ),
+    (
+        "query and body disagree",
+        "/translate?source=en",
+        {"q": "a", "source": "fr", "target": "en"},
+        None,
+        400,
+        "source is given both in the query string and in the body",
+    ),
+    ("detect without q", "/detect", {"api_key": "x"}, None, 400, "missing q"),
+    ("file without a file", "/translate_file", {"source": "fr", "target": "en"}, None, 400, "missing file"),
     (
         "bad form",
         "/translate",
@@ -415,9 +437,11 @@ def test_api_keys_are_required_on_the_translate_endpoints_only(translator):
     log = io.StringIO()
     with Background(translator, ServeSettings(api_keys=frozenset({"s3cret"}), log=log)) as url:
         with Client(url) as c:
-            missing = c.post("/translate", {"q": "Bonjour.", "source": "fr", "target": "en"})
+            missing = c.post("/v1/translate", {"q": "Bonjour."})
             assert missing.status == 401 and "API key" in missing.json()["error"]
             assert missing.headers["www-authenticate"] == "Bearer"
+            lt = c.post("/translate", {"q": "Bonjour.", "source": "fr", "target": "en"})  # LibreTranslate's 400
+            assert lt.status == 400 and "API key" in lt.json()["error"] and "www-authenticate" not in lt.headers
             assert c.post("/v1/translate", {"q": "Bonjour.", "api_key": "nope"}).status == 403
             assert c.get("/health").status == 200 and c.get("/languages").status == 200
             assert c.get("/health").json()["api_keys"] is True
@@ -426,14 +450,14 @@ def test_api_keys_are_required_on_the_translate_endpoints_only(translator):
         with Client(url, api_key="s3cret") as c:  # Authorization: Bearer
             assert c.post("/v1/translate", {"q": "Merci."}).status == 200
         lt = libretranslatepy.LibreTranslateAPI(url, api_key="s3cret")  # api_key in the form
-        assert lt.translate(SENTENCES[0], "fr", "en") == "I am a student."
+        assert lt.translate(SENTENCES[0], "fr", "en") == translator.translate_text(SENTENCES[:1])[0].text
         with pytest.raises(urllib.error.HTTPError) as info:
             libretranslatepy.LibreTranslateAPI(url, api_key="wrong").translate(SENTENCES[0], "fr", "en")
         assert info.value.code == 403
     assert "s3cret" not in log.getvalue() and "wrong" not in log.getvalue()
 
 
-def test_cors_answers_the_allowed_origin_only(translator):
+def test_cors_answers_the_allowed_origin_only_and_exposes_retry_after(translator):
     preflight = {
         "Origin": "https://app.example",
         "Access-Control-Request-Method": "POST",
@@ -445,9 +469,17 @@ def test_cors_answers_the_allowed_origin_only(translator):
             assert ok.status == 200 and ok.headers["access-control-allow-origin"] == "https://app.example"
             post = c.request("POST", "/v1/translate", b'{"q": "Merci."}', {**JSON, "Origin": "https://app.example"})
             assert post.status == 200 and post.headers["access-control-allow-origin"] == "https://app.example"
+            assert post.headers["access-control-expose-headers"] == "Retry-After"  # a page can read a 429's wait
             other = c.request("OPTIONS", "/translate", None, {**preflight, "Origin": "https://evil.example"})
             assert other.status == 400 and other.json() == {"error": "Disallowed CORS origin"}
-    with Background(translator, ServeSettings(log=io.StringIO())) as url:  # no --cors: no CORS headers at all
+    with Background(translator, ServeSettings(log=io.StringIO())) as url:  # by default any page, as LibreTranslate
+        with Client(url) as c:
+            ok = c.request("OPTIONS", "/translate", None, {**preflight, "Origin": "http://localhost:8080"})
+            assert ok.status == 200 and ok.headers["access-control-allow-origin"] == "*"
+            post = c.request("POST", "/translate", b'{"q": "Merci.", "source": "fr", "target": "en"}', preflight)
+            assert post.headers["access-control-allow-origin"] == "*"
+            assert post.headers["access-control-expose-headers"] == "Retry-After"
+    with Background(translator, ServeSettings(cors_origins=(), log=io.StringIO())) as url:  # --cors none
         with Client(url) as c:
             plain = c.request("OPTIONS", "/translate", None, preflight)
             assert plain.status == 405 and "access-control-allow-origin" not in plain.headers

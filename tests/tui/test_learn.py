@@ -104,7 +104,7 @@ def test_jump_to_a_step_from_the_list(tiny_loaded):
 def test_the_lesson_text_scrolls_with_the_arrows(tiny_loaded):
     async def script(app, pilot):
         lesson = app.query_one("#lesson")
-        assert lesson.max_scroll_y > 0 and lesson.scroll_y == 0  # step 12 is longer than the panel
+        assert lesson.max_scroll_y > 0 and lesson.scroll_y == 0  # step 16 is longer than the panel
         await press(pilot, "down", "down", "up")
         assert lesson.scroll_y == min(6, lesson.max_scroll_y) - 3
         await press(pilot, "j")
@@ -112,7 +112,7 @@ def test_the_lesson_text_scrolls_with_the_arrows(tiny_loaded):
         await press(pilot, "n", "p")  # a new step starts at its top
         assert lesson.scroll_y == 0
 
-    run(make_learn_app(tiny_loaded, start=12), script)
+    run(make_learn_app(tiny_loaded, start=16), script)
 
 
 def test_start_at_a_step_and_leave_into_inspect(tiny_loaded):
@@ -123,8 +123,8 @@ def test_start_at_a_step_and_leave_into_inspect(tiny_loaded):
     app = make_learn_app(tiny_loaded, start=6)
     run(app, script)
     assert app.return_value == STEPS[6].key
-    with pytest.raises(ValueError, match="1 to 16"):
-        make_learn_app(tiny_loaded, start=17)
+    with pytest.raises(ValueError, match="1 to 24"):
+        make_learn_app(tiny_loaded, start=25)
 
 
 def test_every_view_of_the_lesson_opens_in_inspect():
@@ -133,7 +133,7 @@ def test_every_view_of_the_lesson_opens_in_inspect():
     assert split_sentence("Je suis.") == ("Je suis.", None)
 
 
-def opened(loaded, key: str) -> dict:
+def opened(loaded, key: str, select=None) -> dict:
     """tt inspect as the lesson opens it on step `key`: what it shows once settled."""
     seen = {}
 
@@ -143,8 +143,25 @@ def opened(loaded, key: str) -> dict:
         tab = screen.query_one(TabbedContent).active if isinstance(screen, InsidesScreen) else None
         seen.update(view=app.view, screen=screen, decoding=app.decoding, compared=app.compared, text=app.text, tab=tab)
 
-    run(inspect_app_for(loaded, step(key)), script)
+    run(inspect_app_for(loaded, step(key), select=select), script)
     return seen
+
+
+@pytest.mark.parametrize("key", ["coreference", "masks", "cross_attention"])
+def test_inspect_opens_on_the_layer_and_head_the_step_showed(tiny_loaded, key):
+    shown = {}
+
+    async def script(app, pilot):
+        while app.pending:
+            await pilot.pause(0.05)
+        shown["matrix"] = app.selection
+
+    run(make_learn_app(tiny_loaded, start=STEPS.index(step(key)) + 1), script)
+    matrix = shown["matrix"]
+    assert matrix is not None and matrix == live_matrix(step(key), tiny_loaded)
+    view = opened(tiny_loaded, key, select=matrix)["view"]
+    assert (view.family, view.layer, view.head) == (matrix.family, matrix.layer, matrix.head)
+    assert (view.layer, view.head) != (0, None) or key == "coreference"  # not inspect's default view
 
 
 @pytest.mark.parametrize(
@@ -187,11 +204,11 @@ def snap(loaded, snap_compare, start: int, *names: str) -> bool:
 
 
 def test_snapshot_a_step_with_its_attention_table(fixed_loaded, snap_compare):
-    assert snap(fixed_loaded, snap_compare, 12)  # masks
+    assert snap(fixed_loaded, snap_compare, 16)  # masks
 
 
 def test_snapshot_a_step_told_in_numbers(fixed_loaded, snap_compare):
-    assert snap(fixed_loaded, snap_compare, 10)  # Add & Norm
+    assert snap(fixed_loaded, snap_compare, 12)  # Add & Norm
 
 
 def test_snapshot_the_list_of_steps(fixed_loaded, snap_compare):
@@ -225,7 +242,7 @@ def test_snapshots_do_not_hang_on_float_rounding():
     for dtype in (torch.float32, torch.float64):
         loaded = load_model(FIXTURES / "tiny_model")
         loaded.model.to(dtype)
-        learn = [asyncio.run(shot(make_learn_app(loaded, start=s))) for s in (10, 12)]
+        learn = [asyncio.run(shot(make_learn_app(loaded, start=s))) for s in (12, 16)]
         insides = asyncio.run(shot(make_app(loaded, "Je suis étudiant."), insides=True))
         screens.append([*learn, insides])
     assert screens[0] == screens[1]

@@ -14,7 +14,7 @@ from tt_cli.options import ModelOpt, load_model_for
 def learn(
     step: Annotated[
         Optional[str],
-        typer.Option("--step", "-s", help="Start at step N (1–16) or at a step's key (tt learn --list shows both)."),
+        typer.Option("--step", "-s", help="Start at step N (1–24) or at a step's key (tt learn --list shows both)."),
     ] = None,
     list_steps: Annotated[
         bool, typer.Option("--list", help="List the steps (number, key, title) and exit; loads no model.")
@@ -26,14 +26,24 @@ def learn(
             help="Print the lesson as text on stdout (every step, or only --step's), for a pipe or a screen reader.",
         ),
     ] = False,
+    sentence: Annotated[
+        Optional[str],
+        typer.Option(
+            "--sentence",
+            help='Your own French sentence for the live steps ("French | English" also gives the steps that '
+            "compare with a reference, BLEU among them, your reference).",
+        ),
+    ] = None,
     model: ModelOpt = None,
 ) -> None:
     """A guided lesson in the order of the course notes: each step's idea and formula, the notes'
     example computed by tt, then the same step on the live model. Keys: → next, ← back, l list,
-    i open the step in tt inspect, q quit."""
-    from core.learn.steps import STEPS, render_plain
+    i open the step in tt inspect (q there comes back to the step), q quit."""
+    from core.learn.steps import STEPS, own_step, render_plain
     from core.learn.steps import step as find_step
 
+    if sentence is not None and not sentence.partition("|")[0].strip():
+        raise fail("--sentence: give a French sentence (and, after a '|', its English reference)")
     try:
         start = find_step(step) if step is not None else None
     except ValueError as exc:
@@ -50,13 +60,9 @@ def learn(
         from core.learn.live import live_numbers
 
         for s in [start] if start is not None else STEPS:
+            s = own_step(s, sentence)
             typer.echo(render_plain(s, live_numbers(s, loaded)))
         return
-    from tt_cli.tui.learn.app import make_learn_app
+    from tt_cli.tui.learn.app import run_lesson
 
-    chosen = make_learn_app(loaded, start=STEPS.index(start) + 1 if start is not None else 1).run()
-    if chosen:
-        from core.learn.steps import step as by_key
-        from tt_cli.tui.learn.inspect_step import inspect_app_for
-
-        inspect_app_for(loaded, by_key(chosen)).run()
+    run_lesson(loaded, start=STEPS.index(start) + 1 if start is not None else 1, sentence=sentence)

@@ -3,12 +3,17 @@
     command   the Typer command: options checked, then server.run
     settings  every limit and knob in one frozen record
     server    a socket, uvicorn, the app; in the foreground or (tests, benchmarks) in a thread
+    protocol  uvicorn's HTTP/1.1 protocol with a read timeout for request heads, JSON errors, a drain that
+              refuses uploads
     app       the Starlette app: routes, middleware, errors as JSON, /health
-    libre     POST /translate, GET /languages (LibreTranslate's API), text and HTML through the text pipeline
+    libre     LibreTranslate's API: /translate (source auto), /detect, /translate_file, /languages,
+              /frontend/settings; text, HTML and files through the text pipeline
+    files     translated files kept until downloaded
     v1        POST /v1/translate (the `tt translate --json` record, or --raw's), GET /v1/model (the model card)
     text      the text pipeline (core/text) in a thread of the server, its model calls through the batcher
     service   what the endpoints share: the checks (key, language pair, size), the batcher, /health
-    body      reading a request body (JSON or form) and its fields; ApiError
+    body      a request's fields (query string, JSON, form, multipart), read with a deadline; ApiError
+    presence  whether a request's client is still there (a hang-up stops its decoding)
     batcher   one worker thread decodes concurrent requests together (the model runs one call at a time)
     keys      API keys
     logs      JSON lines on stderr: the access log and server events

@@ -1,8 +1,11 @@
 """The ASGI app: routes, middleware, and one rule for errors — every answer is JSON, a mistake is a 4xx
-with {"error": "one line"}, an unexpected failure a 500 with no traceback (that goes to the log).
+with {"error": "one line"}, an unexpected failure a 500 with no traceback (that goes to the log). A
+client that hangs up gets nothing (there is nobody to answer) and is logged as a "disconnect".
 
-    GET  /health          status, model, and the batcher's counters (decode calls, sentences, queue)
-    POST /translate       LibreTranslate          GET /languages
+    GET  /health          status, model, and the batcher's counters (decode calls, sentences, queue,
+                          disconnects)
+    POST /translate, /detect, /translate_file; GET /languages, /frontend/settings, /download_file/NAME:
+                          LibreTranslate's (with its status codes)
     POST /v1/translate    the --json record        GET /v1/model
 """
 
@@ -16,13 +19,14 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from tt_cli.serve import libre, v1
 from tt_cli.serve.announce import announced
 from tt_cli.serve.body import ApiError
 from tt_cli.serve.logs import AccessLog, JsonLog
+from tt_cli.serve.presence import ClientGone
 from tt_cli.serve.service import Service
 from tt_cli.serve.settings import ServeSettings
 
@@ -57,8 +61,12 @@ def make_app(translator, settings: ServeSettings) -> Starlette:
 
     routes = [
         Route("/health", _json(lambda request: service.health()), methods=["GET"]),
-        Route("/translate", _json(libre.translate), methods=["POST"]),
-        Route("/languages", _json(libre.languages), methods=["GET"]),
+        Route("/translate", _json(libre.translate, lt=True), methods=["POST"]),
+        Route("/detect", _json(libre.detect, lt=True), methods=["POST"]),
+        Route("/translate_file", _json(libre.translate_file, lt=True), methods=["POST"]),
+        Route("/download_file/{name:path}", _json(libre.download_file, lt=True), methods=["GET"]),
+        Route("/languages", _json(libre.languages, lt=True), methods=["GET"]),
+        Route("/frontend/settings", _json(libre.frontend_settings, lt=True), methods=["GET"]),
         Route("/v1/translate", _json(v1.translate), methods=["POST"]),
         Route("/v1/model", _json(v1.model), methods=["GET"]),
     ]
@@ -70,6 +78,7 @@ def make_app(translator, settings: ServeSettings) -> Starlette:
                 allow_origins=list(settings.cors_origins),
                 allow_methods=["GET", "POST"],
                 allow_headers=["Content-Type", "Authorization", "X-API-Key"],
+                expose_headers=["Retry-After"],  # so a page can wait as long as a 429 or 503 asks
                 max_age=600,
             )
         )
@@ -77,34 +86,52 @@ def make_app(translator, settings: ServeSettings) -> Starlette:
         routes=routes,
         middleware=middleware,
         lifespan=lifespan,
-        exception_handlers={HTTPException: _http_error},
+        # Exception: what escapes everything else (a middleware's failure), still answered in JSON.
+        exception_handlers={HTTPException: _http_error, Exception: _internal_error},
     )
     app.state.service = service
     return app
 
 
-def _json(handler):
-    """A route answering handler(request)'s value as JSON, and every error as {"error": ...}."""
+def _json(handler, lt: bool = False):
+    """A route answering handler(request)'s value as JSON (a Response as it is), and every error as
+    {"error": ...}: with tt's status, or with LibreTranslate's where `lt` (ApiError.lt_status)."""
 
-    async def endpoint(request: Request) -> JSONResponse:
+    async def endpoint(request: Request) -> Response:
         try:
             result = handler(request)
             if hasattr(result, "__await__"):
                 result = await result
-            return JSONResponse(result)
+            return result if isinstance(result, Response) else JSONResponse(result)
         except ApiError as exc:
             _note(request, error=exc.message)
-            return JSONResponse({"error": exc.message}, exc.status, headers=exc.headers)
+            status = exc.lt_status if lt else exc.status
+            headers = {k: v for k, v in exc.headers.items() if status == 401 or k != "WWW-Authenticate"}
+            return JSONResponse({"error": exc.message}, status, headers=headers)
+        except ClientGone:
+            return Response(status_code=204)  # never sent: the connection is gone (the log says "disconnect")
         except Exception as exc:  # noqa: BLE001 - the client gets one line; the log gets the traceback
-            request.app.state.service.log(
-                "error",
-                path=request.url.path,
-                error=f"{exc.__class__.__name__}: {exc}",
-                traceback=traceback.format_exc(),
-            )
-            return JSONResponse({"error": "internal error (the server log has the details)"}, 500)
+            return _failed(request, exc)
+        finally:
+            presence = getattr(request.state, "presence", None)
+            if presence is not None:
+                presence.close()
 
     return endpoint
+
+
+def _failed(request: Request, exc: Exception) -> JSONResponse:
+    request.app.state.service.log(
+        "error",
+        path=request.url.path,
+        error=f"{exc.__class__.__name__}: {exc}",
+        traceback="".join(traceback.format_exception(exc)),
+    )
+    return JSONResponse({"error": "internal error (the server log has the details)"}, 500)
+
+
+async def _internal_error(request: Request, exc: Exception) -> JSONResponse:
+    return _failed(request, exc)
 
 
 def _note(request: Request, **fields) -> None:
@@ -115,7 +142,10 @@ def _note(request: Request, **fields) -> None:
 
 async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
     if exc.status_code == 404:
-        message = f"no such endpoint: {request.url.path} (see GET /health, /languages, /v1/model; POST /translate, /v1/translate)"
+        message = (
+            f"no such endpoint: {request.url.path} (see GET /health, /languages, /frontend/settings, /v1/model;"
+            " POST /translate, /detect, /translate_file, /v1/translate)"
+        )
     elif exc.status_code == 405:
         message = (
             f"{request.method} is not allowed on {request.url.path} (allowed: {(exc.headers or {}).get('Allow', '?')})"

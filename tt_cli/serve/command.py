@@ -37,6 +37,10 @@ def serve(
         int, typer.Option(help="Most sentences (lines, or HTML text runs) in one request (413 beyond).")
     ] = 128,
     timeout: Annotated[float, typer.Option(help="Seconds a request may wait for its translation (504 beyond).")] = 60.0,
+    read_timeout: Annotated[
+        float,
+        typer.Option(help="Seconds a request's head, then its body, may take to arrive (408 and closed beyond)."),
+    ] = 30.0,
     api_keys: Annotated[
         Optional[Path],
         typer.Option(
@@ -46,10 +50,13 @@ def serve(
     ] = None,
     cors: Annotated[
         Optional[list[str]],
-        typer.Option(help="Let browser pages from ORIGIN call the server (repeatable; '*' = any origin)."),
+        typer.Option(
+            help="Origins whose browser pages may call the server (repeatable). Default '*': any page, as "
+            "LibreTranslate allows; 'none': no CORS headers at all."
+        ),
     ] = None,
 ) -> None:
-    """Serve translations over HTTP: LibreTranslate's API (POST /translate, GET /languages) and tt's own (POST /v1/translate: the --json record; GET /v1/model), with GET /health. Concurrent requests are decoded together in batches. Needs the serve extra: pip install -e ".\\[serve]".
+    """Serve translations over HTTP: LibreTranslate's API (POST /translate, /detect, /translate_file; GET /languages, /frontend/settings) and tt's own (POST /v1/translate: the --json record; GET /v1/model), with GET /health. Concurrent requests are decoded together in batches. Needs the serve extra: pip install -e ".\\[serve]".
 
     The log (one JSON object per line: each request, server events) goes to stderr. Ctrl-C or SIGTERM stops accepting, answers what is in flight, then exits.
 
@@ -64,7 +71,8 @@ def serve(
         max_chars=max_chars,
         max_sentences=max_sentences,
         timeout_s=timeout,
-        cors_origins=tuple(cors or ()),
+        read_timeout_s=read_timeout,
+        cors_origins=cors_origins(cors),
         announce=True,
     )
     problems = settings.problems() + ([f"--port must be 0..65535, got {port}"] if not 0 <= port <= 65535 else [])
@@ -77,20 +85,28 @@ def serve(
     from dataclasses import replace
 
     from core.api import Translator
+    from core.checkpoint import model_languages
     from tt_cli.serve.keys import read_keys
-    from tt_cli.serve.service import model_languages
 
     if api_keys is not None:
         settings = replace(settings, api_keys=read_keys(api_keys))
-    set_threads(threads, few=False)
-    translator = Translator(
-        model,
-        device=device,
-        quantize=quantize.value if quantize else None,
-        beam=beam,
-        alpha=alpha,
-        method=method_of(greedy),
-        batch_size=batch_size,
-    )
-    source, target = model_languages(translator.path)
-    run(translator, replace(settings, source=source, target=target), listen(host, port))
+    with listen(host, port) as sock:  # before the model loads: a port in use fails at once
+        set_threads(threads, few=False)
+        translator = Translator(
+            model,
+            device=device,
+            quantize=quantize.value if quantize else None,
+            beam=beam,
+            alpha=alpha,
+            method=method_of(greedy),
+            batch_size=batch_size,
+        )
+        source, target = model_languages(translator.path)
+        run(translator, replace(settings, source=source, target=target), sock)
+
+
+def cors_origins(given: list[str] | None) -> tuple[str, ...]:
+    """--cors: none given, any origin ('*'); 'none', no CORS headers; else the origins named."""
+    if not given:
+        return ("*",)
+    return () if given == ["none"] else tuple(given)

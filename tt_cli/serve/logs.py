@@ -1,7 +1,9 @@
 """The server's log: one JSON object per line on stderr (`tt serve 2> log.jsonl`, then jq or pandas).
 
 Every line has "time" (UTC, ISO 8601) and "event": "request" (the access log: method, path, status,
-ms, bytes, client, and for a translation its sentences and decode call), "listening", "stopped",
+ms, bytes, client, and for a translation its sentences and decode call), "disconnect" (a request
+whose client hung up before its answer: the same fields but status; nothing was sent), "timeout" (a
+connection whose request head did not arrive within the read timeout: 408), "listening", "stopped",
 "error" (an unexpected failure, with its traceback as a string), or "server" (uvicorn's own warnings).
 API keys are never written.
 """
@@ -15,6 +17,8 @@ import sys
 import threading
 import time
 from typing import TextIO
+
+from tt_cli.serve.presence import GONE
 
 
 class JsonLog:
@@ -60,15 +64,17 @@ class AccessLog:
             await self.app(scope, receive, watch)
         finally:
             client = scope.get("client")
+            state = scope.get("state", {})
+            gone = state.get(GONE, False)
             self.log(
-                "request",
+                "disconnect" if gone else "request",
                 method=scope["method"],
                 path=scope["path"],
-                status=seen["status"],
+                **({} if gone else {"status": seen["status"]}),
                 ms=round((time.perf_counter() - start) * 1000, 2),
-                bytes=seen["bytes"],
+                bytes=0 if gone else seen["bytes"],
                 client=f"{client[0]}:{client[1]}" if client else None,
-                **scope.get("state", {}).get("log", {}),
+                **state.get("log", {}),
             )
 
 

@@ -1,8 +1,12 @@
 """A listening socket, uvicorn, and the app: in the foreground (`tt serve`) or in a thread (tests,
-benchmarks). The socket is bound before uvicorn starts, so port 0 works and the port is known."""
+benchmarks). The socket is bound before the model loads (a port in use fails at once) and before uvicorn
+starts, so port 0 works and the port is known. SIGTERM and SIGINT stop the server after a drain (what is
+being decoded is answered; uploads still under way are refused), and `tt serve` then exits 0."""
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import socket
 import threading
 from dataclasses import replace
@@ -11,7 +15,8 @@ import uvicorn
 
 from core.errors import TTError
 from tt_cli.serve.app import make_app
-from tt_cli.serve.logs import uvicorn_log_config
+from tt_cli.serve.logs import JsonLog, uvicorn_log_config
+from tt_cli.serve.protocol import timed_protocol
 from tt_cli.serve.settings import ServeSettings
 
 
@@ -38,6 +43,7 @@ def make_server(translator, settings: ServeSettings, sock: socket.socket, *, own
     settings = replace(settings, url=url_of(sock))
     config = uvicorn.Config(
         make_app(translator, settings),
+        http=timed_protocol(settings.read_timeout_s, JsonLog(settings.log)),
         lifespan="on",
         log_config=uvicorn_log_config() if own_logging else None,
         log_level="warning",
@@ -51,7 +57,22 @@ def make_server(translator, settings: ServeSettings, sock: socket.socket, *, own
 
 def run(translator, settings: ServeSettings, sock: socket.socket) -> None:
     """Serve until SIGINT or SIGTERM, then finish what is in flight and return."""
-    make_server(translator, settings, sock, own_logging=True).run(sockets=[sock])
+    with _stop_quietly():
+        make_server(translator, settings, sock, own_logging=True).run(sockets=[sock])
+
+
+@contextlib.contextmanager
+def _stop_quietly():
+    """uvicorn catches SIGTERM and SIGINT while it serves, and once it has drained raises the signal again
+    under the handlers it found: here, ones that do nothing, so that a server stopped as asked returns (and
+    `tt serve` exits 0) instead of dying of the signal (143) after a clean stop."""
+    signals = (signal.SIGTERM, signal.SIGINT)
+    before = {sig: signal.signal(sig, lambda *_: None) for sig in signals}
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
 
 
 class Background:

@@ -9,29 +9,18 @@ from typing import Any
 
 from core.errors import TTError
 from core.text.accents import accent_table
+from core.text.language import Guess, identify, name
 from core.text.protect import unknown_characters
 from tt_cli.serve.announce import served_id
 from tt_cli.serve.batcher import Batcher, QueueFull
 from tt_cli.serve.body import ApiError, Body, read_body
+from tt_cli.serve.files import Files
 from tt_cli.serve.keys import allowed, key_of
 from tt_cli.serve.logs import JsonLog
 from tt_cli.serve.settings import ServeSettings
 
-LANGUAGE_NAMES = {
-    "ar": "Arabic",
-    "de": "German",
-    "en": "English",
-    "es": "Spanish",
-    "fr": "French",
-    "it": "Italian",
-    "ja": "Japanese",
-    "nl": "Dutch",
-    "pl": "Polish",
-    "pt": "Portuguese",
-    "ru": "Russian",
-    "uk": "Ukrainian",
-    "zh": "Chinese",
-}
+# What to do with a text: translate it with the model, or hand it back as it is (it is in the target language).
+TRANSLATE, AS_IS = "translate", "as is"
 
 
 class Service:
@@ -46,49 +35,70 @@ class Service:
         self.unknown = unknown_characters(translator.loaded.tokenizer)
         # The words it gives back their accents in a sentence typed without any.
         self.accents = accent_table(translator.loaded.tokenizer)
+        self.files = Files(settings.files_kept_s)  # /translate_file's answers, until downloaded
 
     # -- checks, in the order a handler makes them -------------------------------------------------------
-    async def accept(self, request, *, pair_required: bool, blank: bool = False) -> tuple[Body, list[str], bool]:
-        """A translate request's body, with its key, its q and its language pair checked; the texts of q
-        and whether q was a list (of blank lines only, when `blank`)."""
-        body = await read_body(request, self.settings.max_body_bytes)
+    async def read(self, request) -> Body:
+        """A request's fields (query string and body), its key checked."""
+        body = await read_body(request, self.settings.max_body_bytes, self.settings.read_timeout_s)
         self.authorize(request, body)
+        return body
+
+    async def accept(self, request, *, blank: bool = False) -> tuple[Body, list[str], bool]:
+        """A translate request's fields, with its key checked; the texts of q and whether q was a list (of
+        blank lines only, when `blank`)."""
+        body = await self.read(request)
         texts, many = body.sentences("q", blank=blank)
-        self.check_pair(body.text("source"), body.text("target"), required=pair_required)
         return body, texts, many
 
     def authorize(self, request, body: Body | None) -> None:
         if not self.settings.api_keys:
             return
-        given = key_of(request.headers, body.text("api_key") if body is not None else None)
+        given = key_of(request.headers, body.text("api_key") or body.text("apiKey") if body is not None else None)
         if given is None:
             raise ApiError(
                 401,
                 "an API key is needed: send Authorization: Bearer KEY (or X-API-Key, or api_key in the body)",
                 {"WWW-Authenticate": "Bearer"},
+                lt_status=400,
             )
         if not allowed(given, self.settings.api_keys):
             raise ApiError(403, "invalid API key")
 
-    def check_pair(self, source: str | None, target: str | None, required: bool) -> None:
+    def route(self, source: str | None, target: str | None, required: bool = True, as_is: bool = True) -> str:
+        """TRANSLATE when source→target is the model's pair, AS_IS when source is target and `as_is` (a text
+        already in the language asked for comes back as it is, as LibreTranslate answers); else a 400
+        naming the pair this server translates. Left out (where not `required`): the model's languages."""
         ours = (self.settings.source, self.settings.target)
-        pair = "→".join(ours)
-        for name, value in (("source", source), ("target", target)):
+        for field, value in (("source", source), ("target", target)):
             if value is None and required:
-                raise ApiError(400, f"missing {name}: this server translates {pair}")
-        if source == "auto":
-            raise ApiError(400, f"source auto: language detection is not available; this server translates {pair}")
+                raise ApiError(400, f"missing {field}: this server translates {self.pair}")
         given = ((source or ours[0]).lower(), (target or ours[1]).lower())
-        if given != ours:
-            raise ApiError(400, f"{'→'.join(given)} is not supported: this server translates {pair}")
+        if given == ours:
+            return TRANSLATE
+        if as_is and given[0] == given[1] and given[0] in ours:
+            return AS_IS
+        raise ApiError(400, f"{'→'.join(given)} is not supported: this server translates {self.pair}")
+
+    @property
+    def pair(self) -> str:
+        return f"{self.settings.source}→{self.settings.target}"
+
+    def detect(self, text: str) -> list[Guess]:
+        """The languages this server has, the likeliest for `text` first (core.text.language)."""
+        return identify(text, (self.settings.source, self.settings.target))
 
     def check_size(self, texts: list[str], sentences: list[str]) -> None:
         chars = sum(len(t) for t in texts)
         if chars > self.settings.max_chars:
-            raise ApiError(413, f"{chars} characters exceed the limit of {self.settings.max_chars} per request")
+            raise ApiError(
+                413, f"{chars} characters exceed the limit of {self.settings.max_chars} per request", lt_status=400
+            )
         if len(sentences) > self.settings.max_sentences:
             raise ApiError(
-                413, f"{len(sentences)} sentences exceed the limit of {self.settings.max_sentences} per request"
+                413,
+                f"{len(sentences)} sentences exceed the limit of {self.settings.max_sentences} per request",
+                lt_status=400,
             )
 
     def check_decoding(self, decoding: dict) -> None:
@@ -111,11 +121,14 @@ class Service:
             note["decode_call"] = call
             return finish(results)
 
+        presence = getattr(request.state, "presence", None)
         try:
-            return await self.batcher.submit(sentences, decoding, trace, finished)
+            return await self.batcher.submit(sentences, decoding, trace, finished, presence)
         except QueueFull:
             retry = str(self.settings.retry_after_s)
-            raise ApiError(503, "the server is busy (its queue is full); retry later", {"Retry-After": retry}) from None
+            raise ApiError(
+                503, "the server is busy (its queue is full); retry later", {"Retry-After": retry}, lt_status=429
+            ) from None
         except TimeoutError:
             raise ApiError(
                 504, f"not translated within the server's timeout of {self.settings.timeout_s:g} s"
@@ -134,10 +147,11 @@ class Service:
 
     # -- what the server tells about itself -----------------------------------------------------------
     def languages(self) -> list[dict]:
+        """What this server translates: the model's pair (LibreTranslate's /languages)."""
         src, tgt = self.settings.source, self.settings.target
         return [
-            {"code": src, "name": LANGUAGE_NAMES.get(src, src), "targets": [tgt]},
-            {"code": tgt, "name": LANGUAGE_NAMES.get(tgt, tgt), "targets": []},
+            {"code": src, "name": name(src), "targets": [tgt]},
+            {"code": tgt, "name": name(tgt), "targets": []},
         ]
 
     def card(self) -> dict | None:
@@ -162,18 +176,8 @@ class Service:
                 "max_chars": self.settings.max_chars,
                 "max_sentences": self.settings.max_sentences,
                 "timeout_s": self.settings.timeout_s,
+                "read_timeout_s": self.settings.read_timeout_s,
             },
             "api_keys": bool(self.settings.api_keys),  # whether the translate endpoints need one
             "cors": list(self.settings.cors_origins),
         }
-
-
-def model_languages(path) -> tuple[str, str]:
-    """The language pair of a model directory: its card's training languages, else tt's fr→en."""
-    card = path / "card.json"
-    try:
-        config = json.loads(card.read_text(encoding="utf-8")).get("train_config", {}) if card.is_file() else {}
-    except (OSError, ValueError):
-        config = {}
-    src, tgt = str(config.get("src_lang", "fr")), str(config.get("tgt_lang", "en"))
-    return (tgt, src) if config.get("swap") else (src, tgt)

@@ -19,8 +19,12 @@ class ServeSettings:
     max_chars: int = 5000  # characters per request (all of q)
     max_sentences: int = 128  # sentences per request (text lines or HTML text runs)
     timeout_s: float = 60.0  # a request not answered by then gets 504
+    # A request's head (line and headers) and then its body must each arrive within this; 408 and closed beyond.
+    read_timeout_s: float = 30.0
     api_keys: frozenset[str] = frozenset()  # empty = no key needed
-    cors_origins: tuple[str, ...] = ()  # origins a browser may call from ("*" = any); empty = no CORS headers
+    # Origins a browser page may call from: any, as LibreTranslate answers; empty = no CORS headers.
+    cors_origins: tuple[str, ...] = ("*",)
+    files_kept_s: float = 600.0  # how long a translated file (/translate_file) can be downloaded
     source: str = "fr"  # the model's language pair
     target: str = "en"
     log: TextIO | None = None  # where the JSON-lines log goes (None = stderr)
@@ -50,4 +54,6 @@ class ServeSettings:
             )
         if self.timeout_s <= 0:
             out.append(f"--timeout must be positive, got {self.timeout_s:g}")
+        if self.read_timeout_s <= 0:
+            out.append(f"--read-timeout must be positive, got {self.read_timeout_s:g}")
         return out

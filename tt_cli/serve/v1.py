@@ -40,7 +40,8 @@ TEXT_FIELDS = ("split", "protect", "names", "case", "accents", "terms", "follow_
 
 async def translate(request) -> dict:
     service = request.app.state.service
-    body, texts, _ = await service.accept(request, pair_required=False, blank=True)
+    body, texts, _ = await service.accept(request, blank=True)
+    service.route(body.text("source"), body.text("target"), required=False, as_is=False)
     attention = body.text("attention", "none", ("none", "cross", "all"))
     align = body.flag("align", False)
     decoding = _decoding(body, service)
@@ -97,7 +98,8 @@ async def _text(service, request, body: Body, texts: list[str], decoding: dict) 
     coverage = body.flag("coverage", True)
 
     def work(translate_batch) -> dict:
-        results = list(text_chunks([texts], translate_batch, options, service.unknown, service.accents))
+        pair = (service.settings.source, service.settings.target)  # a line in the wrong language is warned of
+        results = list(text_chunks([texts], translate_batch, options, service.unknown, service.accents, pair))
         return {
             "translations": [r.to_dict() for r in results],
             "warnings": [{"index": r.index, "message": w} for r in results for w in r.warnings],

@@ -7,11 +7,12 @@ import math
 import pytest
 import torch
 
-from core.learn import toys
+from core.learn import topic_toys, toys
 from core.learn.live import LIVE, live_numbers
 from core.learn.steps import STEPS, render_plain, step
 
 NOTES_ORDER = [
+    "pieces",
     "alignment",
     "contextual",
     "the_cat_sat",
@@ -19,15 +20,22 @@ NOTES_ORDER = [
     "coreference",
     "scaling",
     "multi_head",
+    "cost",
     "positions",
     "embed_position",
     "add_norm",
+    "residual_norm",
     "encoder_stack",
+    "dropout",
     "masks",
     "cross_attention",
+    "whole",
     "output",
+    "generation",
     "training",
+    "optimizer",
     "beam",
+    "bleu",
 ]
 
 
@@ -36,11 +44,12 @@ def test_steps_follow_the_notes_and_are_complete():
     assert set(LIVE) == set(NOTES_ORDER)  # every step has live numbers
     for s in STEPS:
         assert s.title and s.idea and s.formula and s.view and s.sentence
+        assert s.look.startswith("Look at "), s.key  # one line: what to look at, and what it should show
 
 
 def test_step_lookup():
-    assert step(1) is STEPS[0] and step("6") is step("scaling")
-    with pytest.raises(ValueError, match="1 to 16"):
+    assert step(1) is STEPS[0] and step("7") is step("scaling")
+    with pytest.raises(ValueError, match="1 to 24"):
         step(0)
     with pytest.raises(ValueError, match="no step 'nope'"):
         step("nope")
@@ -55,6 +64,28 @@ def test_the_four_slips_are_told():
     assert "0.000699" in said and "7.07" in said
 
 
+def test_softmax_then_mask_softmaxes_first_then_zeroes():
+    """The wrong order the slip names, done as it says: a softmax over every key (the future's included),
+    then the masked weights set to 0 — the kept weights are the full softmax's, so rows fall short of 1."""
+    x = toys.SEED_DECODER_INPUTS
+    full = (x @ x.T / 2).softmax(-1)  # (4, 4): every key, the future and the pad included
+    keep = torch.tensor([[1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0], [1, 1, 1, 0]], dtype=torch.float)
+    masks = _toy(toys.masks)
+    assert masks["softmax first, then masked: weights"] == toys._v(full * keep, 3)
+    assert masks["softmax first, then masked: rows sum to"] == toys._v((full * keep).sum(-1), 3)
+
+
+def test_the_reversed_cross_attention_of_003_is_a_slip():
+    (slip,) = [s for s in step("cross_attention").slips if s.note.startswith("003")]
+    assert "Query and the Key" in slip.says and "Value" in slip.says
+    assert (
+        "queries come from the decoder" in slip.right and "keys and the values both come from the encoder" in slip.right
+    )
+    text = render_plain(step("cross_attention"))
+    assert "Where a note is wrong — 003 (Decoder):" in text and slip.right in text
+    assert _toy(toys.cross_attention)["Q, K from the encoder, V from the decoder"].endswith("no product")
+
+
 def _toy(fn) -> dict[str, str]:
     return dict(fn())
 
@@ -66,8 +97,8 @@ def test_toys_are_computed_by_tt():
     masks = _toy(toys.masks)
     assert "1.74" in masks["Q Kᵀ (unscaled)"] and "4.46" in masks["Q Kᵀ (unscaled)"]
     assert masks["rows sum to"] == "[1.000, 1.000, 1.000, 1.000]"
-    assert masks["masked after the softmax instead: rows sum to"] != masks["rows sum to"]
-    assert "0.000699" in _toy(toys.training)["peak lr, d_model 512, warm-up 4000"]
+    assert masks["softmax first, then masked: rows sum to"] == "[0.219, 0.431, 0.938, 0.750]"
+    assert "0.000699" in _toy(topic_toys.adam)["peak lr, d_model 512, warm-up 4000"]
     assert _toy(toys.the_cat_sat)["Output(The)"].startswith("[0.8446, 0.5777, 0.8446, 0.5777]")
     assert _toy(toys.positional_by_hand)["PE d=4, pos 0"] == "[0.0000, 1.0000, 0.0000, 1.0000]"
     assert "same" in _toy(toys.multi_head_shapes)["Q Kᵀ multiply-adds, 1 head"]
@@ -79,10 +110,10 @@ def test_toys_are_computed_by_tt():
 def test_render_plain_shows_every_part():
     s = step("masks")
     text = render_plain(s, [("row 0", "[1.0]")])
-    assert text.startswith("Step 12/16: Decoder masks and the masked softmax\n")
+    assert text.startswith("Step 16/24: Decoder masks and the masked softmax\n")
     assert s.formula in text and s.idea[0] in text
     assert "computed by tt:" in text and "1.74" in text
-    assert f"On the live model ({s.sentence}):\n  row 0: [1.0]" in text
+    assert f"On the live model ({s.sentence}):\n  {s.look}\n  row 0: [1.0]" in text
     assert "it says: the masking is a manipulation done after the softmax" in text
     assert "On the live model" not in render_plain(s)
 
@@ -112,7 +143,7 @@ def test_live_numbers_come_from_core(tiny_loaded):
     probs = [float(p) for _, p in out]
     assert probs == sorted(probs, reverse=True) and sum(probs) <= 1 + 1e-6
     masks = dict(live_numbers(step("masks"), tiny_loaded, sentence))
-    assert masks["weight above the diagonal"] == "0.0"
+    assert masks["decoder: weight above the diagonal"] == "0.0"
     beam = dict(live_numbers(step("beam"), tiny_loaded, sentence))
     from core import Translator
 

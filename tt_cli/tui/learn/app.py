@@ -3,8 +3,10 @@
 A thin App: the step on screen is the reactive `index`; what the model said about a step is
 computed once, in a worker thread, into `computed`, and the watchers redraw. Each step shows its
 idea and formula and the notes' toy example computed by tt (left), and the same step on the live
-model: its numbers and, where the step is about an attention table, the table itself (right). `i` leaves the lesson for `tt inspect` opened on that step's view: the app exits with the
-step's key and the command opens it.
+model: its numbers and, where the step is about an attention table, the table itself (right). `i` opens
+`tt inspect` on that step's view: the app exits with the step's key, `run_lesson` opens inspect on the
+step's sentence with the step's layer and head selected, and when inspect quits the lesson comes back at
+the same step.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from textual.widgets import Static
 from core.checkpoint import LoadedModel
 from core.errors import TTError
 from core.learn.live import Matrix, live_matrix, live_numbers
-from core.learn.steps import STEPS
+from core.learn.steps import STEPS, Step, own_step
 from tt_cli.tui.learn.steps_screen import StepsScreen
 from tt_cli.tui.learn.text import lesson_text, live_text, progress_text
 from tt_cli.tui.widgets.footer import Footer
@@ -59,12 +61,14 @@ class LearnApp(App[str | None]):
     index: reactive[int] = reactive(0, init=False)
     computed: reactive[dict[int, Computed]] = reactive(dict, init=False, always_update=True)
 
-    def __init__(self, loaded: LoadedModel, *, start: int = 1) -> None:
-        """`start`: the first step shown, 1-based as `tt learn --step N`."""
+    def __init__(self, loaded: LoadedModel, *, start: int = 1, sentence: str | None = None) -> None:
+        """`start`: the first step shown, 1-based as `tt learn --step N`; `sentence`: the learner's own
+        ("French" or "French | English"), for the steps that can take it (`own_step`)."""
         super().__init__()
         if not 1 <= start <= len(STEPS):
             raise ValueError(f"step {start} does not exist; the lesson has steps 1 to {len(STEPS)}")
         self.loaded = loaded
+        self.sentence = sentence
         self.set_reactive(LearnApp.index, start - 1)
         self.pending = 0  # steps being computed; tests wait for 0
         self._asked: set[int] = set()
@@ -92,8 +96,17 @@ class LearnApp(App[str | None]):
         self.pending += 1
         self.run_worker(partial(self._compute, index), thread=True, group="live")
 
+    def step_at(self, index: int) -> Step:
+        """Step `index` (0-based) on the learner's sentence where it takes one."""
+        return own_step(STEPS[index], self.sentence)
+
+    @property
+    def selection(self) -> Matrix | None:
+        """The attention table the step on screen shows (None: told in numbers, or still computing)."""
+        return self.computed.get(self.index, (None, None))[1]
+
     def _compute(self, index: int) -> None:
-        s = STEPS[index]
+        s = self.step_at(index)
         try:
             result = live_numbers(s, self.loaded), live_matrix(s, self.loaded)
         except (TTError, ValueError) as exc:  # a model the step cannot read: say so in its panel, go on
@@ -112,7 +125,7 @@ class LearnApp(App[str | None]):
         self._draw_live()
 
     def _draw(self) -> None:
-        s = STEPS[self.index]
+        s = self.step_at(self.index)
         self.query_one("#progress", Static).update(progress_text(self.index))
         self.query_one("#lesson-text", Static).update(lesson_text(s))
         self.query_one("#lesson", VerticalScroll).scroll_home(animate=False)
@@ -120,7 +133,7 @@ class LearnApp(App[str | None]):
         self._draw_live()
 
     def _draw_live(self) -> None:
-        s = STEPS[self.index]
+        s = self.step_at(self.index)
         lines, matrix = self.computed.get(self.index, (None, None))
         self.query_one("#live-numbers", Static).update(live_text(s, lines, shown_sentence(s.sentence)))
         heatmap = self.query_one(Heatmap)
@@ -149,6 +162,19 @@ class LearnApp(App[str | None]):
         self.exit(STEPS[self.index].key)
 
 
-def make_learn_app(loaded: LoadedModel, *, start: int = 1) -> LearnApp:
+def make_learn_app(loaded: LoadedModel, *, start: int = 1, sentence: str | None = None) -> LearnApp:
     """The lesson without the CLI around it: tests build it this way."""
-    return LearnApp(loaded, start=start)
+    return LearnApp(loaded, start=start, sentence=sentence)
+
+
+def run_lesson(loaded: LoadedModel, *, start: int = 1, sentence: str | None = None) -> None:
+    """The lesson, and `tt inspect` from it: `i` opens the step in inspect, inspect's `q` comes back to it."""
+    from tt_cli.tui.learn.inspect_step import inspect_app_for
+
+    while True:
+        lesson = make_learn_app(loaded, start=start, sentence=sentence)
+        chosen = lesson.run()
+        if not chosen:
+            return
+        start = lesson.index + 1
+        inspect_app_for(loaded, lesson.step_at(lesson.index), select=lesson.selection).run()

@@ -8,10 +8,12 @@ the sentence is decoded, so the learner lands in the ordinary `tt inspect`, keys
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from core.checkpoint import LoadedModel
+from core.learn.live import Matrix
 from core.learn.steps import Step
 from tt_cli.tui import app as inspect_app
 from tt_cli.tui.app import InspectApp
@@ -52,11 +54,13 @@ class StepInspectApp(InspectApp):
     # Textual reads a relative CSS_PATH beside the class's own module: name tt inspect's theme.
     CSS_PATH = Path(inspect_app.__file__).parent / InspectApp.CSS_PATH
 
-    def __init__(self, loaded: LoadedModel, step: Step, **options: Any) -> None:
+    def __init__(self, loaded: LoadedModel, step: Step, *, select: Matrix | None = None, **options: Any) -> None:
+        """`select`: the attention table the step showed; inspect opens on its family, layer and head."""
         text, second = split_sentence(step.sentence)
         reference = second if step.view == "reference" else None
         super().__init__(loaded, text, reference=reference, **options)
         self.opening = OPENINGS[step.view]
+        self.select = select
         self._stage = "start"  # start → ran (decoded to the end) → open
 
     def _decoded(self, d: Decoding) -> None:
@@ -81,6 +85,9 @@ class StepInspectApp(InspectApp):
                 open_insides(self, tab=action.split(":", 1)[1])
             else:
                 self.action_mode(action)
+        if self.select is not None:
+            m = self.select
+            self.view = replace(self.view, family=m.family, layer=m.layer, head=m.head)
 
 
 def inspect_app_for(loaded: LoadedModel, step: Step, **options: Any) -> StepInspectApp:

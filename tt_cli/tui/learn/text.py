@@ -8,16 +8,16 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from core.learn.steps import STEPS, Step
+from core.learn.steps import STEPS, Step, toy_heading
 
 
 def lesson_text(s: Step) -> Text:
-    """The left panel: idea, formula, the notes' example computed by tt, where a note is wrong."""
+    """The left panel: idea, formula, the toy example computed by tt (the notes' or tt's), where a note is wrong."""
     out = Text()
     out.append(" ".join(s.idea) + "\n\n")  # one paragraph: the panel wraps it to its width
     out.append(f"    {s.formula}\n", style="bold")
     if s.toy is not None:
-        out.append(f"\nThe notes' example ({s.toy_source}), computed by tt:\n", style="underline")
+        out.append(f"\n{toy_heading(s)}\n", style="underline")
         for label, value in s.toy():
             out.append(f"  {label}: ", style="dim")
             out.append(f"{value}\n")
@@ -36,7 +36,10 @@ def live_text(s: Step, lines: list[tuple[str, str]] | None, sentence: str) -> Te
     """The right panel's numbers: computed on the model, or a line saying they are on their way."""
     out = Text()
     out.append("On the live model: ", style="bold")
-    out.append(f"{sentence}\n\n")
+    out.append(f"{sentence}\n")
+    if s.look:
+        out.append(f"{s.look}\n", style="italic")
+    out.append("\n")
     if lines is None:
         out.append("computing…", style="italic dim")
         return out
