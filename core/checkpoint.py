@@ -309,3 +309,17 @@ def load_model(
 
         model = packed_model(model, inplace=True)
     return LoadedModel(model, tokenizer, directory, metadata)
+
+
+def placeholder_tokens(directory: str | Path) -> tuple[str, ...]:
+    """The placeholder pieces a model was trained to copy, as its card.json lists them
+    (`"placeholder_tokens": ["<ph0>", ...]`); () for a model without them (core/text then uses words the
+    model copies: docs/text.md, Which placeholder)."""
+    import json
+
+    card = Path(directory) / "card.json"
+    try:
+        tokens = json.loads(card.read_text(encoding="utf-8")).get("placeholder_tokens") or []
+    except (OSError, ValueError, AttributeError):
+        return ()
+    return tuple(t for t in tokens if isinstance(t, str) and t.strip())
