@@ -222,9 +222,6 @@ def test_v1_translate_returns_the_records_tt_translate_json_prints(client, optio
     assert reply.json()["confidences"][0] == pytest.approx(born["confidence"], abs=5e-5)
 
 
-@pytest.mark.xfail(
-    reason="tt serve forces terms with placeholders until it hands text_chunks constrained=", strict=False
-)
 def test_v1_translate_takes_a_glossary_as_terms_and_a_documents_segments(client, tmp_path):
     glossary = tmp_path / "terms.tsv"
     glossary.write_text("étudiant\tlearner\n", encoding="utf-8")
