@@ -28,14 +28,26 @@ def final_punctuation(text: str) -> str:
     return m.group(1) if m else ""
 
 
+# French subject pronouns: a line that has one is a sentence typed without its stop ("Je suis étudiant"), which
+# keeps the period the model gives it; a heading or a UI string ("Enregistrer les modifications") has none.
+_SUBJECT = re.compile(r"(?i)(?:^|[\s'’])(je|j['’]|tu|il|elle|on|nous|vous|ils|elles|c['’]|ce|ça|cela)(?=[\s'’]|$)")
+
+
+def _a_sentence_without_its_stop(source: str, have: str) -> bool:
+    return have == "." and len(source.split()) >= 2 and _SUBJECT.search(source.strip()) is not None
+
+
 def follow_punctuation(source: str, output: str) -> str:
     """`output` ending with `source`'s final punctuation, English spacing (no space before ! ? : ;):
-    a heading, a URL or a UI string gains no period, `Merci !` keeps its `!`. An output ending with a
+    a heading, a URL or a UI string gains no period, `Merci !` keeps its `!`; a sentence typed without its
+    stop (a subject pronoun in it: `Je suis étudiant`) keeps the model's period. An output ending with a
     closing quote or bracket is left as the model wrote it."""
     stripped = output.rstrip()
     if not stripped or stripped[-1] in _CLOSERS or source.rstrip()[-1:] in _CLOSERS:
         return output
     want, have = final_punctuation(source), final_punctuation(stripped)
+    if not want and _a_sentence_without_its_stop(source, have):
+        return _lower_start(source, stripped)
     if want == have:
         return _lower_start(source, stripped)
     body = stripped[: len(stripped) - len(have)].rstrip() if have else stripped
