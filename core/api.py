@@ -237,8 +237,9 @@ def translate_text_lines(
 
     batch = text_batch(loaded, options, coverage=coverage)
     unknown = unknown_characters(loaded.tokenizer)
-    accents = accent_table(loaded.tokenizer)
     pair = model_languages(loaded.path)
+    # The accents put back are French words': a source in another language keeps its spelling.
+    accents = accent_table(loaded.tokenizer) if pair[0] == "fr" else None
     aligner, constrained = text_aligner(loaded), text_constrained(loaded, options)
     text = with_model_placeholders(loaded, text)
     return text_chunks(

@@ -20,6 +20,26 @@ ModelOpt = Annotated[
     Path | None, typer.Option("--model", "-m", help="Model directory (default: $TT_MODEL, else the shipped model).")
 ]
 DeviceOpt = Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:N or mps.")]
+SourceOpt = Annotated[
+    str | None,
+    typer.Option("--from", "-s", help="Source language (fr, en): the shipped model of that direction. Default: fr."),
+]
+TargetOpt = Annotated[
+    str | None, typer.Option("--to", "-t", help="Target language (en, fr), as --from; either one names the direction.")
+]
+
+
+def model_of_direction(model: Path | None, source: str | None, target: str | None) -> Path | None:
+    """--model, or the shipped model of --from/--to (core.checkpoint.model_for), as one clear line on a mistake."""
+    if source is None and target is None:
+        return model  # torch stays unloaded: a warm `tt translate` never needs it
+    from core.checkpoint import model_for
+    from core.errors import ConfigError
+
+    try:
+        return model_for(model, source, target)
+    except ConfigError as exc:
+        raise fail(str(exc)) from None
 
 
 class QuantizeChoice(str, Enum):

@@ -19,8 +19,11 @@ from tt_cli.options import (
     GreedyOpt,
     ModelOpt,
     QuantizeOpt,
+    SourceOpt,
+    TargetOpt,
     ThreadsOpt,
     method_of,
+    model_of_direction,
 )
 from tt_cli.translate_job import MODEL_VIEW
 
@@ -54,6 +57,8 @@ def translate(
         typer.Option("--output", "-o", help="Write to FILE (atomically: all of it or nothing; - = stdout)."),
     ] = None,
     model: ModelOpt = None,
+    source: SourceOpt = None,
+    target: TargetOpt = None,
     device: DeviceOpt = "auto",
     beam: BeamOpt = 4,
     alpha: AlphaOpt = 0.6,
@@ -229,7 +234,7 @@ def translate(
         ),
     ] = False,
 ) -> None:
-    """Translate French to English. Defaults: beam search, beam 4, length penalty α 0.6 (the paper's).
+    """Translate French to English (--from en --to fr: English to French, where that model is shipped). Defaults: beam search, beam 4, length penalty α 0.6 (the paper's).
 
     Input: arguments, --input FILE, or stdin: one line in, one line out, in order; an empty line gives an empty line. A sentence too long for the model is translated in parts cut at clauses (with --raw: truncated, with a warning).
 
@@ -241,7 +246,7 @@ def translate(
         text=text,
         input_file=input_file,
         output=output,
-        model=model,
+        model=model_of_direction(model, source, target),
         device=device,
         quantize=quantize.value if quantize else None,
         threads=threads,
