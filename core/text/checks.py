@@ -143,11 +143,12 @@ def empty_output(source: str, output: str) -> str | None:
 def wrong_language(source: str, output: str, languages: tuple[str, str] = ("fr", "en")) -> str | None:
     """A warning when the translation reads as the source language (core.text.language: py3langid, sure at
     SURE or more) or is the source unchanged, else None. `languages`: the model's (source, target)."""
-    from core.text.language import SURE, identify, name
+    from core.text.language import SURE, identify, name, plainly
 
     src, tgt = languages
     unchanged = len(source.split()) >= 4 and output.strip() == source.strip()
-    best = identify(output, languages)[0] if len(output.split()) >= 3 else None
+    asked = len(output.split()) >= 3 and not plainly(output, tgt)
+    best = identify(output, languages)[0] if asked else None
     if unchanged or (best is not None and best.language == src and best.confidence >= SURE):
         return f"the translation looks like {name(src)}, not {name(tgt)}"
     return None
