@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
+from core.decode.method import method_of  # noqa: F401 - the commands read it from here
 from tt_cli.errors import fail
 
 # -- the model and where it runs ---------------------------------------------------------------------
@@ -93,15 +94,6 @@ def check_sampling(sample: bool, *, temperature: float, top_k: int, top_p: float
     ]
     if given and not sample:
         raise ConfigError(f"{' and '.join(given)} shape sampling only: add --sample (or leave them out)")
-
-
-def method_of(greedy: bool, sample: bool = False) -> str:
-    """The decoding method --greedy and --sample ask for (beam search when neither)."""
-    from core.errors import ConfigError
-
-    if greedy and sample:
-        raise ConfigError("--greedy and --sample exclude each other")
-    return "sample" if sample else "greedy" if greedy else "beam"
 
 
 def set_threads(threads: int, few: bool) -> None:

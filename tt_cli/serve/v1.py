@@ -27,8 +27,8 @@ from __future__ import annotations
 import dataclasses
 
 from core.api import text_chunks
+from core.decode.method import method_of
 from core.text.pipeline import TextOptions
-from tt_cli.options import method_of
 from tt_cli.output import translation_json
 from tt_cli.serve import text
 from tt_cli.serve.body import ApiError, Body

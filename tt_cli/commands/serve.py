@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from tt_cli.errors import fail
+from tt_cli.errors import EXIT_USAGE, fail
 from tt_cli.options import (
     AlphaOpt,
     BeamOpt,
@@ -21,8 +21,6 @@ from tt_cli.options import (
     model_of_direction,
     set_threads,
 )
-
-EXIT_USAGE = 2
 
 
 def serve(
