@@ -17,6 +17,7 @@ from typing import Literal
 from core.checkpoint import LoadedModel
 from core.decode.lines import chunks as _chunks
 from core.decode.lines import read_lines  # noqa: F401 - the commands read their input from here
+from core.decode.records import Alternative
 from core.decode.search import EXTRA_LEN, check_sampling
 from core.decode.source import prepare_source
 from core.decode.trace import SourceTrace, StepTrace, attention_matrix, trace_steps
@@ -76,17 +77,6 @@ class TranslateOptions:
     def search(self) -> Method:
         """The search that runs: beam search with one beam is greedy search."""
         return "greedy" if self.method == "beam" and self.beam == 1 else self.method
-
-
-@dataclass(frozen=True)
-class Alternative:
-    """One hypothesis of a sentence's n-best list."""
-
-    text: str
-    token_ids: list[int]
-    pieces: list[str]
-    token_logprobs: list[float]
-    score: float
 
 
 @dataclass
