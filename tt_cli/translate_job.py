@@ -89,7 +89,7 @@ class TranslateJob:
         """A few sentences as arguments (threads are chosen for a short run)."""
         return not self.from_stdin and self.input_file is None
 
-    def validated(self) -> TranslateJob:
+    def validated(self) -> TranslateJob:  # noqa: C901 - one independent usage check per line, in the order the user reads them
         """The job with its format resolved, after every check that needs neither torch nor the model: a
         mistake is one line and exit 1 or 2 before anything loads, and nothing is written."""
         from tt_cli.options import check_sampling
