@@ -271,7 +271,7 @@ def make_loaded() -> tuple[LoadedModel, str]:
 Samples = dict[str, list[Sample]]  # toggle name → its presses
 
 
-def bench(loaded: LoadedModel, repeat: int, profile: Profile | None) -> tuple[Samples, Samples, dict, str]:
+def bench(loaded: LoadedModel, repeat: int, profile: Profile | None) -> tuple[Samples, Samples, dict, str]:  # noqa: C901 - a benchmark's measurement loop over every key, read top to bottom
     """(the timed rounds' presses, each key's first press of the warm-up round, the profile, about)."""
     from tt_cli.tui.app import make_app
     from tt_cli.tui.kept import Kept
@@ -281,7 +281,7 @@ def bench(loaded: LoadedModel, repeat: int, profile: Profile | None) -> tuple[Sa
     spent: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     about: list[str] = []
 
-    async def main() -> None:
+    async def main() -> None:  # noqa: C901 - a benchmark's measurement loop over every key, read top to bottom
         app = make_app(loaded, SENTENCE, reference=REFERENCE)
         clock = Clock()
         async with app.run_test(size=SIZE) as pilot:

@@ -53,6 +53,8 @@ class Translator:
     """A model loaded once; `translate` as many lists as you like.
 
     model: a model directory (what `tt train` writes); None = $TT_MODEL, else the shipped model.
+    source, target: the direction ("fr", "en"; either may be left out): the shipped model of that direction
+    (`tt translate --from en --to fr`); with `model`, a check that the model translates that way.
     device: auto, cpu, cuda, cuda:N or mps. quantize: None (the fp32 model), "int8" (CPU; faster in
     batches, slower one sentence at a time) or "bf16", as `tt translate --quantize`. The decoding keywords
     are `tt translate`'s options and the paper's defaults (beam 4, α 0.6); each call to `translate` may
@@ -60,9 +62,16 @@ class Translator:
     """
 
     def __init__(
-        self, model: str | Path | None = None, *, device: str = "auto", quantize: str | None = None, **decoding
+        self,
+        model: str | Path | None = None,
+        *,
+        source: str | None = None,
+        target: str | None = None,
+        device: str = "auto",
+        quantize: str | None = None,
+        **decoding,
     ) -> None:
-        from core.checkpoint import load_model
+        from core.checkpoint import load_model, model_for
         from core.decode.translate import TranslateOptions
         from core.device import resolve_device
         from core.errors import ConfigError
@@ -72,6 +81,7 @@ class Translator:
         if quantize is not None and quantize not in MODES:
             raise ConfigError(f"quantize={quantize!r}: give one of {', '.join(MODES)}, or None for the fp32 model")
         self.quantize = quantize
+        model = model_for(model, source, target)
         self.loaded = load_model(model, device=resolve_device(device), packed=quantize is None)
         if quantize is not None:  # int8 on another device than the CPU: fast_model's error, in the API's words
             self.loaded = replace(self.loaded, model=_checked(lambda: fast_model(self.loaded.model, quantize)))
@@ -153,6 +163,52 @@ def text_batch(
     return run
 
 
+def with_model_placeholders(loaded: LoadedModel, text: TextOptions | None) -> TextOptions:
+    """The pipeline's options with the model's own placeholder pieces first, when its card lists them (a model
+    trained with them copies them), the word placeholders kept as second tries."""
+    from core.checkpoint import placeholder_tokens
+    from core.text.options import TextOptions, learned_scheme
+
+    text = text or TextOptions()
+    tokens = placeholder_tokens(loaded.path)
+    if not tokens or text.scheme.name != "copy":  # a scheme asked for by name stays
+        return text
+    return replace(text, scheme=learned_scheme(tokens), fallbacks=(text.scheme, *text.fallbacks))
+
+
+def text_aligner(loaded: LoadedModel) -> Callable[[list[tuple[str, str]]], list[list[tuple[int, int]]]]:
+    """Word links of (sentence, translation) pairs for core.text (markup projected onto the words it wrapped,
+    a dropped span put back, source words left untranslated named): one teacher-forced pass per batch,
+    each output word to its best source word under the model's alignment rule (alignment.json beside the
+    weights), read one way so that a source word nothing points to stays unaligned. A pair longer than the
+    model takes gets no links."""
+    from core.align.links import align, load_rule, pair_attention
+    from core.errors import DataError
+
+    rule = replace(load_rule(loaded.path).check(loaded.cfg.n_decoder_layers, loaded.cfg.h), bidirectional=False)
+
+    def run(pairs: list[tuple[str, str]]) -> list[list[tuple[int, int]]]:
+        try:
+            attentions = pair_attention(loaded, pairs, full_context=rule.full_context)
+        except DataError:  # one too long: align the others one by one
+            return [run([pair])[0] if len(pairs) > 1 else [] for pair in pairs]
+        return [[(link.source, link.target) for link in links] for links in align(attentions, rule)]
+
+    return run
+
+
+def text_constrained(loaded: LoadedModel, options: TranslateOptions) -> Callable[[list[str], list[list[str]]], list]:
+    """Sentences with the English phrases each must hold (a glossary's terms) → one Translation each, by
+    lexically constrained beam search (core.decode.translate.translate_constrained), the beam and α of
+    `options`."""
+    from core.decode.translate import translate_constrained
+
+    def run(sentences: list[str], terms: list[list[str]]) -> list[Translation]:
+        return for_text(translate_constrained(loaded, sentences, terms, options), False)
+
+    return run
+
+
 def for_text(results: Iterable[Translation], coverage: bool) -> list[Translation]:
     """Translations as the text pipeline reads them: warnings without the position in their batch
     (the caller names the line), and `cross` when `coverage` (decoded with_attention). A translator
@@ -181,9 +237,21 @@ def translate_text_lines(
 
     batch = text_batch(loaded, options, coverage=coverage)
     unknown = unknown_characters(loaded.tokenizer)
-    accents = accent_table(loaded.tokenizer)
     pair = model_languages(loaded.path)
-    return text_chunks(chunks(lines, options.batch_size * 4), batch, text, unknown, accents, pair)
+    # The accents put back are French words': a source in another language keeps its spelling.
+    accents = accent_table(loaded.tokenizer) if pair[0] == "fr" else None
+    aligner, constrained = text_aligner(loaded), text_constrained(loaded, options)
+    text = with_model_placeholders(loaded, text)
+    return text_chunks(
+        chunks(lines, options.batch_size * 4),
+        batch,
+        text,
+        unknown,
+        accents,
+        pair,
+        aligner=aligner,
+        constrained=constrained,
+    )
 
 
 def text_chunks(
@@ -193,6 +261,9 @@ def text_chunks(
     unknown: Callable[[str], bool] | None = None,
     accents: AccentTable | None = None,
     pair: tuple[str, str] | None = None,
+    *,
+    aligner: Callable[[list[tuple[str, str]]], list[list[tuple[int, int]]]] | None = None,
+    constrained: Callable[[list[str], list[list[str]]], list] | None = None,
 ) -> Iterator[TextResult]:
     """translate_text_lines over any translate_batch (a server hands in its batcher): one TextResult per
     line of each list in `chunks`, indices running on across them; control characters become spaces.
@@ -218,7 +289,7 @@ def text_chunks(
             done += len(chunk)
             yield out
 
-    for r in translate_chunks(cleaned(chunks), translate_batch, text, unknown, accents):
+    for r in translate_chunks(cleaned(chunks), translate_batch, text, unknown, accents, aligner, constrained):
         if r.index in notes:
             r.line_warnings = [notes.pop(r.index)]
         if pair is not None and (wrong := wrong_language(r.source, *pair)):

@@ -188,12 +188,13 @@ def _without_random_init() -> Iterator[None]:
 
 
 def model_languages(path: Path) -> tuple[str, str]:
-    """The (source, target) languages of a model directory: its card's training languages, else tt's fr→en."""
+    """The (source, target) languages of a model directory: its card's last run's languages, else tt's fr→en."""
     import json
 
-    card = Path(path) / "card.json"
+    card_file = Path(path) / "card.json"
     try:
-        config = json.loads(card.read_text(encoding="utf-8")).get("train_config", {}) if card.is_file() else {}
+        card = json.loads(card_file.read_text(encoding="utf-8")) if card_file.is_file() else {}
+        config = (card.get("fine_tune") or card).get("train_config", {})
     except (OSError, ValueError, AttributeError):
         config = {}
     src, tgt = str(config.get("src_lang", "fr")), str(config.get("tgt_lang", "en"))
@@ -208,6 +209,41 @@ def default_model_dir() -> Path:
     from weights import DIR
 
     return DIR
+
+
+def shipped_models() -> dict[tuple[str, str], Path]:
+    """Every shipped direction, (source, target) → its directory: weights/ itself (fr→en) and each model folder
+    inside it (weights/en-fr)."""
+    from weights import DIR
+
+    found: dict[tuple[str, str], Path] = {}
+    for directory in [DIR, *sorted(p for p in DIR.iterdir() if p.is_dir())]:
+        if (directory / WEIGHTS_FILE).is_file():
+            found.setdefault(model_languages(directory), directory)
+    return found
+
+
+def arrow(pair: tuple[str, str]) -> str:
+    return f"{pair[0]}→{pair[1]}"
+
+
+def model_for(model: str | Path | None, source: str | None = None, target: str | None = None) -> Path | None:
+    """The model directory a command runs on, given --model and the direction (--from/--to, either may be left
+    out): --model as given (its languages must be the direction asked, where one is); with a direction, the
+    shipped model of that direction; with neither, None (the default: $TT_MODEL, else the shipped fr→en)."""
+    if source is None and target is None:
+        return None if model is None else Path(model)
+    if model is not None:
+        pair = model_languages(Path(model))
+        if (source or pair[0], target or pair[1]) != pair:
+            raise ConfigError(f"{model}: an {arrow(pair)} model, not {arrow((source or pair[0], target or pair[1]))}")
+        return Path(model)
+    shipped = shipped_models()
+    found = [pair for pair in shipped if source in (None, pair[0]) and target in (None, pair[1])]
+    if len(found) != 1:
+        asked = arrow((source or "?", target or "?"))
+        raise ConfigError(f"no {asked} model is shipped (shipped: {', '.join(map(arrow, shipped))})")
+    return shipped[found[0]]
 
 
 def is_installed_model(path: str | Path) -> bool:
@@ -273,3 +309,17 @@ def load_model(
 
         model = packed_model(model, inplace=True)
     return LoadedModel(model, tokenizer, directory, metadata)
+
+
+def placeholder_tokens(directory: str | Path) -> tuple[str, ...]:
+    """The placeholder pieces a model was trained to copy, as its card.json lists them
+    (`"placeholder_tokens": ["<ph0>", ...]`); () for a model without them (core/text then uses words the
+    model copies: docs/text.md, Which placeholder)."""
+    import json
+
+    card = Path(directory) / "card.json"
+    try:
+        tokens = json.loads(card.read_text(encoding="utf-8")).get("placeholder_tokens") or []
+    except (OSError, ValueError, AttributeError):
+        return ()
+    return tuple(t for t in tokens if isinstance(t, str) and t.strip())

@@ -139,8 +139,31 @@ def open_output(path: str | Path, binary: bool = False) -> Iterator[IO]:
         stream.flush()
         return
     mode = "wb" if binary else "w"
-    with atomic_path(target) as tmp, open(tmp, mode, **({} if binary else {"encoding": "utf-8", "newline": "\n"})) as f:
-        yield f
+    try:
+        with (
+            atomic_path(target) as tmp,
+            open(tmp, mode, **({} if binary else {"encoding": "utf-8", "newline": "\n"})) as f,
+        ):
+            yield f
+    except OSError as exc:
+        if isinstance(exc, OutputError) or exc.errno is None:
+            raise
+        raise write_error(path, exc) from None  # the temporary file is gone (atomic_path): nothing half-written
+
+
+def write_error(path: str | Path, exc: OSError) -> OutputError:
+    """One line for a failed write: `/dev/full: no space left on device`."""
+    reason = exc.strerror or str(exc)
+    return OutputError(f"{path}: {reason[:1].lower()}{reason[1:]}")
+
+
+def stream_name(stream: IO) -> str:
+    """What a user called the file behind `stream` (`> /dev/full` opened it as stdout): the path its
+    descriptor points at where the system says, else <stdout>."""
+    try:
+        return os.readlink(f"/proc/self/fd/{stream.fileno()}")
+    except (OSError, ValueError, AttributeError):
+        return "<stdout>" if stream is sys.stdout else "<stderr>"
 
 
 def open_input(path: str | Path) -> IO[bytes]:

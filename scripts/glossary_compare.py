@@ -1,6 +1,7 @@
-"""Glossary terms forced two ways, on the small test set of tests/core/text/glossary_cases.py:
-placeholder substitution (core.text's way) against an n-best filter (beam 8: the best hypothesis
-that holds every term's English, else the best), and the model alone. Term accuracy and BLEU.
+"""Glossary terms forced three ways, on the small test set of tests/core/text/glossary_cases.py:
+lexically constrained decoding (tt translate's way), placeholder substitution (a translator without it),
+an n-best filter (beam 8: the best hypothesis that holds every term's English, else the best), and the
+model alone. Term accuracy and BLEU.
 
     python scripts/glossary_compare.py [--model DIR]
 """
@@ -24,6 +25,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from core import Translator
+    from core.api import text_constrained
 
     translator = Translator(args.model)
     sources, refs = [s for s, _ in CASES], [r for _, r in CASES]
@@ -31,6 +33,15 @@ def main() -> None:
         "model alone": [r.text for r in translate_text(sources, translator_batch(translator))],
         "placeholders (core.text)": [
             r.text for r in translate_text(sources, translator_batch(translator), TextOptions(terms=TERMS))
+        ],
+        "constrained decoding (core.decode.constrained)": [
+            r.text
+            for r in translate_text(
+                sources,
+                translator_batch(translator),
+                TextOptions(terms=TERMS),
+                constrained=text_constrained(translator.loaded, translator.options),
+            )
         ],
     }
     filtered = []

@@ -38,6 +38,38 @@ from core.train.state import list_checkpoints, read_trainer_info  # noqa: E402
 from core.train.trainer import average_checkpoints  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
+# The direction of the model being shipped (--src-lang/--tgt-lang): the suffixes of every test file, and which
+# side of a Tatoeba pair is the source. weights/ itself is fr→en; another direction goes in weights/SRC-TGT.
+LANGS = ["fr", "en"]
+LANGUAGE_NAMES = {"fr": "French", "en": "English"}
+# English→French: the same kinds of sentence, written for the card.
+SAMPLES_EN = [
+    "I am a student.",
+    "It is cold this morning.",
+    "Where is the train station?",
+    "I like reading books in the evening.",
+    "We are going to the beach tomorrow.",
+    "Can you help me, please?",
+    "The cat is sleeping on the sofa.",
+    "She speaks three languages.",
+    "A man in a red shirt is playing the guitar.",
+    "Two children are running in a park.",
+]
+HARD_EN = [
+    ("The government announced on Tuesday a tax increase for large companies.", "news"),
+    ("The central bank decided to keep its interest rates unchanged.", "formal"),
+    ("My brother, who has lived in Lyon for ten years, is coming to see us.", "a name"),
+    ("Angela Merkel met Emmanuel Macron in Berlin.", "names"),
+    ("She was born in 1987.", "a number"),
+    ("The train leaves at 2:35 pm.", "a time"),
+    ("Parliament adopted the text at first reading by 312 votes to 198.", "parliament, numbers"),
+]
+
+
+def suffixes() -> tuple[str, str]:
+    return f".{LANGS[0]}", f".{LANGS[1]}"
+
+
 SAMPLES = [
     "Je suis étudiant.",
     "Il fait froid ce matin.",
@@ -164,9 +196,9 @@ def measure_alignment(model: Path, previous: dict, reverse: Path | None = None) 
 
 
 def tatoeba_split(tmp: Path, lo: int, hi: int, name: str) -> tuple[Path, Path, int]:
-    pairs = heldout_range(read_corpus(SHARED / "tatoeba-fra-eng/fra-eng.tsv"), lo, hi)
-    src, ref = tmp / f"{name}.fr", tmp / f"{name}.en"
-    write_aligned(pairs, src, ref)
+    pairs = heldout_range(read_corpus(SHARED / "tatoeba-fra-eng/fra-eng.tsv"), lo, hi)  # buckets of the French side
+    src, ref = (tmp / f"{name}{suffix}" for suffix in suffixes())
+    write_aligned(pairs, *((src, ref) if LANGS[0] == "fr" else (ref, src)))
     return src, ref, len(pairs)
 
 
@@ -183,7 +215,7 @@ CHECK_LINES = 200
 def head_files(src: Path, ref: Path, n: int, tmp: Path, name: str) -> tuple[Path, Path]:
     """The first n lines of a source and its reference, as files in tmp."""
     out = []
-    for path, suffix in ((src, ".fr"), (ref, ".en")):
+    for path, suffix in zip((src, ref), suffixes()):
         lines = path.read_text(encoding="utf-8").splitlines(keepends=True)[:n]
         target = tmp / f"{name}{suffix}"
         target.write_text("".join(lines), encoding="utf-8")
@@ -195,7 +227,7 @@ def news_results(model: Path, tmp: Path) -> dict:
     """The card's entries for NEWS_SETS: full scores, and the CI check on the first CHECK_LINES lines."""
     results = {}
     for name, file in NEWS_SETS.items():
-        src, ref = SHARED / f"{file}.fr", SHARED / f"{file}.en"
+        src, ref = (SHARED / f"{file}{suffix}" for suffix in suffixes())
         full = eval_json(model, src, ref)
         check = eval_json(model, *head_files(src, ref, CHECK_LINES, tmp, f"check-{name}"))
         spec = {"source": "files", "file": file, "sentences": full["sentences"]}
@@ -207,20 +239,22 @@ def news_results(model: Path, tmp: Path) -> dict:
 def measure_limits(model: Path) -> dict:
     """The card's limits section: the out-of-domain score and the HARD sentences as translated, by the
     model alone (`--raw`) and by `tt translate` as a user runs it (the text pipeline around the model)."""
-    ood = eval_json(model, Path(f"{OOD}.fr"), Path(f"{OOD}.en"))
-    sources = [fr for fr, _ in HARD]
+    src, ref = suffixes()
+    ood = eval_json(model, Path(f"{OOD}{src}"), Path(f"{OOD}{ref}"))
+    hard = HARD if LANGS[0] == "fr" else HARD_EN
+    sources = [fr for fr, _ in hard]
     alone = tt("translate", "--local", "--raw", "--model", str(model), *sources).splitlines()
     piped = tt("translate", "--local", "--model", str(model), *sources).splitlines()
     return {
         "ood": {
-            "src": f"{OOD.relative_to(ROOT)}.fr",
-            "ref": f"{OOD.relative_to(ROOT)}.en",
+            "src": f"{OOD.relative_to(ROOT)}{src}",
+            "ref": f"{OOD.relative_to(ROOT)}{ref}",
             "sentences": ood["sentences"],
             "bleu": ood["bleu"],
             "chrf": ood["chrf"],
             "bleu_signature": ood["bleu_signature"],
         },
-        "hard": [[fr, en, kind, text] for (fr, kind), en, text in zip(HARD, alone, piped)],
+        "hard": [[fr, en, kind, text] for (fr, kind), en, text in zip(hard, alone, piped)],
     }
 
 
@@ -238,10 +272,11 @@ def render_limits(card: dict) -> str:
     lim, ood = card["limits"], card["limits"]["ood"]
     piped, translations = hard_translations(card)
     hard = "\n".join(f"| {' | '.join(cells)} | {row[2]} |" for cells, row in zip(translations, lim["hard"]))
+    source = LANGUAGE_NAMES[card.get("languages", ["fr"])[0]]
     header = (
-        "| French | the model alone | `tt translate` | kind |\n|---|---|---|---|"
+        f"| {source} | the model alone | `tt translate` | kind |\n|---|---|---|---|"
         if piped
-        else "| French | tt translate | kind |\n|---|---|---|"
+        else f"| {source} | tt translate | kind |\n|---|---|---|"
     )
     if corpus_scale(card):
         news = card["test_sets"].get("newstest2013", {})
@@ -338,16 +373,24 @@ def render_continued(ft: dict) -> str:
             f" — the best dev BLEU among the candidates whose Tatoeba valid BLEU is at most {keep:g} below the shipped "
             f"model's (`--keep-tatoeba`; the model issue's bound on the everyday sets)"
         )
+    other = tc.get("src_lang", "fr") != "fr"  # trained the other way round from the model above
+    direction = f" --src-lang {tc['src_lang']} --tgt-lang {tc['tgt_lang']}" if other else ""
+    turned = (
+        f", turned round to translate {LANGUAGE_NAMES[tc['src_lang']]}→{LANGUAGE_NAMES[tc['tgt_lang']]} (the same "
+        "pairs read the other way; its shared embeddings and layers are the starting point)"
+        if other
+        else ""
+    )
     return f"""### Continued training on Europarl and news: {tc["out"]}
 
-The model above was then trained further from its own weights (`--init-from {tc["init_from"]}`: same architecture and
+The model above was then trained further{turned} from its own weights (`--init-from {tc["init_from"]}`: same architecture and
 vocabulary, a fresh optimizer) for {ft["train_steps"]} steps ({ft["train_seconds"] / 3600:.1f} h wall-clock, 2 processes of one thread,
 ~{tc["max_tokens"]}-piece batches each, {tc["precision"]}) on Europarl, Tatoeba, Multi30k and WMT news mixed at temperature
 {tc["mix_temperature"]:g}, with {tc["noise_case"]:g} of the pairs added in capitals (and again in lower case) and {tc["noise_accents"]:g} without
 accents (`bash scripts/model_continue.sh`; docs/model.md has the learning curve and why this path):
 
 ```
-torchrun --standalone --nproc-per-node 2 -m tt_cli.main train --init-from {tc["init_from"]} --threads 1 \\
+torchrun --standalone --nproc-per-node 2 -m tt_cli.main train --init-from {tc["init_from"]} --threads 1{direction} \\
   {data_flags} \\
   {weights} --mix-temperature {tc["mix_temperature"]:g} --valid {" ".join(tc["valid"])} \\
   --noise-case {tc["noise_case"]:g} --noise-accents {tc["noise_accents"]:g} --dropout {tc["dropout"]:g} --attention-dropout {tc["attention_dropout"]:g}{grow} \\
@@ -459,6 +502,12 @@ def render_more_data(card: dict) -> str:
 def render_peers(card: dict) -> str:
     if not corpus_scale(card):
         return ""
+    if card.get("languages", ["fr", "en"])[0] == "en":
+        return """
+For context, published figures of other offline en→fr systems on sets this project keeps aside (not measured
+here, and not the sets above): newstest2014 — Firefox Translations' tiny model 39.7; FLORES-101 devtest — Firefox's
+tiny model 48.5, Argos Translate 42.7.
+"""
     return """
 For context, published figures of other offline fr→en systems on sets this project keeps aside (not measured
 here, and not the sets above): newstest2014 — Firefox Translations' tiny model (16.9 M parameters, int8) 37.2,
@@ -504,7 +553,8 @@ def render_card(card: dict) -> str:
     samples = "\n".join(f"| {fr} | {en} |" for fr, en in card["samples"])
     hours = card["train_seconds"] / 3600
     data_flags = " ".join(f"--data {d}" for d in tc["data"])
-    return f"""# tt's shipped French→English model
+    src_name, tgt_name = (LANGUAGE_NAMES[lang] for lang in card.get("languages", ["fr", "en"]))
+    return f"""# tt's shipped {src_name}→{tgt_name} model
 
 A `small` Transformer (d_model {cfg["d_model"]}, h {cfg["h"]}, {cfg["n_encoder_layers"]}+{cfg["n_decoder_layers"]} layers,
 d_ff {cfg["d_ff"]}, post-norm as in the paper, sinusoidal positions, shared source/target/output embeddings,
@@ -558,11 +608,11 @@ and saved it in fp16:
 {render_peers(card)}
 {render_alignment(card)}## Samples
 
-| French | tt translate |
+| {src_name} | tt translate |
 |---|---|
 {samples}
 
-{render_limits(card)}{render_history(card)}## Known limits
+{render_limits(card)}{render_precision(card)}{render_history(card)}## Known limits
 
 {known_limits_data(card, cfg)}
 - 8k-piece vocabulary: rare names and words are split into many pieces and may be garbled.
@@ -603,6 +653,36 @@ def history_entry(card: dict, commit: str) -> dict:
         "ood": {k: card["limits"]["ood"][k] for k in ("sentences", "bleu", "chrf")},
         "aer": card["alignment"]["aer"],
     }
+
+
+def render_precision(card: dict) -> str:
+    """The card's Precision section: fp32 against int8 on every dev set, and the default that follows from them."""
+    pr = card.get("precision")
+    if not pr:
+        return ""
+    rows = "\n".join(
+        f"| {name} | {r['fp32']:.2f} | {r['int8']:.2f} | {r['int8'] - r['fp32']:+.2f} | {r['fp32_seconds'] / r['int8_seconds']:.2f}× |"
+        for name, r in pr["sets"].items()
+    )
+    worst = min(r["int8"] - r["fp32"] for r in pr["sets"].values())
+    verdict = (
+        f"int8 keeps every set within {pr['tolerance']} BLEU, so `tt translate` and `tt serve` default to it"
+        if worst >= -pr["tolerance"]
+        else f"int8 loses {-worst:.2f} BLEU on one set, more than the {pr['tolerance']} allowed, so the default stays "
+        f"**{pr['default']}**; `--quantize int8` is there for speed"
+    )
+    return f"""## Precision
+
+The same model through `--quantize int8` (weights int8 per row, activations quantized per call) against fp32
+(`{pr["command"]}`; beam 4, α 0.6; {pr["machine"]}):
+
+| set | fp32 BLEU | int8 BLEU | int8 − fp32 | int8 speed-up |
+|---|---:|---:|---:|---:|
+{rows}
+
+{verdict}. `tt inspect`, `tt learn` and `tt analyze` always run fp32 (learners read exact numbers).
+
+"""
 
 
 def render_history(card: dict) -> str:
@@ -684,7 +764,7 @@ def choose_keeping(valid: dict, kept: dict, floor: float) -> str:
     return max(eligible, key=lambda n: valid[n]["bleu"])
 
 
-def main() -> None:
+def main() -> None:  # noqa: C901 - a script's main: its steps in order
     ap = argparse.ArgumentParser()
     ap.add_argument("--run", type=Path, default=ROOT / "runs/shipped")
     ap.add_argument("--last", type=int, default=5)
@@ -701,6 +781,10 @@ def main() -> None:
         "two directions' links intersected",
     )
     ap.add_argument("--card-only", action="store_true", help="re-measure the limits of --out and re-render its card")
+    ap.add_argument(
+        "--src-lang", default="fr", help="the model's source language (an en→fr model: en, --out weights/en-fr)"
+    )
+    ap.add_argument("--tgt-lang", default="en", help="the model's target language")
     ap.add_argument(
         "--dev",
         type=Path,
@@ -720,6 +804,7 @@ def main() -> None:
         help="choose the best --dev candidate whose Tatoeba valid BLEU is at most this far below the shipped model's",
     )
     args = ap.parse_args()
+    LANGS[:] = [args.src_lang, args.tgt_lang]
     if args.card_only:
         card = json.loads((args.out / "card.json").read_text(encoding="utf-8"))
         card["limits"] = measure_limits(args.out)
@@ -735,7 +820,7 @@ def main() -> None:
     tlo, thi = map(int, args.test_buckets.split(","))
     vsrc, vref, _ = tatoeba_split(tmp, vlo, vhi, "valid")
     if args.dev:
-        dsrc, dref = Path(f"{args.dev}.fr"), Path(f"{args.dev}.en")
+        dsrc, dref = (Path(f"{args.dev}{suffix}") for suffix in suffixes())
         vsrc, vref = head_files(dsrc, dref, args.dev_lines, tmp, "dev") if args.dev_lines else (dsrc, dref)
 
     candidates, valid, chosen = choose(args.run, args.last, tmp / "averaged", vsrc, vref)
@@ -767,14 +852,15 @@ def main() -> None:
             {
                 "source": "files",
                 "file": "multi30k/test_2016_flickr",
-                "sentences": sum(1 for _ in open(str(m30k) + ".fr", encoding="utf-8")),
+                "sentences": sum(1 for _ in open(str(m30k) + suffixes()[0], encoding="utf-8")),
             },
-            eval_json(args.out, Path(str(m30k) + ".fr"), Path(str(m30k) + ".en")),
+            eval_json(args.out, *(Path(str(m30k) + suffix) for suffix in suffixes())),
         ),
     }
     if args.news:
         results.update(news_results(args.out, tmp))
-    samples = tt("translate", "--model", str(args.out), *SAMPLES).splitlines()
+    samples_in = SAMPLES if LANGS[0] == "fr" else SAMPLES_EN
+    samples = tt("translate", "--model", str(args.out), *samples_in).splitlines()
     info = read_trainer_info(list_checkpoints(args.run)[-1])
     fine_tune = info["train_config"].get("init_from")
     if fine_tune:  # the base model's record (the card of the model it started from) stays in the card
@@ -820,7 +906,8 @@ def main() -> None:
             }
             for name, (spec, r) in results.items()
         },
-        "samples": list(zip(SAMPLES, samples)),
+        "samples": list(zip(samples_in, samples)),
+        "languages": list(LANGS),
         "size_bytes": (args.out / "model.safetensors").stat().st_size,
         "parameters": loaded.model.num_parameters(),
         "limits": measure_limits(args.out),
@@ -842,7 +929,8 @@ def main() -> None:
         head = tt_git("rev-parse", "--short", "HEAD")
         card["history"] = [history_entry(previous, head), *previous.get("history", [])]
     earlier_rule = previous.get("alignment") or (base_card.get("alignment") if fine_tune else None) or {}
-    card["alignment"] = measure_alignment(args.out, earlier_rule, args.reverse_model)
+    if LANGS == ["fr", "en"]:  # the gold links (Hansards trial) are French–English
+        card["alignment"] = measure_alignment(args.out, earlier_rule, args.reverse_model)
     (args.out / "card.json").write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     (args.out / "README.md").write_text(render_readme(args.out, card), encoding="utf-8")
     print(json.dumps({k: card[k] for k in ("selected", "test_sets")}, indent=1), file=sys.stderr)

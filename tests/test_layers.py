@@ -141,3 +141,15 @@ def test_only_the_root_app_imports_commands() -> None:
 def test_imports_are_read_lazily_and_relatively(source: str, expected: list[str]) -> None:
     """The reader above sees what Python would import, so the rules cannot pass by missing an import."""
     assert [target for _, target in read_imports(source, "core.decode")] == expected
+
+
+def test_the_http_server_imports_no_cli_framework() -> None:
+    """tt_cli/serve is the server (Starlette, uvicorn over core.api); its command line lives with the other
+    commands (tt_cli/commands/serve.py), so a program embedding the server never imports typer."""
+    wrong = [
+        f"{path.relative_to(ROOT)}:{line}: imports {target}"
+        for path in python_files("tt_cli/serve")
+        for line, target in imports(path)
+        if target.split(".")[0] in ("typer", "click", "rich") or target.startswith("tt_cli.options")
+    ]
+    assert not wrong, "\n".join(wrong)

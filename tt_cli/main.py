@@ -18,10 +18,10 @@ from tt_cli.commands.eval import evaluate
 from tt_cli.commands.inspect import inspect
 from tt_cli.commands.learn import learn
 from tt_cli.commands.runs import app as runs_app
+from tt_cli.commands.serve import serve
 from tt_cli.commands.train import train
 from tt_cli.commands.translate import translate
 from tt_cli.errors import guard
-from tt_cli.serve.command import serve
 from tt_cli.usage import Typer
 
 app = Typer(

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
+from core.decode.method import method_of  # noqa: F401 - the commands read it from here
 from tt_cli.errors import fail
 
 # -- the model and where it runs ---------------------------------------------------------------------
@@ -20,6 +21,26 @@ ModelOpt = Annotated[
     Path | None, typer.Option("--model", "-m", help="Model directory (default: $TT_MODEL, else the shipped model).")
 ]
 DeviceOpt = Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:N or mps.")]
+SourceOpt = Annotated[
+    str | None,
+    typer.Option("--from", "-s", help="Source language (fr, en): the shipped model of that direction. Default: fr."),
+]
+TargetOpt = Annotated[
+    str | None, typer.Option("--to", "-t", help="Target language (en, fr), as --from; either one names the direction.")
+]
+
+
+def model_of_direction(model: Path | None, source: str | None, target: str | None) -> Path | None:
+    """--model, or the shipped model of --from/--to (core.checkpoint.model_for), as one clear line on a mistake."""
+    if source is None and target is None:
+        return model  # torch stays unloaded: a warm `tt translate` never needs it
+    from core.checkpoint import model_for
+    from core.errors import ConfigError
+
+    try:
+        return model_for(model, source, target)
+    except ConfigError as exc:
+        raise fail(str(exc)) from None
 
 
 class QuantizeChoice(str, Enum):
@@ -82,15 +103,6 @@ def check_sampling(sample: bool, *, temperature: float, top_k: int, top_p: float
     ]
     if given and not sample:
         raise ConfigError(f"{' and '.join(given)} shape sampling only: add --sample (or leave them out)")
-
-
-def method_of(greedy: bool, sample: bool = False) -> str:
-    """The decoding method --greedy and --sample ask for (beam search when neither)."""
-    from core.errors import ConfigError
-
-    if greedy and sample:
-        raise ConfigError("--greedy and --sample exclude each other")
-    return "sample" if sample else "greedy" if greedy else "beam"
 
 
 def set_threads(threads: int, few: bool) -> None:

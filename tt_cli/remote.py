@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from core.decode.lines import chunks
+from core.decode.records import Alternative
 from core.errors import TTError
 from tt_cli.output import Warnings, json_line, write_n_best, write_plain
 from tt_cli.serve.announce import model_id, servers
@@ -78,12 +79,6 @@ class Request:
         return not (self.decoding.get("method") == "sample" and self.decoding.get("seed") is not None)
 
 
-@dataclass(frozen=True)
-class Alternative:
-    text: str
-    score: float
-
-
 @dataclass
 class Record:
     """One translated line as a server recorded it: its --json object."""
@@ -108,7 +103,10 @@ class Remote(Record):
 
     @property
     def n_best(self) -> list[Alternative]:
-        return [Alternative(a["translation"], a["score"]) for a in self.record.get("n_best", [])]
+        return [
+            Alternative(a["translation"], [], a.get("tokens", []), a.get("token_logprobs", []), a["score"])
+            for a in self.record.get("n_best", [])
+        ]
 
 
 def write_record(out: TextIO, t: Remote, attribution=None) -> None:

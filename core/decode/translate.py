@@ -17,6 +17,7 @@ from typing import Literal
 from core.checkpoint import LoadedModel
 from core.decode.lines import chunks as _chunks
 from core.decode.lines import read_lines  # noqa: F401 - the commands read their input from here
+from core.decode.records import Alternative
 from core.decode.search import EXTRA_LEN, check_sampling
 from core.decode.source import prepare_source
 from core.decode.trace import SourceTrace, StepTrace, attention_matrix, trace_steps
@@ -76,17 +77,6 @@ class TranslateOptions:
     def search(self) -> Method:
         """The search that runs: beam search with one beam is greedy search."""
         return "greedy" if self.method == "beam" and self.beam == 1 else self.method
-
-
-@dataclass(frozen=True)
-class Alternative:
-    """One hypothesis of a sentence's n-best list."""
-
-    text: str
-    token_ids: list[int]
-    pieces: list[str]
-    token_logprobs: list[float]
-    score: float
 
 
 @dataclass
@@ -255,3 +245,39 @@ def _fill(loaded: LoadedModel, t: Translation, hyps: list, options: TranslateOpt
     if options.with_attention:
         out = t.token_ids + ([loaded.cfg.eos_id] if t.eos_produced else [])
         t.source_trace, t.steps = trace_steps(loaded, t.source_tokens, out, top_k=options.n_candidates, text=t.source)
+
+
+def translate_constrained(
+    loaded: LoadedModel, sentences: list[str], terms: list[list[str]], options: TranslateOptions | None = None
+) -> list[Translation]:
+    """One Translation per sentence whose output holds each of its `terms` (English phrases), placed by
+    lexically constrained beam search (core.decode.constrained): a glossary's terms where the model finds
+    them most probable, inflected (a plural) where it can. A term that cannot be placed (the length limit)
+    is missing from the best hypothesis; the caller checks for it. The beam and α are `options`'s."""
+    import torch
+
+    from core.decode.constrained import constrained_beam_search
+    from core.text.glossary import plural
+
+    options = (options or TranslateOptions()).validate()
+    tok, cfg = loaded.tokenizer, loaded.cfg
+    device = next(loaded.model.parameters()).device
+    out = []
+    for index, (line, phrases) in enumerate(zip(sentences, terms)):
+        prepared = prepare_source(tok, line, cfg.max_len)
+        t = Translation(index=index, source=line, text="", source_tokens=prepared.ids, truncated=prepared.truncated)
+        t.warnings = [f"line {index + 1}: {w}" for w in prepared.warnings]
+        if prepared.ids:
+            constraints = [[tok.encode(p), tok.encode(plural(p))] for p in phrases]
+            found = constrained_beam_search(
+                loaded.model,
+                torch.tensor([prepared.ids], device=device),
+                constraints,
+                beam_size=max(options.beam, 1),
+                alpha=options.alpha,
+                extra_len=options.extra_len,
+                n_best=max(options.n_best, 1),
+            )
+            _fill(loaded, t, found.hypotheses, options)
+        out.append(t)
+    return out

@@ -32,7 +32,7 @@ class ModelConfig:
     bos_id: int = BOS_ID
     eos_id: int = EOS_ID
 
-    def __post_init__(self) -> None:
+    def __post_init__(self) -> None:  # noqa: C901 - one independent check per field, each a line and a message
         problems = []
         for name in ("vocab_size", "d_model", "h", "n_encoder_layers", "n_decoder_layers", "d_ff", "max_len"):
             value = getattr(self, name)

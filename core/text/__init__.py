@@ -1,9 +1,12 @@
 """Real text in, real text out: what happens to a user's text before and after the model.
 
     split.py       sentences of a line, the line's own spacing kept
-    protect.py     numbers, times, dates, URLs, e-mail, emoji, code, markup, unknown characters and
-                   glossary terms → placeholders the model copies → back
-    currency.py    12,50 € → 12,50 euros: a currency symbol against a number spelled for the model
+    spans.py       what to copy: phones, dates, amounts, versions, paths, URLs, e-mail, code, numbers, names …
+    protect.py     those spans → placeholders the model copies → back
+    markup.py      Markdown/HTML block markup kept out of the text, inline emphasis projected on the output
+    place.py       a span the model dropped put back where the word alignment says
+    checks.py      every output checked: final punctuation, length, unaligned words, empty, language
+    results.py     SentenceResult, TextResult: the records every view writes
     case.py        ALL-CAPS and Title Case translated through their natural case
     accents.py     French typed without accents given them back, from the model's own vocabulary
     confidence.py  sentence confidence, source coverage, word confidences

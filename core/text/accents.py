@@ -124,7 +124,7 @@ def accent_table(tokenizer) -> AccentTable:
     return table
 
 
-def restore_accents(text: str, table: AccentTable, keep: frozenset[str] = frozenset()) -> str:
+def restore_accents(text: str, table: AccentTable, keep: frozenset[str] = frozenset()) -> str:  # noqa: C901 - one pass over the words with the cases of French accents side by side
     """`text` with its bare words accented by `table`; unchanged when it holds an accented letter.
     Words in `keep` (the placeholders of protected spans) are left as they are."""
     if strip_accents(text) != text:

@@ -19,10 +19,10 @@ _WORDS = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
 
 
 def case_shape(text: str, keep: frozenset[str] = frozenset()) -> str:
-    """UPPER when every letter is a capital (at least two words), TITLE when every longer word of
+    """UPPER when every letter is a capital (four letters at least: PRIX, not OK), TITLE when every longer word of
     three or more starts with one, else NATURAL."""
     words = [w for w in _WORDS.findall(text) if w not in keep]
-    if len(words) >= 2 and sum(len(w) for w in words) >= 4 and all(w.isupper() for w in words):
+    if words and sum(len(w) for w in words) >= 4 and all(w.isupper() for w in words):
         return UPPER
     content = [w for w in words if w.lower() not in _FR_SMALL | _EN_SMALL and len(w) > 1]
     if len(words) >= 3 and len(content) >= 2 and all(w[0].isupper() for w in content):

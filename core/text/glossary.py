@@ -2,9 +2,11 @@
 
     Parlement européen<TAB>European Parliament
 
-Blank lines and lines starting with # are skipped. Terms are forced by placeholder substitution
-(core.text.protect): the term becomes a placeholder the model copies, and the English goes in its
-place; a term whose placeholder the model dropped is reported, never silently left out.
+Blank lines and lines starting with # are skipped. With the model at hand (tt translate, the API) a term
+is forced by lexically constrained beam search (core.decode.constrained): the French stays in the sentence
+and the English must appear in the output, where the model finds it most probable, in the plural where it
+writes one. Without it (a translator that takes only sentences) a term is a placeholder the model copies,
+the English put in its place. A term that cannot be placed is reported, never silently left out.
 """
 
 from __future__ import annotations
@@ -41,3 +43,12 @@ def parse_glossary(text: str, name: str = "<glossary>") -> list[tuple[str, str]]
 def read_glossary(path: str | Path) -> list[tuple[str, str]]:
     """The glossary in the UTF-8 file `path` (see parse_glossary)."""
     return parse_glossary(read_utf8(path, "glossary").removeprefix("\ufeff"), str(path))
+
+
+def plural(phrase: str) -> str:
+    """The English plural of a term's last word (a glossary gives the singular): bill → bills, city → cities."""
+    if phrase.endswith(("s", "x", "z", "ch", "sh")):
+        return phrase + "es"
+    if phrase.endswith("y") and phrase[-2:-1] not in ("a", "e", "i", "o", "u"):
+        return phrase[:-1] + "ies"
+    return phrase + "s"

@@ -57,9 +57,44 @@ def identify(text: str, among: Sequence[str]) -> list[Guess]:
     return [Guess(code, float(ranked.get(code, 0.0))) for code in order]
 
 
+# Words (and letters) that one of tt's two languages has and the other does not: a text with some of one's and
+# none of the other's is plainly in it, and the warnings below need not load py3langid's model (~0.35 s of a
+# cold `tt translate`, most of its time after `import torch`) to say nothing.
+_MARKERS = {
+    "fr": frozenset(
+        "le la les des du de un une est et je tu il elle nous vous ils elles ne pas que qui dans pour sur avec "
+        "au aux ce cette ces mon ma mes son sa ses sont suis été c'est j'ai n'est l'".split()
+    ),
+    "en": frozenset(
+        "the is are was were and of to in i you he she we they it this that with for on not be have has "
+        "my his her their i'm it's don't".split()
+    ),
+}
+_ACCENTED = frozenset("éèêàâçôûùîïœë")
+
+
+def plainly(text: str, language: str) -> bool:
+    """Whether `text` is plainly in `language` (fr or en) rather than the other: marker words of its own and
+    none of the other's (French: accented letters count too). False says nothing."""
+    if language not in _MARKERS:
+        return False
+    other = "en" if language == "fr" else "fr"
+    words = {w.strip(".,;:!?«»\"()'’").replace("’", "'") for w in text.lower().split()}
+    words |= {w.split("'")[0] + "'" for w in words if "'" in w}  # l'homme → l'
+    own, theirs = bool(words & _MARKERS[language]), bool(words & _MARKERS[other])
+    accents = any(c in _ACCENTED for c in text.lower())
+    if language == "fr":
+        own = own or accents
+    else:
+        theirs = theirs or accents
+    return own and not theirs
+
+
 def wrong_language(text: str, source: str, target: str) -> str | None:
     """A warning when `text`, given to a source→target model, is with probability SURE or more in the
     target language rather than the source (English given to the French→English model); else None."""
+    if plainly(text, source):
+        return None
     best = identify(text, (source, target))[0]
     if best.language != target or best.confidence < SURE:
         return None

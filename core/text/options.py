@@ -54,7 +54,17 @@ SCHEMES = {
     "brackets": Scheme("brackets", _BRACKETS, tuple(f"⟨{i}⟩" for i in range(11, 21)), people=_BRACKETS),
     "hash": Scheme("hash", _HASHES, tuple(f"#{i}" for i in range(11, 21)), people=_HASHES),
 }
-DEFAULT_SCHEME = SCHEMES["copy"]  # measured on the copy list and on news (docs/text.md)
+DEFAULT_SCHEME = SCHEMES["copy"]
+
+
+def learned_scheme(tokens: tuple[str, ...]) -> Scheme:
+    """The placeholders of a model trained with them (its card's `placeholder_tokens`): pieces it learned to
+    copy, for every kind, numbers and names still left as written for it to copy."""
+    return Scheme(
+        "learned", tokens, tokens, copies=True, people=tokens
+    )  # measured on the copy list and on news (docs/text.md)
+
+
 FALLBACK_SCHEMES = (SCHEMES["names"], SCHEMES["names-kyoto"], SCHEMES["typed"])  # for a sentence that lost one
 
 
@@ -65,9 +75,9 @@ class TextOptions:
     names: bool = True  # with protect: runs of capitalised words (Angela Merkel) copied as written
     case: bool = True  # ALL-CAPS and Title Case through their natural case
     accents: bool = True  # a sentence typed without accents given them back where the word is clear
-    # Drop the period the model adds to a source without a final stop: on for documents (a Markdown
-    # heading, a subtitle cue); off for typed lines, where "Je suis étudiant" means a sentence.
-    follow_stop: bool = False
+    # A sentence ends with its source's final punctuation (none, . ! ? … : ;): the model adds a period to
+    # a heading, a URL or a UI string, and writes "Merci !" as "Thank you." (core.text.checks).
+    follow_stop: bool = True
     terms: tuple[tuple[str, str], ...] = ()  # glossary (French, English); forced even with protect off
     scheme: Scheme = DEFAULT_SCHEME
     # A sentence whose output lost a placeholder is translated again with each of these placeholder

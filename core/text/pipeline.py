@@ -1,13 +1,22 @@
 """Real text in, real text out: the one function every view calls around the model.
 
-    line ──sentence_spans──▶ sentences ──find_spans/protect──▶ placeholders ──natural_case, accents──▶ model input
-         ◀──join_sentences── outputs ◀──restore── ◀──apply_case── ◀── translate_batch (one batch for all)
+    line ──line_regions──▶ text (markup kept) ──sentence_spans, clause_spans──▶ sentences
+         ──find_spans/protect, strip_inline──▶ placeholders, no markers ──natural_case, accents──▶ model input
+    line ◀──join_sentences── outputs ◀──restore, apply_case── ◀──project markup, place lost spans── ◀── aligner
+                                                        ◀──follow punctuation── ◀── translate_batch (one batch for all)
 
 `translate_text(lines, translate_batch, options)` takes any callable that translates a list of
 sentences (see `Decoded`), so the CLI, the REPL, the Python API and a server all share it; with
 `translator_batch(translator)` it runs on `core.Translator`. One TextResult per input line, in order:
 the pipe contract (one output line per input line) holds because sentences are joined back with the
-line's own spacing.
+line's own spacing. An `aligner` (core.api.text_aligner: word links of a sentence and its translation)
+lets markup be projected onto the words it wrapped, a dropped span be put back where it belongs, and
+source words left untranslated be named; without one, markup goes to the same share of the sentence.
+
+Every sentence's output is checked (core.text.checks): each protected span present, the final
+punctuation the source's, a fair length, no run of source words unaligned, not empty, not French. A
+loss is repaired where it can be (the beam's next hypothesis, placeholders of another set, the
+alignment) and otherwise named in the sentence's warnings.
 """
 
 from __future__ import annotations
@@ -15,95 +24,46 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Protocol
 
-from core.text.accents import AccentTable, restore_accents
-from core.text.case import NATURAL, apply_case, case_shape, natural_case
-from core.text.confidence import Confidence, confidence
-from core.text.currency import SYMBOLS, VERBATIM_KINDS, spell_currencies
+from core.text.accents import AccentTable, restore_accents, strip_accents
+from core.text.case import NATURAL, UPPER, apply_case, case_shape, natural_case
+from core.text.checks import (
+    empty_output,
+    follow_punctuation,
+    missing_numbers,
+    short_output,
+    unaligned_runs,
+    wrong_language,
+)
+from core.text.confidence import confidence
 from core.text.documents import Document
+from core.text.markup import Mark, line_regions, project, strip_inline
 from core.text.options import TextOptions, hypotheses_wanted
-from core.text.protect import ELEMENT_TEXT, Protected, Restored, Scheme, Span, find_spans, protect, restore
-from core.text.split import join_sentences, sentence_spans
-
-
-class Decoded(Protocol):
-    """What translate_batch returns for each sentence (core.api.Result has these fields)."""
-
-    text: str
-    pieces: list[str]
-    token_logprobs: list[float]
-
+from core.text.place import place_lost
+from core.text.protect import ELEMENT_TEXT, Protected, Restored, Scheme, find_spans, protect, restore
+from core.text.results import Decoded, SentenceResult, TextResult
+from core.text.split import MAX_SENTENCE_CHARS, clause_spans, join_sentences, sentence_spans
 
 _STOPS = tuple(".!?…:;»\"')")
+_WORDED = ("date", "amount")  # kinds whose English output may hold words (3 March, 3.5 million euros)
+_WRAPPERS = ("element", "link")  # spans whose text is translated on its own and put back between their markup
+# Word links of (source, translation) pairs: (source word, output word) indices, words split at spaces.
+Aligner = Callable[[list[tuple[str, str]]], list[list[tuple[int, int]]]]
 
 
-@dataclass
-class SentenceResult:
-    source: str  # the sentence as it stands in the line
-    text: str  # its translation, spans restored, case applied
-    model_input: str  # what the model translated (placeholders, natural case)
-    model_output: str  # what the model wrote
-    spans: list[Span] = field(default_factory=list)
-    lost: list[Span] = field(default_factory=list)  # spans (terms included) missing from the output
-    confidence: Confidence | None = None
-    warnings: list[str] = field(default_factory=list)
-    decoded: Decoded | None = None  # what translate_batch returned for it (core.Result in the CLI and API)
-
-    def to_dict(self) -> dict:
-        obj = {
-            "source": self.source,
-            "translation": self.text,
-            "model_input": self.model_input,
-            "model_output": self.model_output,
-            "protected": [{"kind": s.kind, "source": s.original, "output": s.output} for s in self.spans],
-            "lost": [{"kind": s.kind, "source": s.original} for s in self.lost],
-        }
-        if self.confidence is not None:
-            obj.update(self.confidence.to_dict())
-        if self.decoded is not None:
-            obj["tokens"] = list(self.decoded.pieces)
-            obj["token_logprobs"] = [round(x, 4) for x in self.decoded.token_logprobs]
-        return obj
+# Sentences with the English phrases each must hold → one translation each (core.api.text_constrained).
+Constrained = Callable[[list[str], list[list[str]]], Sequence[Decoded]]
 
 
-@dataclass
-class TextResult:
-    index: int
-    source: str  # the line as given
-    text: str  # its translation: one line
-    sentences: list[SentenceResult] = field(default_factory=list)
-    line_warnings: list[str] = field(default_factory=list)  # about the line as a whole (control characters)
+@dataclass(frozen=True)
+class _Model:
+    """What the pipeline has of the model: sentences in, translations out, and what else it was handed."""
 
-    @property
-    def confidence(self) -> float | None:
-        """The line's confidence: its least confident sentence's (None for an empty line)."""
-        values = [s.confidence.sentence for s in self.sentences if s.confidence is not None]
-        return min(values) if values else None
-
-    @property
-    def coverage(self) -> float | None:
-        """The line's source coverage: its least covered sentence's (None without attention)."""
-        values = [s.confidence.coverage for s in self.sentences if s.confidence and s.confidence.coverage is not None]
-        return min(values) if values else None
-
-    @property
-    def warnings(self) -> list[str]:
-        return self.line_warnings + [w for s in self.sentences for w in s.warnings]
-
-    def to_dict(self) -> dict:
-        def rounded(x: float | None) -> float | None:
-            return None if x is None else round(x, 4)
-
-        return {
-            "index": self.index,
-            "source": self.source,
-            "translation": self.text,
-            "confidence": rounded(self.confidence),
-            "coverage": rounded(self.coverage),
-            "sentences": [s.to_dict() for s in self.sentences],
-            "warnings": self.warnings,
-        }
+    batch: Callable[[list[str]], Sequence[Decoded]]
+    unknown: Callable[[str], bool] | None = None
+    accents: AccentTable | None = None
+    aligner: Aligner | None = None
+    constrained: Constrained | None = None  # glossary terms placed by constrained decoding, not placeholders
 
 
 @dataclass
@@ -114,81 +74,139 @@ class _Prepared:
     shape: str
     protected: Protected
     placeholders: frozenset[str]
+    marks: list[Mark] = field(default_factory=list)  # inline markup, by word of model_input
+    verbatim: bool = False  # nothing to translate (a URL, a number, emoji alone): the model is not asked
 
 
-def _prepare(
-    line_no: int, sentence: str, options: TextOptions, unknown, scheme: Scheme, accents: AccentTable | None
-) -> _Prepared:
+def _spellable(text: str, unknown, keep: frozenset[str]) -> str:
+    """`text` with each capital the model cannot spell but whose lower case it can (É in État) written
+    without its accent (E): an accented capital is a French letter, not an unknown script."""
+    if unknown is None:
+        return text
+    out = []
+    for word in text.split(" "):
+        if word not in keep:
+            word = "".join(
+                strip_accents(ch) if ch.isupper() and unknown(ch) and not unknown(ch.lower()) else ch for ch in word
+            )
+        out.append(word)
+    return " ".join(out)
+
+
+def _prepare(line_no: int, sentence: str, options: TextOptions, model: _Model, scheme: Scheme) -> _Prepared:
+    unknown, accents = model.unknown, model.accents
     kinds = None if options.protect else ("term",)
     names = options.protect and options.names and case_shape(sentence) == NATURAL  # a headline capitalises every word
-    text = sentence
-    if options.protect and SYMBOLS.intersection(sentence):  # 12,50 € → 12,50 euros, outside code, markup, URLs
-        verbatim = find_spans(sentence, kinds=VERBATIM_KINDS)
-        text = spell_currencies(sentence, [(s.start, s.end) for s in verbatim])
     found = find_spans(
-        text, terms=options.terms, unknown=unknown if options.protect else None, kinds=kinds, names=names
+        sentence, terms=options.terms, unknown=unknown if options.protect else None, kinds=kinds, names=names
     )
-    protected = protect(text, found, scheme)
+    protected = protect(sentence, found, scheme, terms_in_text=model.constrained is not None)
     # Placeholders, and the words of a name left for the model to copy, keep their case and accents.
     copied_words = {w for s in protected.spans if s.copied for w in s.placeholder.split()}
     keep = frozenset({s.placeholder for s in protected.spans} | copied_words)
-    text, shape = protected.text, NATURAL
+    text, marks = strip_inline(protected.text) if options.protect else (protected.text, [])
+    shape = NATURAL
     if options.case:
         shape = case_shape(text, keep)
         if shape != NATURAL:
             text = natural_case(text, keep)
+        if shape == UPPER:  # a span written in English words (3 MARS → 3 MARCH) shouts with its line
+            spans = [replace(s, output=s.output.upper()) if s.kind in _WORDED else s for s in protected.spans]
+            protected = replace(protected, spans=spans)
     if options.accents and accents is not None:
         text = restore_accents(text, accents, keep)
-    return _Prepared(line_no, sentence, text, shape, protected, keep)
+    text = _spellable(text, unknown, keep)
+    rest = text
+    for placeholder in keep:
+        rest = rest.replace(placeholder, " ")
+    verbatim = not any(ch.isalpha() for ch in rest)
+    return _Prepared(line_no, sentence, text, shape, protected, keep, marks, verbatim)
 
 
-def _follow_final_stop(source: str, output: str) -> str:
-    """The output without the period the model adds to a source that has none (a heading, a list
-    item, a subtitle line cut mid-sentence): it learned from sentences that all end with one."""
-    if output.endswith(".") and not output.endswith("..") and not source.rstrip().endswith(_STOPS):
-        return output[:-1]
-    return output
+@dataclass
+class _Verbatim:
+    """The output of a sentence the model was not asked to translate: its input as it is."""
+
+    text: str
+    pieces: list[str] = field(default_factory=list)
+    token_logprobs: list[float] = field(default_factory=list)
 
 
-def _translate(prepared: list[_Prepared], translate_batch, options: TextOptions) -> list[SentenceResult]:
+def _terms(p: _Prepared) -> list[str]:
+    """The English of the glossary terms a sentence must hold (left in its text for constrained decoding)."""
+    return [s.output for s in p.protected.spans if s.kind == "term" and s.copied]
+
+
+def _decode(prepared: list[_Prepared], model: _Model) -> list[Decoded]:
+    """Every sentence the model must translate through it in one call (those with glossary terms through
+    constrained decoding); the others as they are."""
+    asked = [p for p in prepared if not p.verbatim and not _terms(p)]
+    forced = [p for p in prepared if not p.verbatim and _terms(p)]
+    decoded = list(model.batch([p.model_input for p in asked])) if asked else []
+    if len(decoded) != len(asked):
+        raise ValueError(f"translate_batch returned {len(decoded)} translations for {len(asked)} sentences")
+    placed = list(model.constrained([p.model_input for p in forced], [_terms(p) for p in forced])) if forced else []
+    answers, constrained = iter(decoded), iter(placed)
+    return [
+        _Verbatim(p.model_input) if p.verbatim else next(constrained) if _terms(p) else next(answers) for p in prepared
+    ]
+
+
+def _finish(p: _Prepared, output: str, options: TextOptions, links=None) -> Restored:
+    """The model's output made into the sentence's translation: the source's final punctuation, the
+    markup projected, a lost span placed by the alignment, the case, the spans put back."""
+    if options.follow_stop and not p.verbatim:
+        output = follow_punctuation(p.model_input, output)
+    if p.marks:
+        output = project(output, p.marks, links, len(p.model_input.split()))
+    restored = restore(apply_case(output, p.shape, p.placeholders), p.protected)
+    if restored.lost and links is not None:
+        placed = place_lost(output, p.model_input, restored.lost, links)
+        again = restore(apply_case(placed, p.shape, p.placeholders), p.protected)
+        if len(again.lost) < len(restored.lost):
+            again.placed.extend(s for s in restored.lost if s not in again.lost)
+            return again
+    return restored
+
+
+def _badness(p: _Prepared, output: str, restored: Restored) -> tuple[int, int]:
+    """What a hypothesis lost: protected spans, then a number or a clause (far too short)."""
+    numbers = missing_numbers(p.source, restored.text) is not None
+    return len(restored.lost), numbers + (short_output(p.model_input, output) is not None)
+
+
+def _translate(prepared: list[_Prepared], model: _Model, options: TextOptions) -> list[SentenceResult]:
     """Every prepared sentence through the model in one call, then case and spans put back."""
-    decoded = list(translate_batch([p.model_input for p in prepared])) if prepared else []
-    if len(decoded) != len(prepared):
-        raise ValueError(f"translate_batch returned {len(decoded)} translations for {len(prepared)} sentences")
     sentences = []
-    for p, d in zip(prepared, decoded):
+    for p, d in zip(prepared, _decode(prepared, model)):
         d, restored = _most_complete(p, d, options)
-        conf = confidence(d.pieces, d.token_logprobs, getattr(d, "cross", None), p.model_input)
+        conf = None if p.verbatim else confidence(d.pieces, d.token_logprobs, getattr(d, "cross", None), p.model_input)
         warnings = list(getattr(d, "warnings", [])) + restored.warnings  # the decoder's (truncation) first
         sentences.append(
             SentenceResult(
-                p.source, restored.text, p.model_input, d.text, p.protected.spans, restored.lost, conf, warnings, d
+                p.source, restored.text, p.model_input, d.text, p.protected.spans, restored.lost, [], conf, warnings, d
             )
         )
     return sentences
 
 
-def _restored(p: _Prepared, output: str, options: TextOptions) -> Restored:
-    if options.follow_stop:
-        output = _follow_final_stop(p.model_input, output)
-    return restore(apply_case(output, p.shape, p.placeholders), p.protected)
-
-
 def _most_complete(p: _Prepared, d: Decoded, options: TextOptions) -> tuple[Decoded, Restored]:
-    """The model's best translation, or, where it lost a protected span, the most probable of the beam's other
-    finished hypotheses (`n_best`, when translate_batch returns them) that loses fewer: a dropped date, number
-    or name is a worse error than a less probable wording ("Rendez-vous le Kyoto à Osaka." → "Go to Osaka to
-    Osaka." / "Make the Kyoto in Osaka."). The decoder traced only its best hypothesis, so one taken this way
-    has no attention (its coverage is unknown; the REPL's :attention traces it again)."""
-    restored = _restored(p, d.text, options)
-    if not restored.lost:
+    """The model's best translation, or, where it lost a protected span or a clause, the most probable of
+    the beam's other finished hypotheses (`n_best`, when translate_batch returns them) that loses less: a
+    dropped date, number or name is a worse error than a less probable wording ("Rendez-vous le Kyoto à
+    Osaka." → "Go to Osaka to Osaka." / "Make the Kyoto in Osaka."). The decoder traced only its best
+    hypothesis, so one taken this way has no attention (its coverage is unknown)."""
+    restored = _finish(p, d.text, options)
+    bad = _badness(p, d.text, restored)
+    if bad == (0, 0):
         return d, restored
     best = None
     for alt in list(getattr(d, "n_best", None) or [])[1:]:
-        again = _restored(p, alt.text, options)
-        if len(again.lost) < len(restored.lost):
-            best, restored = alt, again
-            if not again.lost:
+        again = _finish(p, alt.text, options)
+        worse = _badness(p, alt.text, again)
+        if worse < bad:
+            best, restored, bad = alt, again, worse
+            if bad == (0, 0):
                 break
     if best is None:
         return d, restored
@@ -202,25 +220,56 @@ def _most_complete(p: _Prepared, d: Decoded, options: TextOptions) -> tuple[Deco
     return chosen, restored
 
 
-def _element_texts(
-    prepared: list[_Prepared], translate_batch, options: TextOptions, unknown, accents: AccentTable | None
-) -> dict[str, str]:
-    """The translation of the text inside each inline element (`<b>Envoyer</b>` → Send), one batch for all:
-    the element is one placeholder in its sentence, so neither tag can be lost on its own."""
+def _checked(prepared: list[_Prepared], sentences: list[SentenceResult], options: TextOptions, aligner) -> None:
+    """Each sentence finished with its word links (markup projected, lost spans placed) and checked:
+    its warnings name every span still lost and any sign of dropped content."""
+    pairs = [(p.model_input, s.model_output) for p, s in zip(prepared, sentences)]
+    todo = [i for i, (p, s) in enumerate(zip(prepared, sentences)) if not p.verbatim and s.model_output.strip()]
+    links: dict[int, list] = {}
+    if aligner is not None and todo:
+        links = dict(zip(todo, aligner([pairs[i] for i in todo])))
+    for i, (p, s) in enumerate(zip(prepared, sentences)):
+        notes = []
+        if i in links:  # finished again with the links: its span warnings are this restore's
+            restored = _finish(p, s.model_output, options, links[i])
+            s.text, s.lost, s.placed = restored.text, restored.lost, restored.placed
+            s.warnings = list(getattr(s.decoded, "warnings", [])) + restored.warnings
+        if not p.verbatim:
+            notes += [
+                w
+                for w in (
+                    empty_output(p.source, s.text),
+                    None if s.lost else missing_numbers(p.source, s.text),  # a lost span is warned already
+                    short_output(p.model_input, s.model_output),
+                    unaligned_runs(p.model_input, links[i], p.placeholders) if i in links else None,
+                    wrong_language(p.source, s.text),
+                )
+                if w
+            ]
+        s.warnings += notes
+
+
+def _element_texts(prepared: list[_Prepared], model: _Model, options: TextOptions) -> dict[str, str]:
+    """The translation of the text inside each inline element or link (`<b>Envoyer</b>` → Send, `[la page](u)`
+    → the page), one batch for all: the element is one placeholder in its sentence, so neither tag can be
+    lost on its own."""
     inner = {
         m.group(2).strip()
         for p in prepared
         for s in p.protected.spans
-        if s.kind == "element" and (m := ELEMENT_TEXT.match(s.original)) and any(c.isalpha() for c in m.group(2))
+        if s.kind in _WRAPPERS and (m := ELEMENT_TEXT.match(s.original)) and any(c.isalpha() for c in m.group(2))
     }
     texts = sorted(inner)
     # A fragment alone is far from the sentences the model learned from; with a period it reads as
     # one ("Envoyer" → "Sendery it", "Envoyer." → "Sending."), and the period goes again after.
     stopped = [t if t.endswith(_STOPS) else t + "." for t in texts]
-    inside = [_prepare(-1, t, options, unknown, options.scheme, accents) for t in stopped]
+    inside = [_prepare(-1, t, options, model, options.scheme) for t in stopped]
     out = {}
-    for text, full, r in zip(texts, stopped, _translate(inside, translate_batch, options)):
-        out[text] = r.text[:-1] if full != text and r.text.endswith(".") else r.text
+    for text, full, r in zip(texts, stopped, _translate(inside, model, options)):
+        english = r.text[:-1] if full != text and r.text.endswith(".") else r.text
+        if text[:1].islower() and english[:1].isupper() and not english[1:2].isupper():
+            english = english[0].lower() + english[1:]  # inside a sentence, as the source wrote it
+        out[text] = english
     return out
 
 
@@ -228,7 +277,7 @@ def _with_elements(p: _Prepared, translated: dict[str, str]) -> _Prepared:
     """`p` with each element span's output holding its text's translation between the original tags."""
     spans = []
     for s in p.protected.spans:
-        m = ELEMENT_TEXT.match(s.original) if s.kind == "element" else None
+        m = ELEMENT_TEXT.match(s.original) if s.kind in _WRAPPERS else None
         if m and m.group(2).strip() in translated:
             text = m.group(2)
             lead, trail = text[: len(text) - len(text.lstrip())], text[len(text.rstrip()) :]
@@ -238,51 +287,74 @@ def _with_elements(p: _Prepared, translated: dict[str, str]) -> _Prepared:
     return p
 
 
+def _sentence_spans(line: str, options: TextOptions) -> list[tuple[int, int]]:
+    """Where the sentences of `line` are: in each region holding text (markup outside them: a list's
+    marker, a table's pipes), split into sentences, a sentence too long for the model cut at clauses."""
+    regions = line_regions(line) if options.protect else [(0, len(line))]
+    spans = []
+    for a, b in regions:
+        region = line[a:b]
+        if options.split:
+            inner = [(a + x, a + y) for x, y in sentence_spans(region)]
+        else:
+            stripped = region.strip()
+            start = a + region.index(stripped) if stripped else a
+            inner = [(start, start + len(stripped))] if stripped else []
+        for x, y in inner:
+            spans += clause_spans(line, x, y) if y - x > MAX_SENTENCE_CHARS else [(x, y)]
+    return spans
+
+
 def translate_text(
     lines: Sequence[str],
     translate_batch: Callable[[list[str]], Sequence[Decoded]],
     options: TextOptions | None = None,
     unknown: Callable[[str], bool] | None = None,
     accents: AccentTable | None = None,
+    aligner: Aligner | None = None,
+    constrained: Constrained | None = None,
 ) -> list[TextResult]:
     """One TextResult per line. translate_batch gets every sentence of every line in one list.
 
     unknown: the model's out-of-vocabulary test (protect.unknown_characters(tokenizer)); None protects
     no unknown characters. accents: the words of the model's vocabulary (accents.accent_table(tokenizer))
-    that give a sentence typed without accents its accents back; None gives none. A Decoded with a
-    `cross` attribute (output steps × source pieces) also gets a coverage in its Confidence.
+    that give a sentence typed without accents its accents back; None gives none. aligner: word links of
+    (model input, model output) pairs (core.api.text_aligner), for markup, lost spans and dropped words.
+    constrained: a translator that places given English phrases (core.api.text_constrained): glossary terms
+    by constrained decoding; without it, a term is a placeholder.
+    A Decoded with a `cross` attribute (output steps × source pieces) also gets a coverage in its Confidence.
     """
     options = options or TextOptions()
-    per_line: list[list[tuple[int, int]]] = []
-    prepared: list[_Prepared] = []
-    for i, line in enumerate(lines):
-        if options.split:
-            spans = sentence_spans(line)
-        else:
-            stripped = line.strip()
-            spans = [(line.index(stripped), line.index(stripped) + len(stripped))] if stripped else []
-        per_line.append(spans)
-        prepared += [_prepare(i, line[a:b], options, unknown, options.scheme, accents) for a, b in spans]
-    elements = _element_texts(prepared, translate_batch, options, unknown, accents)
+    model = _Model(translate_batch, unknown, accents, aligner, constrained)
+    per_line = [_sentence_spans(line, options) for line in lines]
+    prepared = [
+        _prepare(i, line[a:b], options, model, options.scheme)
+        for i, (line, spans) in enumerate(zip(lines, per_line))
+        for a, b in spans
+    ]
+    elements = _element_texts(prepared, model, options)
     prepared = [_with_elements(p, elements) for p in prepared]
-    sentences = _translate(prepared, translate_batch, options)
+    sentences = _translate(prepared, model, options)
     for scheme in options.fallbacks:
         retry = [i for i, s in enumerate(sentences) if s.lost]
         if not retry:
             break
         again = [
-            _with_elements(_prepare(prepared[i].line, prepared[i].source, options, unknown, scheme, accents), elements)
+            _with_elements(_prepare(prepared[i].line, prepared[i].source, options, model, scheme), elements)
             for i in retry
         ]
-        for i, second in zip(retry, _translate(again, translate_batch, options)):
+        for i, p, second in zip(retry, again, _translate(again, model, options)):
             if len(second.lost) < len(sentences[i].lost):
-                sentences[i] = second
+                sentences[i], prepared[i] = second, p
+    _checked(prepared, sentences, options, aligner)
     results, k = [], 0
     for i, (line, spans) in enumerate(zip(lines, per_line)):
         mine = sentences[k : k + len(spans)]
         k += len(spans)
-        text = join_sentences(line, spans, [s.text for s in mine]) if spans else ""
-        results.append(TextResult(i, line, text.strip(), mine))
+        # markup around and between the sentences is the line's own, kept byte for byte; a line of markup
+        # alone (a table's rule) is written as it is, a blank line as an empty one
+        text = join_sentences(line, spans, [s.text for s in mine]) if spans else line.strip() and line
+        results.append(TextResult(i, line, text, mine))
     return results
 
 
@@ -292,12 +364,14 @@ def translate_chunks(
     options: TextOptions | None = None,
     unknown: Callable[[str], bool] | None = None,
     accents: AccentTable | None = None,
+    aligner: Aligner | None = None,
+    constrained: Constrained | None = None,
 ) -> Iterator[TextResult]:
     """translate_text over lists of lines as they come (a caller that reads a pipe hands over what is
     there, so each line is answered without waiting for the next); indices run on across lists."""
     done = 0
     for lines in chunks:
-        for r in translate_text(lines, translate_batch, options, unknown, accents):
+        for r in translate_text(lines, translate_batch, options, unknown, accents, aligner, constrained):
             r.index += done
             yield r
         done += len(lines)
@@ -340,9 +414,11 @@ def translate_document(
     options: TextOptions | None = None,
     unknown: Callable[[str], bool] | None = None,
     accents: AccentTable | None = None,
+    aligner: Aligner | None = None,
+    constrained: Constrained | None = None,
 ) -> tuple[str, list[TextResult]]:
     """The document with its segments translated (see core.text.documents), and each segment's result.
     A heading or a cue without a final stop gets none (follow_stop)."""
     options = replace(options or TextOptions(), follow_stop=True)
-    results = translate_text(document.segments, translate_batch, options, unknown, accents)
+    results = translate_text(document.segments, translate_batch, options, unknown, accents, aligner, constrained)
     return document.render([r.text for r in results]), results

@@ -24,10 +24,10 @@ dropped is reported in `lost`, one it repeated is put back once and reported in 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 from core.text.accents import strip_accents
+from core.text.glossary import plural
 
 # The placeholder schemes live with the pipeline's options (plain data, no patterns to compile).
 from core.text.options import (  # noqa: F401 - imported from here by callers
@@ -40,19 +40,7 @@ from core.text.options import (  # noqa: F401 - imported from here by callers
     SCHEMES,
     Scheme,
 )
-
-
-@dataclass(frozen=True)
-class Span:
-    """One protected piece of the source."""
-
-    kind: str  # term, code, link, element, markup, url, email, date, time, number, unknown
-    start: int  # where it is in the text given to protect()
-    end: int
-    original: str  # the source text
-    output: str  # what goes in the translation (the term's English, 14:35 for 14 h 35, else the original)
-    placeholder: str = ""
-    copied: bool = False  # left in the text for the model to copy (a number or name in the copy scheme)
+from core.text.spans import ELEMENT_TEXT, Span, find_spans, unknown_characters  # noqa: F401 - callers import them here
 
 
 @dataclass(frozen=True)
@@ -69,161 +57,21 @@ class Restored:
     text: str
     lost: list[Span] = field(default_factory=list)  # placeholders missing from the model's output
     repeated: list[Span] = field(default_factory=list)  # placeholders the model wrote more than once
+    placed: list[Span] = field(default_factory=list)  # lost by the model, put back where the alignment says
 
     @property
     def warnings(self) -> list[str]:
-        out = [f"the model dropped {s.kind} {s.original!r}; it is missing from the translation" for s in self.lost]
+        out = [
+            f"the glossary term {s.original!r} → {s.output!r} could not be placed"
+            if s.kind == "term" and s.copied
+            else f"the model dropped {s.kind} {s.original!r}; it is missing from the translation"
+            for s in self.lost
+        ]
         out += [f"the model repeated {s.kind} {s.original!r}; kept once" for s in self.repeated]
         return out
 
 
 # ----------------------------------------------------------------------------------------- finding
-_SP = r"[ \u00a0\u202f]"  # French writes 1 000 and 14 h 35 with plain or no-break spaces
-_PATTERNS: list[tuple[str, re.Pattern]] = [
-    ("code", re.compile(r"`[^`\n]+`")),
-    ("link", re.compile(r"!?\[[^\[\]\n]*\]\([^()\s]*(?:\([^()\s]*\)[^()\s]*)*(?:\s+\"[^\"]*\")?\)")),  # Markdown
-    # An inline element whose text holds no further markup: one span, so its closing tag cannot be
-    # lost on its own; the pipeline translates the text between the tags (ELEMENT_TEXT).
-    ("element", re.compile(r"<([A-Za-z][\w:-]*)(?:\s+[^<>]*)?>[^<>\n]*</\1\s*>")),
-    ("markup", re.compile(r"</?[A-Za-z][\w:-]*(?:\s+[^<>]*)?/?>|\{\{[^{}]*\}\}|\{\w*\}|%[sd]")),
-    ("url", re.compile(r"(?:https?://|ftp://|www\.)[^\s<>«»\"]+[^\s<>«»\".,;:!?)\]'’]")),
-    ("email", re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}")),
-    ("date", re.compile(r"(?<![\d/.-])(?:\d{4}-\d{1,2}-\d{1,2}|\d{1,2}[/.]\d{1,2}[/.]\d{2,4})(?![\d/.-]*\d)")),
-    ("time", re.compile(rf"(?<![\d,.])(?:[01]?\d|2[0-3])(?:{_SP}?h{_SP}?[0-5]\d|:[0-5]\d)(?!\d)")),
-    (
-        "number",
-        re.compile(rf"(?<![\w,.])(?:\d{{1,3}}(?:{_SP}\d{{3}})+|\d{{2,}}|\d(?=[,.]\d))(?:[,.]\d+)?(?![\w]|[,.]\d)"),
-    ),
-]
-_WORD = re.compile(r"\S+")
-# A name: two or more capitalised words in a row (Angela Merkel, Jean-Pierre Raffarin, Dr Balfour Mount).
-_CAP = r"[A-ZÀ-ÖØ-Þ][a-zà-öø-ÿ]+(?:[-'’][A-ZÀ-ÖØ-Þa-zà-öø-ÿ][a-zà-öø-ÿ]*)*"
-_CAP_WORD = re.compile(_CAP)
-_NAME = re.compile(rf"(?<![\w'’-]){_CAP}(?:[ \u00a0]{_CAP})+(?![\w'’-])")
-# Capitalised words that open a sentence or stand before a name and are translated, not copied.
-_NOT_NAME = frozenset(
-    """le la les l un une des du de d ce cet cette ces mon ma mes son sa ses notre nos votre vos leur leurs
-    et mais ou donc or ni car en au aux à dans par pour sur sous avec sans selon depuis pendant après avant
-    il elle ils elles on nous vous je tu si quand comme lorsque alors ainsi cependant toutefois pourtant enfin
-    puis ensuite chez entre contre vers lundi mardi mercredi jeudi vendredi samedi dimanche monsieur madame
-    mademoiselle messieurs mesdames président présidente ministre premier première docteur professeur maître
-    général sénateur député juge saint sainte mme mlle mmes dre me""".split()
-)
-# A run that opens with one of these is an institution or a place in French word order (la Cour Suprême,
-# le Centre Brennan, la Commission Charbonneau, le Grand Montréal): English reorders or translates it.
-_INSTITUTION = frozenset(
-    """centre cour commission laboratoire laboratoires société union banque conseil parlement parti assemblée
-    université ministère agence institut fondation association fédération organisation office musée église
-    hôpital palais place rue avenue boulevard pont gare lac mont île grand grande nouvelle nouveau tribunal
-    maison chambre sénat gouvernement état états république royaume nations communauté conférence comité
-    bureau service direction armée forces front mouvement ligue coupe championnat prix festival salon océan
-    mer golfe cap baie vallée forêt région province département ville château collège lycée école académie
-    compagnie groupe caisse crédit fonds marché bourse cathédrale tour jardin parc stade moyen seconde guerre
-    jeux père mère nord sud haute haut petit petite""".split()
-)
-# A run holding one of these is a place English words otherwise (Pacifique Sud → South Pacific).
-_COMPASS = frozenset("nord sud est ouest oriental orientale occidental occidentale central centrale".split())
-_EDGE_PUNCT = ".,;:!?()[]«»\"'’“”"
-
-
-def _unknown_words(text: str, unknown: Callable[[str], bool]) -> Iterable[tuple[int, int]]:
-    """Words holding a character outside the vocabulary, edge punctuation left out."""
-    for m in _WORD.finditer(text):
-        word, start = m.group(), m.start()
-        stripped = word.strip(_EDGE_PUNCT)
-        if not stripped or not any(unknown(ch) for ch in stripped):
-            continue
-        a = start + word.index(stripped)
-        yield a, a + len(stripped)
-
-
-ELEMENT_TEXT = re.compile(r"^(<[^<>]+>)(.*)(</[^<>]+>)$", re.DOTALL)  # an element's tags and its text
-
-
-def _render(kind: str, text: str) -> str:
-    """How a span is written in English: 14 h 35 → 14:35, 1 000,5 → 1,000.5; other kinds unchanged."""
-    if kind == "time":
-        hours, minutes = re.split(rf"{_SP}?h{_SP}?|:", text)
-        return f"{int(hours)}:{minutes}"
-    if kind == "number":
-        whole, _, decimals = re.sub(r",(\d+)$", r".\1", text).partition(".")
-        whole = re.sub(_SP, ",", whole)
-        return whole + ("." + decimals if decimals else "")
-    return text
-
-
-def _names(text: str) -> Iterable[tuple[int, int]]:
-    """Runs of two or more capitalised words that are not the sentence's first word, leading words
-    that are translated rather than copied (Le, Président, Lundi) left out."""
-    first = re.search(r"\w", text)
-    for m in _NAME.finditer(text):
-        words = list(_CAP_WORD.finditer(m.group()))
-        while words and (
-            m.start() + words[0].start() == (first.start() if first else -1)
-            or re.split(r"[-'’]", words[0].group().lower())[0] in _NOT_NAME
-        ):
-            words.pop(0)
-        lowered = [w.group().lower() for w in words]
-        if len(words) >= 2 and lowered[0] not in _INSTITUTION and not _COMPASS.intersection(lowered):
-            yield m.start() + words[0].start(), m.start() + words[-1].end()
-
-
-def find_spans(
-    text: str,
-    *,
-    terms: Iterable[tuple[str, str]] = (),
-    unknown: Callable[[str], bool] | None = None,
-    kinds: Iterable[str] | None = None,
-    names: bool = False,
-) -> list[Span]:
-    """Non-overlapping spans to protect in `text`, in order.
-
-    terms: (French, English) glossary pairs, matched whole-word and case-insensitively, longest first.
-    unknown: says whether a character is outside the model's vocabulary (see `unknown_characters`).
-    kinds: only these kinds (None = all).
-    names: also runs of capitalised words (kind "name"); only for a sentence in its natural case (in a
-    Title-Cased headline every word is capitalised).
-    """
-    wanted = None if kinds is None else set(kinds)
-    found: list[Span] = []
-    taken = [False] * len(text)
-
-    def add(kind: str, a: int, b: int, output: str | None = None) -> None:
-        if a >= b or any(taken[a:b]) or wanted is not None and kind not in wanted:
-            return
-        for i in range(a, b):
-            taken[i] = True
-        original = text[a:b]
-        found.append(Span(kind, a, b, original, _render(kind, original) if output is None else output))
-
-    for fr, en in sorted(terms, key=lambda t: -len(t[0])):
-        for m in re.finditer(rf"(?<!\w){re.escape(fr)}(?!\w)", text, re.IGNORECASE):
-            add("term", m.start(), m.end(), en)
-    for kind, pattern in _PATTERNS:
-        for m in pattern.finditer(text):
-            add(kind, m.start(), m.end())
-    if unknown is not None:
-        for a, b in _unknown_words(text, unknown):
-            add("unknown", a, b)
-    if names:
-        for a, b in _names(text):
-            add("name", a, b)
-    return sorted(found, key=lambda s: s.start)
-
-
-def unknown_characters(tokenizer) -> Callable[[str], bool]:
-    """A test for characters the tokenizer can only write as <unk> (cached per character)."""
-    from core.model.config import UNK_ID
-
-    cache: dict[str, bool] = {}
-
-    def unknown(ch: str) -> bool:
-        if ch not in cache:
-            cache[ch] = not ch.isspace() and UNK_ID in tokenizer.encode(ch)
-        return cache[ch]
-
-    return unknown
-
 
 # ----------------------------------------------------------------------------- protect and restore
 # Kinds that may stand at a sentence's edge outside the text the model sees (an emoji closing a line).
@@ -256,8 +104,11 @@ def _edges(text: str, spans: list[Span]) -> tuple[int, int, int]:
     return head, tail_start, len(text) if tail_end is None else tail_end
 
 
-def protect(text: str, spans: list[Span], scheme: Scheme = DEFAULT_SCHEME) -> Protected:
+def protect(text: str, spans: list[Span], scheme: Scheme = DEFAULT_SCHEME, terms_in_text: bool = False) -> Protected:
     """`text` with each span replaced by a placeholder of its kind that does not already occur in it.
+
+    terms_in_text: glossary terms stay as written (constrained decoding places their English; restore
+    checks that it is there).
 
     An emoji or other unknown word at the very start or end (closing punctuation after it allowed) is
     set aside whole (prefix, suffix) rather than given a placeholder: the model need not see it, and it
@@ -271,13 +122,19 @@ def protect(text: str, spans: list[Span], scheme: Scheme = DEFAULT_SCHEME) -> Pr
         if scheme.copies and span.kind in COPIED_KINDS:
             placed.append(replace(span, placeholder=span.original, copied=True))  # stays in the text
             continue
+        if terms_in_text and span.kind == "term":
+            placed.append(replace(span, placeholder=span.output, copied=True))  # its English must come out
+            continue
         pool = [p for p in scheme.pool(span.kind) if p not in used and not _occurrences(text, p)]
         if not pool:  # more spans of a kind than placeholders: leave the rest to the model
             continue
         placeholder = pool[0]
         used.add(placeholder)
         out.append(text[last : span.start])
-        out.append(placeholder)
+        # a placeholder glued to a word (ligne<br/>et) would read as one word: spaces keep it apart
+        glued_before = span.start > 0 and text[span.start - 1].isalnum()
+        glued_after = span.end < len(text) and text[span.end].isalnum()
+        out.append(" " * glued_before + placeholder + " " * glued_after)
         last = span.end
         placed.append(Span(span.kind, span.start, span.end, span.original, span.output, placeholder))
     out.append(text[last:tail_start])
@@ -296,6 +153,9 @@ def _occurrences(text: str, placeholder: str) -> list[re.Match]:
 
 
 def _copy_pattern(span: Span) -> re.Pattern:
+    if span.kind == "term":  # the English, in any case (a sentence's first word), singular or plural
+        forms = sorted({span.output, plural(span.output)}, key=len, reverse=True)
+        return re.compile(rf"(?<![\w'’-])(?:{'|'.join(map(re.escape, forms))})(?![\w'’-])", re.IGNORECASE)
     if span.kind == "name":  # as written, or without its accents (Montréal, Montreal); a whole name
         forms = sorted({span.original, strip_accents(span.original)}, key=len, reverse=True)
         return re.compile(rf"(?<![\w'’-])(?:{'|'.join(map(re.escape, forms))})(?![\w'’-])")
@@ -317,7 +177,8 @@ def restore(translation: str, protected: Protected) -> Restored:
             if found is None:
                 lost.append(span)
                 continue
-            marks[mark] = found.group() if span.kind == "name" else span.output  # a name as the model wrote it
+            # a name or a term as the model wrote it (Montreal, Bills); a number the English way
+            marks[mark] = found.group() if span.kind in ("name", "term") else span.output
             text = text[: found.start()] + mark + text[found.end() :]
             continue
         hits = _occurrences(text, span.placeholder)

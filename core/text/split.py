@@ -24,7 +24,7 @@ import re
 TITLE_ABBREVIATIONS = frozenset(
     """
     m mm mme mmes mlle mlles dr drs pr me mgr st ste sts stes cie
-    mr mrs ms jr sr prof gen col lt sgt rev inc ltd corp
+    mr mrs ms jr sr prof gen col lt sgt rev inc ltd corp tél tel
     """.split()
 )
 # The others only as written in lower case: capitalised they are names or words that end sentences
@@ -125,3 +125,39 @@ def join_sentences(line: str, spans: list[tuple[int, int]], sentences: list[str]
         last = b
     out.append(line[last:])
     return "".join(out)
+
+
+# A sentence longer than this many characters goes to the model in parts: beyond it the models here
+# (trained on pairs of up to 128 pieces, about 500 characters) drop or repeat clauses, and past
+# max_len the decoder cuts the input.
+MAX_SENTENCE_CHARS = 300
+# Where a long sentence may be cut, best first: after ; or :, after a comma, before a conjunction.
+_CLAUSE_BREAKS = (
+    re.compile(r"[;:](?=\s)"),
+    re.compile(r"[,)—–](?=\s)"),
+    re.compile(r"(?=\s(?:et|mais|ou|donc|car|qui|que|où|dont|puis|alors|parce|lorsque|quand|si)\s)"),
+    re.compile(r"(?=\s)"),
+)
+
+
+def clause_spans(line: str, a: int, b: int, limit: int = MAX_SENTENCE_CHARS) -> list[tuple[int, int]]:
+    """`line[a:b]` cut into parts of at most `limit` characters, at the best clause boundary of each
+    window (a semicolon, then a comma, then a conjunction, then any space; a word longer than `limit`
+    is cut where it must), whitespace around parts left out. Nothing of the text is dropped."""
+    parts: list[tuple[int, int]] = []
+    while b - a > limit:
+        window = line[a : a + limit + 1]
+        cut = None
+        for pattern in _CLAUSE_BREAKS:
+            ends = [m.end() for m in pattern.finditer(window) if limit // 3 <= m.end() <= limit]
+            if ends:
+                cut = ends[-1]
+                break
+        cut = cut or limit
+        end = a + len(line[a : a + cut].rstrip())
+        parts.append((a, end))
+        a = a + cut
+        a += len(line[a:b]) - len(line[a:b].lstrip())
+    if a < b:
+        parts.append((a, b))
+    return parts

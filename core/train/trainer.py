@@ -139,7 +139,7 @@ class Trainer:
             cb(event)
 
     # -- setup -------------------------------------------------------------------------------
-    def setup(self) -> None:
+    def setup(self) -> None:  # noqa: C901 - the run's setup in the order it happens (device, data, model, optimizer, resume)
         cfg = self.cfg
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
@@ -508,7 +508,7 @@ class Trainer:
             if self.world > 1 and torch.distributed.is_initialized():
                 torch.distributed.destroy_process_group()
 
-    def _run(self) -> dict[str, Any]:
+    def _run(self) -> dict[str, Any]:  # noqa: C901 - the training loop: its stops and schedules read best in one place
         cfg = self.cfg
         # Before setup: reading and encoding a large corpus takes minutes, and this needs none of it.
         if not cfg.max_steps and not cfg.epochs and not cfg.max_time and not cfg.max_cpu_time:

@@ -67,3 +67,13 @@ def test_the_completion_script_gets_answers(words, cword, expected):
     result = runner.invoke(app, [], env={"_TT_COMPLETE": "complete_bash", "COMP_WORDS": words, "COMP_CWORD": cword})
     assert result.exit_code == 0, result.stderr
     assert set(result.stdout.split()) == expected
+
+
+@pytest.mark.parametrize("command", [["inspect", "Je suis étudiant."], ["serve", "--port", "0"]])
+@pytest.mark.parametrize(("option", "named"), [("--to", "?→de"), ("--from", "de→?")])
+def test_inspect_and_serve_take_the_direction(command, option, named):
+    """--from/--to choose the shipped model of a direction: a direction nobody shipped is one line and exit 1,
+    before a terminal or a port is opened."""
+    result = runner.invoke(app, [*command, option, "de"])
+    assert result.exit_code == 1 and f"no {named} model is shipped" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1

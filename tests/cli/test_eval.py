@@ -121,3 +121,18 @@ def test_real_test_set_runs_end_to_end(tiny_model_dir, tmp_path):
     result = evaluate(tiny_model_dir, "--src", str(src), "--ref", str(ref), "--greedy", "--json")
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["sentences"] == 8
+
+
+def test_eval_takes_the_direction(tmp_path):
+    """--from/--to pick the shipped model of a direction; one nobody shipped is one line and exit 1."""
+    from typer.testing import CliRunner
+
+    from tt_cli.main import app
+
+    src, ref = tmp_path / "s.fr", tmp_path / "r.en"
+    src.write_text("Je suis étudiant.\n", encoding="utf-8")
+    ref.write_text("I am a student.\n", encoding="utf-8")
+    ok = CliRunner().invoke(app, ["eval", "--from", "fr", "--to", "en", "--src", str(src), "--ref", str(ref), "--json"])
+    assert ok.exit_code == 0, ok.stderr
+    wrong = CliRunner().invoke(app, ["eval", "--to", "de", "--src", str(src), "--ref", str(ref)])
+    assert wrong.exit_code == 1 and "no ?→de model is shipped" in wrong.stderr

@@ -156,3 +156,23 @@ def test_find_heads_never_writes_into_the_shipped_model_unless_told(places, monk
     one_line_error(runner.invoke(app, [*args, "--save-to", str(places / "missing")]), "no such directory")
     result = runner.invoke(app, ["align", "--save-to", str(copy), *args[2:6]])  # without --find-heads
     assert result.exit_code == 2 and "--save-to" in result.stderr
+
+
+@pytest.mark.slow  # subprocesses that import torch and load a model
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("how", ["-o", ">", "--json >", "md -o"])
+def test_a_full_disk_is_one_line_and_exit_1(tiny_model_dir, tmp_path, how):
+    """`-o /dev/full` and `> /dev/full`: one line naming the file, no traceback, exit 1."""
+    model = ["--model", str(tiny_model_dir), "--greedy", "--local"]
+    if how == "md -o":
+        doc = tmp_path / "doc.md"
+        doc.write_text("# Titre\n\nJe suis étudiant.\n", encoding="utf-8")
+        result = tt_process("translate", *model, "-i", str(doc), "-o", "/dev/full")
+    elif how == "-o":
+        result = tt_process("translate", *model, SENTENCE, "-o", "/dev/full")
+    else:
+        with open("/dev/full", "w") as full:
+            extra = ["--json"] if how.startswith("--json") else []
+            result = tt_process("translate", *model, *extra, SENTENCE, stdout=full)
+    assert result.returncode == 1
+    assert result.stderr.decode() == "tt: error: /dev/full: no space left on device\n"

@@ -349,3 +349,17 @@ def test_input_file_shows_progress_on_a_terminal_and_none_in_a_log(tiny_model_di
         cwd=ROOT,
     )
     assert logged.returncode == 0 and logged.stderr == ""
+
+
+def test_the_direction_picks_the_shipped_model(tiny_model_dir, monkeypatch):
+    """--from/--to (-s/-t) choose the shipped model of that direction, whatever $TT_MODEL says; --model is
+    checked against them; a direction nobody shipped is one line and exit 1."""
+    monkeypatch.setenv("TT_MODEL", str(tiny_model_dir))
+    news = "Le gouvernement a annoncé mardi une hausse des impôts."
+    tiny = runner.invoke(app, ["translate", "--raw", news])
+    shipped = runner.invoke(app, ["translate", "--raw", "-s", "fr", "-t", "en", news])
+    assert shipped.exit_code == 0 and shipped.stdout != tiny.stdout
+    assert runner.invoke(app, ["translate", "--raw", "--to", "en", news]).stdout == shipped.stdout
+    wrong = runner.invoke(app, ["translate", "--from", "de", "Guten Tag."])
+    assert wrong.exit_code == 1 and "no de→? model is shipped (shipped: fr→en" in wrong.stderr
+    assert len(wrong.stderr.strip().splitlines()) == 1

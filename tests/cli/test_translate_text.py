@@ -112,7 +112,7 @@ def test_names_are_kept_unless_no_names():
 
 def test_accents_are_given_back_to_a_line_typed_without_them_unless_no_accents():
     [on, off] = [records(ok("--json", *flag, "je suis etudiant"))[0] for flag in ((), ("--no-accents",))]
-    assert on["sentences"][0]["model_input"] == "je suis étudiant" and on["translation"] == "I am a student."
+    assert on["sentences"][0]["model_input"] == "je suis étudiant" and on["translation"] == "I am a student"
     assert off["sentences"][0]["model_input"] == "je suis etudiant" and off["translation"] != on["translation"]
 
 
@@ -132,6 +132,24 @@ def test_glossary_terms_are_forced_and_reported(tmp_path):
     assert "Strasbourg Assembly" in obj["translation"]
     [span] = obj["sentences"][0]["protected"]
     assert (span["kind"], span["source"], span["output"]) == ("term", "Parlement européen", "Strasbourg Assembly")
+
+
+def test_a_glossary_term_is_placed_by_constrained_decoding_where_the_model_puts_it(tmp_path):
+    """The French stays in the model's input and the English is forced into its output: it lands after its
+    article and inflects (a plural source, a plural term), where a placeholder left "bill a" or "I'm learner"."""
+    terms = tmp_path / "terms.tsv"
+    terms.write_text("projet de loi\tbill\nétudiant\tlearner\nmédecin\tphysician\n", encoding="utf-8")
+    lines = [
+        "Le gouvernement a présenté un projet de loi sur les retraites.",
+        "Je suis étudiant.",
+        "Les médecins dorent.",
+    ]
+    bill, learner, plural = records(ok("--json", "--glossary", str(terms), *lines))
+    for obj, term in ((bill, "bill"), (learner, "learner")):
+        sentence = obj["sentences"][0]
+        assert sentence["model_input"] == sentence["source"] and obj["warnings"] == []  # no placeholder
+        assert f"a {term}" in obj["translation"]  # with its article, as English places it
+    assert "physicians" in plural["translation"] and plural["warnings"] == []
 
 
 @pytest.mark.parametrize(

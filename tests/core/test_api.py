@@ -157,3 +157,13 @@ def test_tt_model_chooses_the_model_of_translate_and_eval(tiny_model_dir, tiny_l
 def test_help_says_tt_model_is_the_default(command):
     result = CliRunner().invoke(app, [command, "--help"], env={"COLUMNS": "200"})
     assert "$TT_MODEL" in result.stdout
+
+
+def test_a_translator_takes_the_direction():
+    from core import Translator
+    from core.errors import ConfigError
+    from weights import DIR
+
+    assert Translator(source="fr", target="en").path == DIR
+    with pytest.raises(ConfigError, match="no en→de model is shipped"):
+        Translator(source="en", target="de")

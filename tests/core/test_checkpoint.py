@@ -368,3 +368,26 @@ def test_tokenizer_vocab_size_mismatch(model_dir):
     config["vocab_size"] += 5
     rewrite(model_dir, metadata={**metadata, "config": json.dumps(config)})
     expect_error(model_dir, "spm.model", f"{config['vocab_size'] - 5} pieces", f"built for {config['vocab_size']}")
+
+
+def test_the_direction_picks_a_shipped_model_and_checks_a_given_one(tmp_path):
+    """--from/--to choose among the shipped models (either may be left out); with --model they check it."""
+    import json
+
+    from core.checkpoint import model_for, shipped_models
+    from core.errors import ConfigError
+    from weights import DIR
+
+    shipped = shipped_models()
+    assert shipped[("fr", "en")] == DIR
+    assert model_for(None) is None and model_for(None, "fr", "en") == DIR and model_for(None, None, "en") == DIR
+    with pytest.raises(ConfigError, match="no de→en model is shipped"):
+        model_for(None, "de", "en")
+    reverse = tmp_path / "enfr"
+    reverse.mkdir()
+    (reverse / "card.json").write_text(
+        json.dumps({"fine_tune": {"train_config": {"src_lang": "en", "tgt_lang": "fr"}}})
+    )
+    assert model_for(reverse, "en", "fr") == reverse and model_for(reverse, None, "fr") == reverse
+    with pytest.raises(ConfigError, match="an en→fr model, not fr→en"):
+        model_for(reverse, "fr", "en")

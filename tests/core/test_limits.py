@@ -20,7 +20,7 @@ LIMITS = CARD["limits"]
 # A card of a model trained from scratch on Tatoeba + Multi30k (the shipped model's first run), for the renderer's
 # other branches: no continued runs, no history, no news sets.
 SCRATCH = {
-    **{k: v for k, v in CARD.items() if k not in ("base", "fine_tune", "earlier_fine_tunes", "history")},
+    **{k: v for k, v in CARD.items() if k not in ("base", "fine_tune", "earlier_fine_tunes", "history", "precision")},
     **CARD["base"],
     "test_sets": {k: v for k, v in CARD["test_sets"].items() if k in ("tatoeba-test", "multi30k-test2016")},
 }
@@ -269,3 +269,14 @@ def test_a_card_with_the_pipeline_column_shows_both_translations():
     assert "the model alone is `tt translate --raw`" in text
     before = {**SCRATCH, "limits": {**LIMITS, "hard": [row[:3] for row in LIMITS["hard"]]}}  # measured before it
     assert "| French | tt translate | kind |" in ship_weights().render_limits(before)
+
+
+def test_the_precision_section_follows_the_figures():
+    """int8 becomes the default only where it keeps every set within the tolerance (issue 46's rule)."""
+    sw = ship_weights()
+    text = sw.render_precision(CARD)
+    worst = min(r["int8"] - r["fp32"] for r in CARD["precision"]["sets"].values())
+    assert ("the default stays **fp32**" in text) == (worst < -CARD["precision"]["tolerance"])
+    close = {name: {**r, "int8": r["fp32"] - 0.1} for name, r in CARD["precision"]["sets"].items()}
+    assert "default to it" in sw.render_precision({**CARD, "precision": {**CARD["precision"], "sets": close}})
+    assert sw.render_precision(SCRATCH) == ""

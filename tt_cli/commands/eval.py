@@ -24,6 +24,7 @@ from tt_cli.options import (
     ThreadsOpt,
     load_model_for,
     method_of,
+    model_of_direction,
     set_threads,
 )
 
@@ -48,6 +49,10 @@ def evaluate(
         typer.Option("--ref", help="Reference translations, line-aligned with --src; repeat for several."),
     ] = None,
     model: ModelOpt = None,
+    source: Annotated[
+        Optional[str], typer.Option("--from", help="Source language (fr, en): the shipped model of that direction.")
+    ] = None,
+    target: Annotated[Optional[str], typer.Option("--to", help="Target language (en, fr), as --from.")] = None,
     device: DeviceOpt = "auto",
     beam: BeamOpt = 4,
     alpha: AlphaOpt = 0.6,
@@ -84,6 +89,9 @@ def evaluate(
         from core.files import check_output
 
         check_output(output)  # before the translating, not after it
+    model = model_of_direction(model, source, target)
+    if source and target and langpair == "fr-en":  # a --testset in the direction asked
+        langpair = f"{source}-{target}"
     sources, references = _inputs(src, ref, testset, langpair, errors.value)
     set_threads(threads, few=False)
     report = run(load_model_for(model, device), sources, references, options)

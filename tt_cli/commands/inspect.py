@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from tt_cli.errors import EXIT_USAGE, fail
-from tt_cli.options import ModelOpt, load_model_for
+from tt_cli.options import ModelOpt, SourceOpt, TargetOpt, load_model_for, model_of_direction
 
 
 class FigureFormat(str, Enum):
@@ -24,6 +24,8 @@ def inspect(
         Optional[str], typer.Argument(help="The French sentence to inspect (asked for when left out).")
     ] = None,
     model: ModelOpt = None,
+    source: SourceOpt = None,
+    target: TargetOpt = None,
     top_k: Annotated[int, typer.Option(help="Candidates shown for the next piece.", min=1, max=50)] = 10,
     beam: Annotated[
         Optional[int], typer.Option(help="Beam size for beam mode (key b). Default: 4.", min=1, max=16)
@@ -87,7 +89,8 @@ def inspect(
 
         checkpoints = run_checkpoints(run)  # no run or no checkpoint: one line, before the terminal check
     if trace is None and run is None:
-        loaded = load_model_for(model, "cpu")  # a bad --model or $TT_MODEL: one line, before the terminal check
+        # a bad --model, direction or $TT_MODEL: one line, before the terminal check
+        loaded = load_model_for(model_of_direction(model, source, target), "cpu")
     if trace is None and text is None and not sys.stdin.isatty():
         raise fail('no sentence given and stdin is not a terminal; pass one: tt inspect "Je suis étudiant."')
     if not (sys.stdin.isatty() and sys.stdout.isatty()):

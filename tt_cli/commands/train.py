@@ -99,7 +99,7 @@ class Notices:
             )
 
 
-def _config_from_options(ctx: typer.Context, options: dict[str, Any]):
+def _config_from_options(ctx: typer.Context, options: dict[str, Any]):  # noqa: C901 - one independent mapping per option, each a line
     """A TrainConfig from the options; with --resume, the run's stored one with the given options on top."""
     from dataclasses import fields
 

@@ -105,7 +105,12 @@ async def _translate_documents(
         """Every segment's translation made of each sentence's k-th hypothesis, for k = 0 (the best) .. n-1."""
         kth = text.hypotheses(translate_batch) if n > 1 else lambda k: translate_batch
         return [
-            [r.text for r in text_chunks([segments], kth(k), options, service.unknown, service.accents)]
+            [
+                r.text
+                for r in text_chunks(
+                    [segments], kth(k), options, service.unknown, service.accents, aligner=service.aligner
+                )
+            ]
             for k in range(n)
         ]
 

@@ -7,6 +7,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from core.api import text_aligner, text_constrained
 from core.errors import TTError
 from core.text.accents import accent_table
 from core.text.language import Guess, identify, name
@@ -36,6 +37,12 @@ class Service:
         # The words it gives back their accents in a sentence typed without any.
         self.accents = accent_table(translator.loaded.tokenizer)
         self.files = Files(settings.files_kept_s)  # /translate_file's answers, until downloaded
+        # Word links for the text pipeline (markup projected, a dropped span put back), as tt translate has them.
+        self.aligner = text_aligner(translator.loaded)
+
+    def constrained(self, decoding: dict):
+        """Lexically constrained beam search for a request's glossary terms, with the request's beam and α."""
+        return text_constrained(self.translator.loaded, replace(self.translator.options, **decoding).validate())
 
     # -- checks, in the order a handler makes them -------------------------------------------------------
     async def read(self, request) -> Body:

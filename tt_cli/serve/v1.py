@@ -27,8 +27,8 @@ from __future__ import annotations
 import dataclasses
 
 from core.api import text_chunks
+from core.decode.method import method_of
 from core.text.pipeline import TextOptions
-from tt_cli.options import method_of
 from tt_cli.output import translation_json
 from tt_cli.serve import text
 from tt_cli.serve.body import ApiError, Body
@@ -92,14 +92,25 @@ async def _text(service, request, body: Body, texts: list[str], decoding: dict) 
         names=body.flag("names", True),
         case=body.flag("case", True),
         accents=body.flag("accents", True),
-        follow_stop=body.flag("follow_stop", False),
+        follow_stop=body.flag("follow_stop", True),
         terms=body.pairs("terms"),
     )
     coverage = body.flag("coverage", True)
 
     def work(translate_batch) -> dict:
         pair = (service.settings.source, service.settings.target)  # a line in the wrong language is warned of
-        results = list(text_chunks([texts], translate_batch, options, service.unknown, service.accents, pair))
+        results = list(
+            text_chunks(
+                [texts],
+                translate_batch,
+                options,
+                service.unknown,
+                service.accents,
+                pair,
+                aligner=service.aligner,
+                constrained=service.constrained(decoding),
+            )
+        )
         return {
             "translations": [r.to_dict() for r in results],
             "warnings": [{"index": r.index, "message": w} for r in results for w in r.warnings],

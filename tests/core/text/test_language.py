@@ -40,3 +40,32 @@ def test_english_given_to_a_french_to_english_model_is_warned_of_and_french_is_n
     # The control: a French sentence that reads as English to a weaker test (py3langid says en, below SURE).
     assert identify("Tu as tort.", ("fr", "en"))[0].confidence < SURE
     assert wrong_language("Tu as tort.", "fr", "en") is None
+
+
+@pytest.mark.parametrize(
+    ("text", "language", "expected"),
+    [
+        ("Je suis étudiant", "fr", True),
+        ("Le chat dort", "fr", True),
+        ("I am a student.", "en", True),
+        ("I am a student.", "fr", False),
+        ("Bonjour", "fr", False),  # no marker: says nothing
+        ("La maison est grande, the house.", "fr", False),  # both: says nothing
+    ],
+)
+def test_plainly_in_one_language(text, language, expected):
+    from core.text.language import plainly
+
+    assert plainly(text, language) is expected
+
+
+def test_a_plainly_french_line_is_not_sent_to_the_identifier():
+    """The warnings need py3langid's model (~0.35 s to read) only for a line that is not plainly what it should
+    be; an English line given to the fr→en model is still named."""
+    from core.text import language
+
+    language._model.cache_clear()
+    language._identifier.cache_clear()
+    assert language.wrong_language("Je suis étudiant et j'aime le chocolat.", "fr", "en") is None
+    assert language._model.cache_info().currsize == 0
+    assert language.wrong_language("I am a student and I like chocolate.", "fr", "en") is not None

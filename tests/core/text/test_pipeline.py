@@ -61,15 +61,15 @@ def test_protection_on_and_off(run):
     assert [s.original for s in on.sentences[0].spans] == ["1987"] and off.sentences[0].spans == []
 
 
-def test_a_price_reaches_the_model_with_its_currency_spelled(run):
-    """12,50 € goes to the model as 12,50 euros (it learned prices spelled); not in code, not with protection off."""
-    [price] = run(["Il a payé 12,50 € pour deux cafés."])
-    # (the shipped model loses the number and gets it again as a placeholder: Il a payé Boston euros …)
-    assert price.sentences[0].model_input.endswith(" euros pour deux cafés.")
-    assert "12.50" in price.text and "€" not in price.text
+def test_an_amount_is_one_span_with_its_currency_either_side(run):
+    """12,50 € and €12,50 come out as €12.50 whatever the model makes of the placeholder; a $ in code is code's."""
+    [price, before] = run(["Il a payé 12,50 € pour deux cafés.", "Il a payé €12,50 pour deux cafés."])
+    for r in (price, before):
+        assert [(s.kind, s.output) for s in r.sentences[0].spans] == [("amount", "€12.50")]
+        assert "€12.50" in r.text and not r.sentences[0].lost
     [code] = run(["Tapez `x=5$` puis 5 $."])
-    assert code.sentences[0].spans[0].original == "`x=5$`" and "`x=5$`" in code.text
-    assert code.sentences[0].model_input.endswith("puis 5 dollars.")
+    assert [s.kind for s in code.sentences[0].spans] == ["code", "amount"]
+    assert "`x=5$`" in code.text and "$5" in code.text
     [off] = run(["Il a payé 12,50 € pour deux cafés."], TextOptions(protect=False))
     assert off.sentences[0].model_input == "Il a payé 12,50 € pour deux cafés."
 
@@ -295,6 +295,6 @@ def test_translate_chunks_gives_the_same_results_in_chunks(translator):
 
 
 def test_the_period_the_model_adds_to_a_heading_is_dropped_when_asked(run):
-    [on] = run(["Je suis étudiant"], TextOptions(follow_stop=True))
-    [off] = run(["Je suis étudiant"])  # a typed line is a sentence: "Je suis étudiant" → "I am a student."
+    [on] = run(["Je suis étudiant"])  # no stop in, none out: a heading or a UI string stays one
+    [off] = run(["Je suis étudiant"], TextOptions(follow_stop=False))  # the model's own: "I am a student."
     assert off.text.endswith(".") and on.text == off.text[:-1] and on.text.startswith("I")

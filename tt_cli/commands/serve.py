@@ -7,16 +7,28 @@ from typing import Annotated, Optional
 
 import typer
 
-from tt_cli.errors import fail
-from tt_cli.options import AlphaOpt, BeamOpt, DeviceOpt, GreedyOpt, ModelOpt, QuantizeOpt, method_of, set_threads
-
-EXIT_USAGE = 2
+from tt_cli.errors import EXIT_USAGE, fail
+from tt_cli.options import (
+    AlphaOpt,
+    BeamOpt,
+    DeviceOpt,
+    GreedyOpt,
+    ModelOpt,
+    QuantizeOpt,
+    SourceOpt,
+    TargetOpt,
+    method_of,
+    model_of_direction,
+    set_threads,
+)
 
 
 def serve(
     host: Annotated[str, typer.Option(help="Address to listen on (0.0.0.0: every interface).")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port (0: any free one; the log's 'listening' line names it).")] = 5000,
     model: ModelOpt = None,
+    source: SourceOpt = None,
+    target: TargetOpt = None,
     device: DeviceOpt = "auto",
     threads: Annotated[int, typer.Option(help="CPU threads for torch (0 = torch's default).")] = 0,
     beam: BeamOpt = 4,
@@ -78,6 +90,7 @@ def serve(
     problems = settings.problems() + ([f"--port must be 0..65535, got {port}"] if not 0 <= port <= 65535 else [])
     if problems:
         raise fail("; ".join(problems), EXIT_USAGE)
+    model = model_of_direction(model, source, target)  # a direction nobody shipped: one line, before the port
     try:
         from tt_cli.serve.server import listen, run
     except ImportError as exc:

@@ -1,0 +1,154 @@
+"""What is checked on every translated sentence, so that nothing is lost in silence.
+
+- `follow_punctuation`: the output ends as the source does (none, . ! ? … : ;), in English spacing;
+- `short_output`: an output far shorter than its source (a dropped clause) — the pipeline first takes
+  the beam's next hypothesis of a fair length, and warns when none has one;
+- `unaligned_runs`: runs of source words no output word is aligned to (content dropped mid-sentence);
+- `empty_output`, `wrong_language`: an empty translation, or one still in French.
+
+Each returns a warning's text (or None), which the pipeline puts on the sentence (stderr, --json).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+_CLOSERS = "»”’\"')]}"
+_FINAL = re.compile(r"(\.{3}|…|[.!?:;,])[\s\u00a0\u202f]*$")  # a comma: a long sentence's part
+# An English output shorter than this share of its French source's characters has lost something: English
+# runs 0.85–1.0 of French on news and Europarl; 0.45 leaves room for a terse but complete translation.
+MIN_LENGTH_RATIO = 0.45
+MIN_CHECKED_CHARS = 40  # shorter sources vary too much ("Merci beaucoup !" → "Thanks!")
+
+
+def final_punctuation(text: str) -> str:
+    """The final stop of `text` ("", ".", "!", "?", "…", "...", ":", ";", ","), closing quotes and brackets aside."""
+    m = _FINAL.search(text.rstrip().rstrip(_CLOSERS))
+    return m.group(1) if m else ""
+
+
+# French subject pronouns: a line that has one is a sentence typed without its stop ("Je suis étudiant"), which
+# keeps the period the model gives it; a heading or a UI string ("Enregistrer les modifications") has none.
+_SUBJECT = re.compile(r"(?i)(?:^|[\s'’])(je|j['’]|tu|il|elle|on|nous|vous|ils|elles|c['’]|ce|ça|cela)(?=[\s'’]|$)")
+
+
+def _a_sentence_without_its_stop(source: str, have: str) -> bool:
+    return have == "." and len(source.split()) >= 2 and _SUBJECT.search(source.strip()) is not None
+
+
+def follow_punctuation(source: str, output: str) -> str:
+    """`output` ending with `source`'s final punctuation, English spacing (no space before ! ? : ;):
+    a heading, a URL or a UI string gains no period, `Merci !` keeps its `!`; a sentence typed without its
+    stop (a subject pronoun in it: `Je suis étudiant`) keeps the model's period. An output ending with a
+    closing quote or bracket is left as the model wrote it."""
+    stripped = output.rstrip()
+    if not stripped or stripped[-1] in _CLOSERS or source.rstrip()[-1:] in _CLOSERS:
+        return output
+    want, have = final_punctuation(source), final_punctuation(stripped)
+    if not want and _a_sentence_without_its_stop(source, have):
+        return _lower_start(source, stripped)
+    if want == have:
+        return _lower_start(source, stripped)
+    body = stripped[: len(stripped) - len(have)].rstrip() if have else stripped
+    if not body:
+        return stripped
+    return _lower_start(source, body + want)
+
+
+def _lower_start(source: str, output: str) -> str:
+    """A part of a sentence (a long line's clause) that starts in lower case starts so in English too."""
+    first = source.lstrip()[:1]
+    if first.isalpha() and first.islower() and output[:1].isupper() and not output[1:2].isupper():
+        if not output.startswith(("I ", "I'")):
+            return output[0].lower() + output[1:]
+    return output
+
+
+def short_output(source: str, output: str) -> str | None:
+    """A warning when `output` is far shorter than `source` (a clause dropped), else None."""
+    n_src, n_out = len(source.strip()), len(output.strip())
+    if n_src < MIN_CHECKED_CHARS or n_out >= MIN_LENGTH_RATIO * n_src:
+        return None
+    return f"the translation is {n_out} characters for {n_src} in the source: content may be missing"
+
+
+# French function words: a run of unaligned source words made only of these is no loss.
+_FR_FUNCTION = frozenset(
+    """le la les l un une des du de d au aux à a et ou mais donc or ni car que qu qui quoi dont où ce cet cette
+    ces se s sa son ses mon ma mes ton ta tes notre nos votre vos leur leurs en y ne n pas plus il elle ils elles
+    on nous vous je j tu me m te t lui est sont été être avoir ai as avons avez ont par pour sur sous dans avec
+    sans chez vers très bien tout tous toute toutes même aussi si comme""".split()
+)
+_WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
+
+
+def _content(word: str) -> bool:
+    letters = _WORD.findall(word.lower())
+    return any(len(w) >= 4 and w not in _FR_FUNCTION for w in letters)
+
+
+def unaligned_runs(source: str, links: Sequence[tuple[int, int]], keep: frozenset[str] = frozenset()) -> str | None:
+    """A warning naming the first run of three or more source words (two of them content words) that no
+    output word is aligned to, else None. `keep`: words that are not content (placeholders)."""
+    words = source.split()
+    aligned = {s for s, _ in links}
+    run: list[str] = []
+    for i, word in enumerate(words + [""]):
+        if i < len(words) and i not in aligned:
+            run.append(word)
+            continue
+        content = [w for w in run if _content(w) and w.strip(".,;:!?…«»\"'()") not in keep]
+        if len(run) >= 3 and len(content) >= 2:
+            return f"no part of the translation matches {' '.join(run)!r}: content may be missing"
+        run = []
+    return None
+
+
+_NUMBER_RUN = re.compile(r"\d+(?:[ \u00a0\u202f.,:]\d+)*")
+_NUMBER_WORDS = (
+    "zero one two three four five six seven eight nine ten eleven twelve".split()
+    + "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth".split()
+)
+
+
+def missing_numbers(source: str, output: str) -> str | None:
+    """A warning naming the numbers of `source` that `output` does not hold (its digits, however grouped
+    — 1 000, 1,000 — or, up to twelve, its English word), else None: a check that does not depend on what
+    the pipeline protected, so a number the model dropped or garbled (-5 → -55) is seen."""
+    found = {re.sub(r"\D", "", m) for m in _NUMBER_RUN.findall(output)}
+    found |= set(re.findall(r"\d+", output))
+    words = {w.lower() for w in re.findall(r"[A-Za-z]+", output)}
+    missing = []
+    for run in _NUMBER_RUN.findall(source):
+        digits = re.sub(r"\D", "", run)
+        if digits in found or any(digits in f for f in found if len(digits) > 1):
+            continue
+        if int(digits) <= 12 and (_NUMBER_WORDS[int(digits)] in words or _NUMBER_WORDS[12 + int(digits)] in words):
+            continue
+        if int(digits) == 1 and words & {"a", "an", "one", "once", "single"}:
+            continue
+        missing.append(run)
+    if not missing:
+        return None
+    return f"the number(s) {', '.join(map(repr, missing))} are missing from the translation"
+
+
+def empty_output(source: str, output: str) -> str | None:
+    if output.strip() or not any(ch.isalnum() for ch in source):
+        return None
+    return "the translation is empty"
+
+
+def wrong_language(source: str, output: str, languages: tuple[str, str] = ("fr", "en")) -> str | None:
+    """A warning when the translation reads as the source language (core.text.language: py3langid, sure at
+    SURE or more) or is the source unchanged, else None. `languages`: the model's (source, target)."""
+    from core.text.language import SURE, identify, name, plainly
+
+    src, tgt = languages
+    unchanged = len(source.split()) >= 4 and output.strip() == source.strip()
+    asked = len(output.split()) >= 3 and not plainly(output, tgt)
+    best = identify(output, languages)[0] if asked else None
+    if unchanged or (best is not None and best.language == src and best.confidence >= SURE):
+        return f"the translation looks like {name(src)}, not {name(tgt)}"
+    return None

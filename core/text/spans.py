@@ -1,0 +1,304 @@
+"""Finding what must be copied, not translated: each thing one span, with what it becomes in English.
+
+    "Appelez le 01 23 45 67 89 avant le 3 mars 2025."
+        ──find_spans──▶  phone "01 23 45 67 89" (as written), date "3 mars 2025" (→ "3 March 2025")
+
+Kinds, earlier winning where they overlap: glossary terms, inline code, Markdown links, inline elements,
+other markup, URLs, e-mail addresses, paths and file names, phone numbers, amounts with their currency
+(either side: 12,50 €, €12,50, 3,5 millions d'euros), dates (in digits, or with a month name), times,
+versions (2.3.1, v1.2), numbers, words holding a character outside the model's vocabulary, and names.
+A thing is one span however many numbers it holds: a phone number's five groups are one, so the
+model never sees five placeholders where the user wrote one thing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Span:
+    """One protected piece of the source."""
+
+    kind: str  # term, code, link, element, markup, url, email, path, phone, amount, date, time, version, number,
+    # unknown, name
+    start: int  # where it is in the text given to protect()
+    end: int
+    original: str  # the source text
+    output: str  # what goes in the translation (the term's English, 14:35 for 14 h 35, else the original)
+    placeholder: str = ""
+    copied: bool = False  # left in the text for the model to copy (a number or name in the copy scheme)
+
+
+_SP = r"[ \u00a0\u202f]"  # French writes 1 000 and 14 h 35 with plain or no-break spaces
+_NUM = rf"(?:\d{{1,3}}(?:{_SP}\d{{3}})+|\d+)(?:[,.]\d+)?"  # 12 | 12,50 | 1 000 000 | 3.5
+_MONTHS = {
+    "janvier": "January", "février": "February", "fevrier": "February", "mars": "March", "avril": "April",
+    "mai": "May", "juin": "June", "juillet": "July", "août": "August", "aout": "August",
+    "septembre": "September", "octobre": "October", "novembre": "November", "décembre": "December",
+    "decembre": "December", "janv.": "Jan.", "févr.": "Feb.", "avr.": "Apr.", "juil.": "Jul.",
+    "sept.": "Sept.", "oct.": "Oct.", "nov.": "Nov.", "déc.": "Dec.",
+}  # fmt: skip
+_MONTH = "(?:" + "|".join(re.escape(m) for m in sorted(_MONTHS, key=len, reverse=True)) + ")"
+# Currencies as symbols or codes (kept as written, before the amount) and as French words (in English).
+_SYMBOL = r"(?:US\$|CA\$|C\$|[€$£¥]|EUR|USD|GBP|CHF|JPY|CAD)"
+_CURRENCY_WORDS = {
+    "euro": "euro", "euros": "euros", "dollar": "dollar", "dollars": "dollars", "livre sterling": "pound",
+    "livres sterling": "pounds", "franc suisse": "Swiss franc", "francs suisses": "Swiss francs", "yen": "yen",
+    "yens": "yen", "centime": "cent", "centimes": "cents",
+}  # fmt: skip
+_CURRENCY_WORD = "(?:" + "|".join(sorted(map(re.escape, _CURRENCY_WORDS), key=len, reverse=True)) + ")"
+_SCALES = {"millions": "million", "million": "million", "milliards": "billion", "milliard": "billion",
+           "M": "million", "Md": "billion", "Mds": "billion", "k": "thousand", "K": "thousand"}  # fmt: skip
+_SCALE = r"(?:milliards?|millions?|Mds|Md|M|k|K)"
+_FILE_EXT = (
+    "yaml|yml|json|toml|ini|cfg|conf|txt|md|rst|csv|tsv|xml|html?|css|js|ts|py|sh|bat|ps1|exe|dll|so|c|h|cpp|"
+    "hpp|rs|go|java|rb|php|sql|db|log|pdf|docx?|xlsx?|pptx?|odt|ods|zip|tar|gz|tgz|bz2|xz|7z|png|jpe?g|gif|"
+    "svg|webp|mp3|mp4|wav|avi|mkv|srt|safetensors|pt|bin|model|lock|env|ipynb|iso|dmg|apk|deb|rpm"
+)
+_PATTERNS: list[tuple[str, re.Pattern]] = [
+    ("code", re.compile(r"`[^`\n]+`")),
+    ("link", re.compile(r"!?\[[^\[\]\n]*\]\([^()\s]*(?:\([^()\s]*\)[^()\s]*)*(?:\s+\"[^\"]*\")?\)")),  # Markdown
+    # An inline element whose text holds no further markup: one span, so its closing tag cannot be
+    # lost on its own; the pipeline translates the text between the tags (ELEMENT_TEXT).
+    ("element", re.compile(r"<([A-Za-z][\w:-]*)(?:\s+[^<>]*)?>[^<>\n]*</\1\s*>")),
+    # autolinks: <https://…>, <name@host>, the brackets part of the span (the model cannot spell < >)
+    ("url", re.compile(r"<(?:https?|ftp)://[^\s<>]+>")),
+    ("email", re.compile(r"<[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}>")),
+    ("markup", re.compile(r"</?[A-Za-z][\w:-]*(?:\s+[^<>]*)?/?>|\{\{[^{}]*\}\}|\{\w*\}|%[sd]")),
+    ("url", re.compile(r"(?:https?://|ftp://|www\.)[^\s<>«»\"]+[^\s<>«»\".,;:!?)\]'’]")),
+    ("email", re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}")),
+    # /etc/tt/, ~/.config/tt, ./run.sh, C:\Users\Léa, and file names with a known extension (config.yaml)
+    (
+        "path",
+        re.compile(
+            r"(?<![\w/~.])(?:~|\.\.?)?/[\w.@%+=~-](?:[\w.@%+=~/-]*[\w@%+=~/-])?/?"
+            r"|(?<![\w])[A-Za-z]:\\(?:[^\s\\<>:\"|?*]+\\?)*"
+            rf"|(?<![\w/.-])\.?[\w-]+(?:[./][\w-]+)*\.(?:{_FILE_EXT})(?![\w/-]|\.\w)",
+            re.IGNORECASE,
+        ),
+    ),
+    # code outside backticks (after paths: budget_2024.xlsx is a file): --options, $VARIABLES and %VARIABLES%, snake_case names, calls(), camelCase
+    (
+        "code",
+        re.compile(
+            r"(?<![\w-])--[a-zA-Z][\w-]*(?:=[^\s,;]*[^\s,;.!?:])?|(?<![\w$])\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|%[A-Z_][A-Z0-9_]*%"
+            r"|(?<![\w.])[A-Za-z]\w*(?:\.[A-Za-z_]\w*)*\([^()\s]*\)|(?<![\w-])[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?![\w-])"
+            r"|(?<![\w-])[a-z]+[A-Z][A-Za-z0-9]*(?![\w-])"
+        ),
+    ),
+    # French numbers (01 23 45 67 89, 06.12.34.56.78, +33 1 23 45 67 89, +33 (0)6 …) and other international ones
+    (
+        "phone",
+        re.compile(
+            r"(?<![\w+])(?:\+33[ .\u00a0]?(?:\(0\)[ .\u00a0]?)?[1-9]|0[1-9])(?:[ .\u00a0-]?\d{2}){4}(?![\w])"
+            r"|(?<![\w+])\+\d{1,3}(?:[ .\u00a0-]?\(?\d{1,4}\)?){2,5}(?![\w])"
+            r"|(?<![\w+])0[ \u00a0]?[89]\d\d(?:[ \u00a0]?\d{3}){2}(?![\w])"  # 0 800 123 456
+        ),
+    ),
+    (
+        "amount",
+        re.compile(
+            rf"(?<![\w$€£¥]){_SYMBOL}{_SP}?{_NUM}(?:{_SP}?{_SCALE}(?![\w]))?"
+            rf"|(?<![\w,.]){_NUM}(?:{_SP}?{_SCALE})?{_SP}?{_SYMBOL}(?![\w$€£¥])"
+            rf"|(?<![\w,.]){_NUM}{_SP}(?:(?:milliards?|millions?){_SP}(?:d['’]|de{_SP}))?{_CURRENCY_WORD}(?!\w)",
+        ),
+    ),
+    (
+        "date",
+        re.compile(
+            rf"(?<![\w,.])(?:1er|[12]?\d|3[01]){_SP}{_MONTH}(?:{_SP}\d{{4}})?(?![\w])"
+            rf"|(?<![\w])(?i:{_MONTH}){_SP}\d{{4}}(?!\d)",
+            re.IGNORECASE,
+        ),
+    ),
+    ("date", re.compile(r"(?<![\d/.-])(?:\d{4}-\d{1,2}-\d{1,2}|\d{1,2}[/.]\d{1,2}[/.]\d{2,4})(?![\d/.-]*\d)")),
+    ("time", re.compile(rf"(?<![\d,.])(?:[01]?\d|2[0-3])(?:{_SP}?h{_SP}?[0-5]\d|:[0-5]\d|h(?![\w]))(?!\d)")),  # 10h too
+    # a temperature or an angle, a sign and a single digit included: -5 °C
+    ("measure", re.compile(rf"(?<![\w,.])[-−+]?\d+(?:[,.]\d+)?{_SP}?°[CF]?(?![\w])")),
+    # 2.3.1, v1.2, 3.11.4-rc1: more than one dot, or a v before it (a French decimal takes a comma)
+    (
+        "version",
+        re.compile(
+            r"(?<![\w.])(?!\d{1,3}(?:\.\d{3})+(?!\w|\.\d))(?:[vV]\d+(?:\.\d+)*|\d+(?:\.\d+){2,})(?:-?(?:rc|beta|alpha|b|a)\d*)?(?![\w]|\.\d)"
+        ),
+    ),
+    (
+        "number",
+        re.compile(
+            rf"(?<![\w,.])(?:\d{{1,3}}(?:{_SP}\d{{3}})+|\d{{1,3}}(?:\.\d{{3}})+(?!\d)|\d{{2,}}|\d(?=[,.]\d))"
+            rf"(?:[,.]\d+)?(?![\w]|[,.]\d)"
+        ),
+    ),
+]
+_WORD = re.compile(r"\S+")
+# A name: two or more capitalised words in a row (Angela Merkel, Jean-Pierre Raffarin, Dr Balfour Mount).
+_CAP = r"[A-ZÀ-ÖØ-Þ][a-zà-öø-ÿ]+(?:[-'’][A-ZÀ-ÖØ-Þa-zà-öø-ÿ][a-zà-öø-ÿ]*)*"
+_CAP_WORD = re.compile(_CAP)
+_NAME = re.compile(rf"(?<![\w'’-]){_CAP}(?:[ \u00a0]{_CAP})+(?![\w'’-])")
+# Capitalised words that open a sentence or stand before a name and are translated, not copied.
+_NOT_NAME = frozenset(
+    """le la les l un une des du de d ce cet cette ces mon ma mes son sa ses notre nos votre vos leur leurs
+    et mais ou donc or ni car en au aux à dans par pour sur sous avec sans selon depuis pendant après avant
+    il elle ils elles on nous vous je tu si quand comme lorsque alors ainsi cependant toutefois pourtant enfin
+    puis ensuite chez entre contre vers lundi mardi mercredi jeudi vendredi samedi dimanche monsieur madame
+    mademoiselle messieurs mesdames président présidente ministre premier première docteur professeur maître
+    général sénateur député juge saint sainte mme mlle mmes dre me""".split()
+)
+# A run that opens with one of these is an institution or a place in French word order (la Cour Suprême,
+# le Centre Brennan, la Commission Charbonneau, le Grand Montréal): English reorders or translates it.
+_INSTITUTION = frozenset(
+    """centre cour commission laboratoire laboratoires société union banque conseil parlement parti assemblée
+    université ministère agence institut fondation association fédération organisation office musée église
+    hôpital palais place rue avenue boulevard pont gare lac mont île grand grande nouvelle nouveau tribunal
+    maison chambre sénat gouvernement état états république royaume nations communauté conférence comité
+    bureau service direction armée forces front mouvement ligue coupe championnat prix festival salon océan
+    mer golfe cap baie vallée forêt région province département ville château collège lycée école académie
+    compagnie groupe caisse crédit fonds marché bourse cathédrale tour jardin parc stade moyen seconde guerre
+    jeux père mère nord sud haute haut petit petite""".split()
+)
+# A run holding one of these is a place English words otherwise (Pacifique Sud → South Pacific).
+_COMPASS = frozenset("nord sud est ouest oriental orientale occidental occidentale central centrale".split())
+_EDGE_PUNCT = ".,;:!?()[]«»\"'’“”*_~"  # emphasis markers too: the pipeline takes them out
+
+
+def _unknown_words(text: str, unknown: Callable[[str], bool]) -> Iterable[tuple[int, int]]:
+    """Words holding a character outside the vocabulary, edge punctuation left out."""
+    for m in _WORD.finditer(text):
+        word, start = m.group(), m.start()
+        stripped = word.strip(_EDGE_PUNCT)
+        # an accented capital the model cannot spell is a French letter when its lower case is known (TRÈS)
+        if not stripped or not any(unknown(ch) and not (ch.isalpha() and not unknown(ch.lower())) for ch in stripped):
+            continue
+        a = start + word.index(stripped)
+        yield a, a + len(stripped)
+
+
+# An element's tags and its text; a Markdown link's brackets and target and its text.
+ELEMENT_TEXT = re.compile(r"^(<[^<>]+>|!?\[)(.*?)(</[^<>]+>|\]\([^\n]*\))$", re.DOTALL)
+
+
+def _english_number(text: str) -> str:
+    """1 000,5 → 1,000.5; 12,50 → 12.50; 1.000.000 → 1,000,000."""
+    if re.fullmatch(r"\d{1,3}(?:\.\d{3}){2,}(?:,\d+)?", text):  # thousands grouped by dots, as French may
+        text = text.replace(".", " ")
+    whole, _, decimals = re.sub(r",(\d+)$", r".\1", text).partition(".")
+    whole = re.sub(_SP, ",", whole)
+    return whole + ("." + decimals if decimals else "")
+
+
+def _render_amount(text: str) -> str:
+    """12,50 € → €12.50, 3 M€ → €3 million, 20 CHF → CHF 20, 3,5 millions d'euros → 3.5 million euros."""
+    number = re.search(_NUM, text)
+    value = _english_number(number.group())
+    scale = re.search(rf"(?<![\w]){_SCALE}(?![\w])", text[number.end() :])
+    scale_word = f" {_SCALES[scale.group()]}" if scale else ""
+    symbol = re.search(_SYMBOL, text)
+    if symbol:
+        sign = symbol.group()
+        gap = " " if sign[-1].isalpha() else ""  # CHF 20, €20
+        return f"{sign}{gap}{value}{scale_word}"
+    word = re.search(rf"{_CURRENCY_WORD}$", text)
+    return f"{value}{scale_word} {_CURRENCY_WORDS[word.group()]}"
+
+
+def _render_date(text: str) -> str:
+    """3 mars 2025 → 3 March 2025, 1er mai → 1 May, juin 2024 → June 2024."""
+    month = re.search(_MONTH, text, re.IGNORECASE)
+    english = _MONTHS[month.group().lower()]
+    out = re.sub(r"^1er", "1", text[: month.start()]) + english + text[month.end() :]
+    return re.sub(_SP, " ", out)
+
+
+def _render(kind: str, text: str) -> str:
+    """How a span is written in English: 14 h 35 → 14:35, 1 000,5 → 1,000.5, 12,50 € → €12.50,
+    3 mars → 3 March; other kinds as written."""
+    if kind == "time":
+        hours, minutes = re.split(rf"{_SP}?h{_SP}?|:", text)
+        return f"{int(hours)}:{minutes or '00'}"
+    if kind == "measure":
+        number = re.match(r"[-−+]?[\d,.]+", text).group()
+        return _english_number(number) + text[len(number) :]
+    if kind == "number":
+        return _english_number(text)
+    if kind == "amount":
+        return _render_amount(text)
+    if kind == "date" and re.search(_MONTH, text, re.IGNORECASE):
+        return _render_date(text)
+    return text
+
+
+def _names(text: str) -> Iterable[tuple[int, int]]:
+    """Runs of two or more capitalised words that are not the sentence's first word, leading words
+    that are translated rather than copied (Le, Président, Lundi) left out."""
+    first = re.search(r"\w", text)
+    for m in _NAME.finditer(text):
+        words = list(_CAP_WORD.finditer(m.group()))
+        while words and (
+            m.start() + words[0].start() == (first.start() if first else -1)
+            or re.split(r"[-'’]", words[0].group().lower())[0] in _NOT_NAME
+        ):
+            words.pop(0)
+        lowered = [w.group().lower() for w in words]
+        if len(words) >= 2 and lowered[0] not in _INSTITUTION and not _COMPASS.intersection(lowered):
+            yield m.start() + words[0].start(), m.start() + words[-1].end()
+
+
+def find_spans(
+    text: str,
+    *,
+    terms: Iterable[tuple[str, str]] = (),
+    unknown: Callable[[str], bool] | None = None,
+    kinds: Iterable[str] | None = None,
+    names: bool = False,
+) -> list[Span]:
+    """Non-overlapping spans to protect in `text`, in order.
+
+    terms: (French, English) glossary pairs, matched whole-word and case-insensitively, longest first.
+    unknown: says whether a character is outside the model's vocabulary (see `unknown_characters`).
+    kinds: only these kinds (None = all).
+    names: also runs of capitalised words (kind "name"); only for a sentence in its natural case (in a
+    Title-Cased headline every word is capitalised).
+    """
+    wanted = None if kinds is None else set(kinds)
+    found: list[Span] = []
+    taken = [False] * len(text)
+
+    def add(kind: str, a: int, b: int, output: str | None = None) -> None:
+        if a >= b or any(taken[a:b]) or wanted is not None and kind not in wanted:
+            return
+        for i in range(a, b):
+            taken[i] = True
+        original = text[a:b]
+        found.append(Span(kind, a, b, original, _render(kind, original) if output is None else output))
+
+    for fr, en in sorted(terms, key=lambda t: -len(t[0])):
+        # the French as given or in its plural (médecin, médecins; travail, travaux is the glossary's to list)
+        for m in re.finditer(rf"(?<!\w){re.escape(fr)}[sx]?(?!\w)", text, re.IGNORECASE):
+            add("term", m.start(), m.end(), en)
+    for kind, pattern in _PATTERNS:
+        for m in pattern.finditer(text):
+            add(kind, m.start(), m.end())
+    if unknown is not None:
+        for a, b in _unknown_words(text, unknown):
+            add("unknown", a, b)
+    if names:
+        for a, b in _names(text):
+            add("name", a, b)
+    return sorted(found, key=lambda s: s.start)
+
+
+def unknown_characters(tokenizer) -> Callable[[str], bool]:
+    """A test for characters the tokenizer can only write as <unk> (cached per character)."""
+    from core.model.config import UNK_ID
+
+    cache: dict[str, bool] = {}
+
+    def unknown(ch: str) -> bool:
+        if ch not in cache:
+            cache[ch] = not ch.isspace() and UNK_ID in tokenizer.encode(ch)
+        return cache[ch]
+
+    return unknown
