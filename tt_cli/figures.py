@@ -101,7 +101,7 @@ def distribution_figure(step: StepTrace, candidates: list[Candidate] | None = No
     ax.invert_yaxis()  # the most probable on top
     ax.set_xlim(0.0, 1.0)
     ax.set_xlabel("probability")
-    ax.set_title(f"step {step.index}: next-piece distribution (chose {step.piece})", fontsize="medium")
+    ax.set_title(f"step {step.index + 1}: next-piece distribution (chose {step.piece})", fontsize="medium")
     return figure
 
 
@@ -144,8 +144,9 @@ class DecodingFigures:
             written.append(save(figure, self.attention, "--attention-figure"))
         if self.distribution is not None:
             if not -len(steps) <= self.step < len(steps):
+                shown = self.step + 1 if self.step >= 0 else self.step  # as --step counts: from 1
                 raise ConfigError(
-                    f"--step {self.step}: the translation has {len(steps)} steps (0..{len(steps) - 1}, -1 = the last)"
+                    f"--step {shown}: the translation has {len(steps)} steps (1..{len(steps)}, -1 = the last)"
                 )
             written.append(save(distribution_figure(steps[self.step]), self.distribution, "--distribution-figure"))
         return written

@@ -91,6 +91,13 @@ def layer_head_indices(layer: int, head: int | None, prefix: str = "") -> tuple[
     return (layer - 1 if layer > 0 else layer), (None if head is None else head - 1)
 
 
+def step_index(step: int) -> int:
+    """--step as a person counts decoding steps (from 1, as tt inspect shows them; -1 = the last) → an index."""
+    if step == 0:
+        raise fail("--step counts from 1 (the first piece is step 1; -1 = the last)")
+    return step - 1 if step > 0 else step
+
+
 def check_sampling(sample: bool, *, temperature: float, top_k: int, top_p: float) -> None:
     """--temperature, --top-k and --top-p shape sampling only: given without --sample they would be
     silently ignored, so they are an error instead (the defaults are 1.0, 0 and 1.0)."""

@@ -93,15 +93,16 @@ def test_family_layer_and_head_choose_the_map(tiny_model_dir, tiny_loaded, trace
 
 
 def test_distribution_figure_draws_the_steps_candidates(tiny_model_dir, traced, figures, tmp_path):
-    for step in (0, -1):
-        png = tmp_path / f"step{step}.png"
-        translate(tiny_model_dir, "--distribution-figure", png, "--step", step)
+    for step, number in ((0, 1), (1, 2), (-1, -1)):  # --step counts from 1, as tt inspect shows steps
+        png = tmp_path / f"step{number}.png"
+        translate(tiny_model_dir, "--distribution-figure", png, "--step", number)
         assert png.read_bytes()[:8] == PNG_MAGIC
         ax = figures[-1].axes[0]
         shown = traced.steps[step]
         assert labels(ax.get_yticklabels()) == [c.piece for c in shown.candidates] and len(shown.candidates) == 10
         assert [bar.get_width() for bar in ax.patches] == pytest.approx([c.prob for c in shown.candidates])
-        assert ax.get_title() == f"step {shown.index}: next-piece distribution (chose {shown.piece})"
+        assert ax.get_title() == f"step {shown.index + 1}: next-piece distribution (chose {shown.piece})"
+        assert step < 0 or ax.get_title().startswith(f"step {number}:")
 
 
 def test_mistakes_are_one_line_before_the_model_loads(tiny_model_dir, tmp_path, monkeypatch):
@@ -114,6 +115,7 @@ def test_mistakes_are_one_line_before_the_model_loads(tiny_model_dir, tmp_path, 
             1,
             "--step 99: the translation has",
         ),
+        (["--distribution-figure", str(tmp_path / "d.png"), "--step", "0", SENTENCE], 1, "--step counts from 1"),
         (
             ["--attention-figure", str(tmp_path / "a.png"), "--family", "encoder_self", "--layer", "9", SENTENCE],
             1,

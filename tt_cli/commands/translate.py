@@ -25,6 +25,7 @@ from tt_cli.options import (
     layer_head_indices,
     method_of,
     model_of_direction,
+    step_index,
 )
 from tt_cli.translate_job import MODEL_VIEW
 
@@ -138,8 +139,8 @@ def translate(
         typer.Option(help="Attention for --attention-figure: cross, decoder_self (masked) or encoder_self."),
     ] = FamilyChoice.cross,
     step: Annotated[
-        int, typer.Option(help="The output step of --distribution-figure (0 = the first piece, -1 = the last).")
-    ] = 0,
+        int, typer.Option(help="The output step of --distribution-figure, counted from 1 (-1 = the last).")
+    ] = 1,
     errors: ErrorsOpt = ErrorsChoice.strict,
     interactive: Annotated[
         bool,
@@ -246,6 +247,7 @@ def translate(
     from tt_cli.translate_job import TranslateJob, run
 
     layer, head = layer_head_indices(layer, head)  # counted from 1 on the command line, 0-based from here
+    step = step_index(step)
     job = TranslateJob(
         text=text,
         input_file=input_file,
