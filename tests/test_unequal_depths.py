@@ -77,7 +77,8 @@ def test_align_and_every_analysis_run(deep_model, pair_files):
     layers: dict[str, set[int]] = {}
     for h in heads["heads"]:
         layers.setdefault(h["family"], set()).add(h["layer"])
-    assert layers == {"encoder_self": set(range(ENCODER)), "decoder_self": {0}, "cross": {0}}
+    # counted from 1, as every command shows layers
+    assert layers == {"encoder_self": set(range(1, ENCODER + 1)), "decoder_self": {1}, "cross": {1}}
     lens = json.loads(tt("analyze", "lens", "--model", deep_model, "--src", src, "--ref", ref, "--json"))
     assert len(lens["final"]) == len(lens["input"]) == DECODER
     ref_mode = json.loads(tt("analyze", "ref", "--model", deep_model, "--src", src, "--ref", ref, "--json"))
