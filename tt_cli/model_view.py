@@ -8,7 +8,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from tt_cli.output import MAX_WARNINGS, JsonWriter, Writer, show_attention, write_n_best, write_plain
+from tt_cli.output import JsonWriter, Warnings, Writer, show_attention, write_n_best, write_plain
 
 
 @dataclass(frozen=True)
@@ -44,12 +44,9 @@ def run_model_view(loaded, lines, options, out, job: ModelView, *, to_terminal: 
         from rich.console import Console
 
         console = Console(stderr=not to_terminal, highlight=False)
-    warned = 0
+    warn = Warnings()
     for t in translate_lines(loaded, lines, options):
-        for w in t.warnings:
-            warned += 1
-            if warned <= MAX_WARNINGS:
-                print(f"tt: warning: {w}", file=sys.stderr)  # one line each, never wrapped
+        warn(t.warnings)
         attributed = None
         if job.attribution is not None and t.token_ids:
             from core.analysis.attribute import attribute
@@ -75,8 +72,7 @@ def run_model_view(loaded, lines, options, out, job: ModelView, *, to_terminal: 
         if job.figures is not None and t.steps is not None:
             for path in job.figures.write(t.source_trace, t.steps):
                 print(f"tt: wrote {path}", file=sys.stderr)
-    if warned > MAX_WARNINGS:
-        print(f"tt: warning: {warned - MAX_WARNINGS} more warning(s) not shown", file=sys.stderr)
+    warn.close()
 
 
 def _writer(loaded, json_out: bool, n_best: int, attention: str, align: bool, attribution) -> Writer:

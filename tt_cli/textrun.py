@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from tt_cli.output import MAX_WARNINGS, json_line
+from tt_cli.output import Warnings, json_line
 
 if TYPE_CHECKING:
     from core.text.documents import Document
@@ -75,14 +75,11 @@ class Report:
 
     flag_below: float | None = None
     what: str = "line"  # a document's results are its segments
-    warned: int = 0
+    warn: Warnings = field(default_factory=Warnings)
     flagged: list[int] = field(default_factory=list)
 
     def __call__(self, r: TextResult) -> None:
-        for w in r.warnings:
-            self.warned += 1
-            if self.warned <= MAX_WARNINGS:
-                print(f"tt: warning: {self.what} {r.index + 1}: {w}", file=sys.stderr)
+        self.warn([f"{self.what} {r.index + 1}: {w}" for w in r.warnings])
         if self.flag_below is not None and r.confidence is not None and r.confidence < self.flag_below:
             self.flagged.append(r.index + 1)
             print(
@@ -91,8 +88,7 @@ class Report:
             )
 
     def finish(self) -> None:
-        if self.warned > MAX_WARNINGS:
-            print(f"tt: warning: {self.warned - MAX_WARNINGS} more warning(s) not shown", file=sys.stderr)
+        self.warn.close()
 
 
 def write_result(out: TextIO, r: TextResult, json_out: bool) -> None:

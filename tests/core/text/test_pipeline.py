@@ -294,7 +294,9 @@ def test_translate_chunks_gives_the_same_results_in_chunks(translator):
     assert [(r.index, r.text) for r in streamed] == [(r.index, r.text) for r in whole]
 
 
-def test_the_period_the_model_adds_to_a_heading_is_dropped_when_asked(run):
-    [on] = run(["Je suis étudiant"])  # no stop in, none out: a heading or a UI string stays one
-    [off] = run(["Je suis étudiant"], TextOptions(follow_stop=False))  # the model's own: "I am a student."
-    assert off.text.endswith(".") and on.text == off.text[:-1] and on.text.startswith("I")
+def test_the_final_punctuation_follows_the_source_unless_asked_not_to(run):
+    [on] = run(["Merci beaucoup !"])  # the source's "!" kept
+    [off] = run(["Merci beaucoup !"], TextOptions(follow_stop=False))  # the model's own: "Thank you very much."
+    assert off.text.endswith(".") and on.text == off.text[:-1] + "!"
+    [sentence] = run(["Je suis étudiant"])  # a sentence typed without its stop keeps the model's period
+    assert sentence.text == "I am a student."
