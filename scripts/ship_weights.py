@@ -384,13 +384,13 @@ def render_continued(ft: dict) -> str:
     return f"""### Continued training on Europarl and news: {tc["out"]}
 
 The model above was then trained further{turned} from its own weights (`--init-from {tc["init_from"]}`: same architecture and
-vocabulary, a fresh optimizer) for {ft["train_steps"]} steps ({ft["train_seconds"] / 3600:.1f} h wall-clock, 2 processes of one thread,
+vocabulary, a fresh optimizer) for {ft["train_steps"]} steps ({ft["train_seconds"] / 3600:.1f} h wall-clock, {"one process" if other else "2 processes"} of one thread,
 ~{tc["max_tokens"]}-piece batches each, {tc["precision"]}) on Europarl, Tatoeba, Multi30k and WMT news mixed at temperature
 {tc["mix_temperature"]:g}, with {tc["noise_case"]:g} of the pairs added in capitals (and again in lower case) and {tc["noise_accents"]:g} without
 accents (`bash scripts/model_continue.sh`; docs/model.md has the learning curve and why this path):
 
 ```
-torchrun --standalone --nproc-per-node 2 -m tt_cli.main train --init-from {tc["init_from"]} --threads 1{direction} \\
+{"tt" if other else "torchrun --standalone --nproc-per-node 2 -m tt_cli.main"} train --init-from {tc["init_from"]} --threads 1{direction} \\
   {data_flags} \\
   {weights} --mix-temperature {tc["mix_temperature"]:g} --valid {" ".join(tc["valid"])} \\
   --noise-case {tc["noise_case"]:g} --noise-accents {tc["noise_accents"]:g} --dropout {tc["dropout"]:g} --attention-dropout {tc["attention_dropout"]:g}{grow} \\
@@ -538,6 +538,15 @@ def known_limits_data(card: dict, cfg: dict) -> str:
   translates worse, and sentences over {cfg["max_len"]} pieces are truncated (with a warning)."""
 
 
+def used_by(card: dict) -> str:
+    src, tgt = card.get("languages", ["fr", "en"])
+    return (
+        "`tt translate` uses it by default"
+        if (src, tgt) == ("fr", "en")
+        else f"`tt translate --from {src} --to {tgt}` uses it"
+    )
+
+
 def render_card(card: dict) -> str:
     """The model card (weights/README.md), every figure taken from card.json."""
     cfg, tc = card["model_config"], card["train_config"]
@@ -559,7 +568,7 @@ def render_card(card: dict) -> str:
 A `small` Transformer (d_model {cfg["d_model"]}, h {cfg["h"]}, {cfg["n_encoder_layers"]}+{cfg["n_decoder_layers"]} layers,
 d_ff {cfg["d_ff"]}, post-norm as in the paper, sinusoidal positions, shared source/target/output embeddings,
 {card["parameters"] / 1e6:.1f}M parameters) with a joint SentencePiece vocabulary of {cfg["vocab_size"]} pieces.
-Stored in fp16 ({card["size_bytes"] / 1e6:.1f} MB), loaded as fp32. `tt translate` uses it by default; nothing is downloaded.
+Stored in fp16 ({card["size_bytes"] / 1e6:.1f} MB), loaded as fp32. {used_by(card)}; nothing is downloaded.
 
 ## Data
 

@@ -125,3 +125,53 @@ def test_the_readmes_table_is_what_the_shipped_model_writes():
     assert result.exit_code == 0, result.stderr
     differ = [(fr, en, got) for (fr, en), got in zip(rows, result.stdout.splitlines()) if got != en]
     assert len(differ) <= 1, differ
+
+
+EN_FR = WEIGHTS / "en-fr"
+
+
+def test_english_to_french_is_shipped_beside_it():
+    """weights/en-fr: an en→fr model the direction options find; its card is rendered from card.json, and both
+    directions together stay within the model issue's 60 MB."""
+    from core.checkpoint import model_for, shipped_models
+    from tests.core.test_limits import ship_weights
+
+    assert shipped_models() == {("fr", "en"): WEIGHTS, ("en", "fr"): EN_FR}
+    assert model_for(None, "en", "fr") == EN_FR and model_for(None, None, "fr") == EN_FR
+    card = json.loads((EN_FR / "card.json").read_text(encoding="utf-8"))
+    assert card["languages"] == ["en", "fr"]
+    assert ship_weights().render_card(card) == (EN_FR / "README.md").read_text(encoding="utf-8")
+    size = sum(p.stat().st_size for p in (WEIGHTS / "model.safetensors", EN_FR / "model.safetensors"))
+    assert size <= 60e6
+
+
+@pytest.mark.parametrize(
+    ("english", "accepted"),
+    [
+        ("I am a student.", {"Je suis étudiant.", "Je suis étudiante.", "Je suis un étudiant."}),
+        ("Where is the train station?", {"Où est la gare ?", "Où se trouve la gare ?"}),
+    ],
+)
+def test_english_to_french_translates_everyday_sentences(english, accepted):
+    from tt_cli.main import app
+
+    result = CliRunner().invoke(app, ["translate", "--from", "en", "--to", "fr", english])
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.strip() in accepted
+
+
+@pytest.mark.data
+def test_english_to_french_reproduces_its_cards_news_check(tmp_path):
+    """`tt eval --from en --to fr` on newstest2013's first lines gives the figure stored in its card."""
+    card = json.loads((EN_FR / "card.json").read_text(encoding="utf-8"))
+    check = card["test_sets"]["newstest2013"]["check"]
+    news = SHARED_DATA / "news/newstest2013"
+    src, ref = first_lines(news.with_suffix(".en"), news.with_suffix(".fr"), check["sentences"], tmp_path)
+    from tt_cli.main import app
+
+    result = CliRunner().invoke(
+        app, ["eval", "--from", "en", "--to", "fr", "--src", str(src), "--ref", str(ref), "--json"]
+    )
+    assert result.exit_code == 0, result.stderr
+    scores = json.loads(result.stdout.strip().splitlines()[-1])
+    assert scores["bleu"] == pytest.approx(check["bleu"], abs=0.3)
