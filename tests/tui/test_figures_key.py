@@ -30,7 +30,7 @@ def test_key_s_saves_the_map_shown_and_the_distribution_shown(tiny_loaded, tmp_p
         bars = svg_texts(distribution)
         shown = app.view.candidates(d.steps[-1], app.tokenizer)
         assert len(shown) == 12 and all(c.piece in bars for c in shown)
-        assert f"step {len(d.steps) - 1}: next-piece distribution (chose {d.steps[-1].piece})" in bars
+        assert f"step {len(d.steps)}: next-piece distribution (chose {d.steps[-1].piece})" in bars  # 1-based
 
     drive(tiny_loaded, script, svg_dir=tmp_path, figure_format="svg")
 
