@@ -275,6 +275,8 @@ def text_chunks(
     from core.text.pipeline import TextOptions, translate_chunks
 
     text = text or TextOptions()
+    if pair is not None:
+        text = replace(text, languages=tuple(pair))  # the output checks read the model's languages too
     notes: dict[int, str] = {}
 
     def cleaned(chunks: Iterable[list[str]]) -> Iterator[list[str]]:

@@ -79,6 +79,7 @@ class TextOptions:
     # a heading, a URL or a UI string, and writes "Merci !" as "Thank you." (core.text.checks).
     follow_stop: bool = True
     terms: tuple[tuple[str, str], ...] = ()  # glossary (French, English); forced even with protect off
+    languages: tuple[str, str] = ("fr", "en")  # the model's (source, target): what "the wrong language" means
     scheme: Scheme = DEFAULT_SCHEME
     # A sentence whose output lost a placeholder is translated again with each of these placeholder
     # sets in turn, while it still loses one; the output that lost fewest is kept.

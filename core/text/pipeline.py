@@ -242,7 +242,7 @@ def _checked(prepared: list[_Prepared], sentences: list[SentenceResult], options
                     None if s.lost else missing_numbers(p.source, s.text),  # a lost span is warned already
                     short_output(p.model_input, s.model_output),
                     unaligned_runs(p.model_input, links[i], p.placeholders) if i in links else None,
-                    wrong_language(p.source, s.text),
+                    wrong_language(p.source, s.text, options.languages),
                 )
                 if w
             ]
