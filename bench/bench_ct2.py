@@ -79,10 +79,11 @@ def decoding_spec(loaded) -> dict:
     return {"vocab": vocab, "eos_id": cfg.eos_id, "pad_id": cfg.pad_id, "bos_id": cfg.bos_id, "alpha": 0.6}
 
 
-def prove(loaded, translator, batches: list[list[list[int]]], limits_of: Callable) -> str:
+def prove(loaded, translator, spec: dict, batches: list[list[list[int]]], limits_of: Callable) -> str:
     """Teacher-forced log-probs within 1e-4 and identical greedy outputs, or exit."""
     model, cfg, tok = loaded.model, loaded.cfg, loaded.tokenizer
     worst, n = 0.0, 0
+    ct2_decode = ct2_worker.decoder(translator, spec)  # the worker's own decoding, on the proof's batches
     for batch in batches:
         hyps = search.greedy(model, search.pad_batch(batch, cfg.pad_id))
         targets = [h.tokens + [cfg.eos_id] for h in hyps]
@@ -96,7 +97,7 @@ def prove(loaded, translator, batches: list[list[list[int]]], limits_of: Callabl
                 raise SystemExit(f"score_batch scored {len(r.log_probs)} pieces, tt {len(ours)}")
             worst = max(worst, max(abs(a - b) for a, b in zip(ours, r.log_probs)))
         n += len(batch)
-        ct2_greedy = ct2_worker.decoder(translator, decoding_spec(loaded))("greedy", batch, limits_of(batch))
+        ct2_greedy = ct2_decode("greedy", batch, limits_of(batch))
         if ct2_greedy != [h.tokens for h in hyps]:
             raise SystemExit("greedy outputs differ between tt and CTranslate2 float32: the conversion is wrong")
     if worst > 1e-4:
@@ -206,11 +207,13 @@ def main() -> None:
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))  # length-sorted, as tt's batcher does
     for n in (1, 7, 30):  # the worker ranks beams with its own copy of tt's length penalty
         assert abs(ct2_worker.length_penalty(n, 0.6) - search.length_penalty(n, 0.6)) < 1e-12
+    spec = decoding_spec(loaded)
     checker = ctranslate2.Translator(str(tmp / "float32"), device="cpu", intra_threads=args.threads)
     print(
         prove(
             loaded,
             checker,
+            spec,
             [[ids[i] for i in order[s : s + 64]] for s in range(0, min(256, len(order)), 64)],
             limits_of,
         )
@@ -222,7 +225,7 @@ def main() -> None:
     fast = [] if args.fast == "none" else args.fast.split(",")
     names = ["tt fp32 unpacked", "tt fp32", *(f"tt {m}" for m in fast), "CT2 float32", "CT2 int8"]
     spec_file = tmp / "spec.json"
-    spec_file.write_text(json.dumps(decoding_spec(loaded)), encoding="utf-8")
+    spec_file.write_text(json.dumps(spec), encoding="utf-8")
     engines = Engines(names, model_dir, tmp, spec_file, args.threads)
     print(
         f"threads {args.threads}; load average {os.getloadavg()[0]:.2f}; {len(ids)} held-out sentences; "
