@@ -232,14 +232,12 @@ def translate_text_lines(
     a file fills whole batches), control characters become spaces (a warning says how many)."""
     from core.checkpoint import model_languages
     from core.decode.lines import chunks
-    from core.text.accents import accent_table
     from core.text.protect import unknown_characters
 
     batch = text_batch(loaded, options, coverage=coverage)
     unknown = unknown_characters(loaded.tokenizer)
     pair = model_languages(loaded.path)
-    # The accents put back are French words': a source in another language keeps its spelling.
-    accents = accent_table(loaded.tokenizer) if pair[0] == "fr" else None
+    accents = source_accents(loaded, pair)
     aligner, constrained = text_aligner(loaded), text_constrained(loaded, options)
     text = with_model_placeholders(loaded, text)
     return text_chunks(
@@ -252,6 +250,14 @@ def translate_text_lines(
         aligner=aligner,
         constrained=constrained,
     )
+
+
+def source_accents(loaded: LoadedModel, pair: tuple[str, str]) -> AccentTable | None:
+    """The table that gives a source typed without accents its accents back (core.text.accents), for a model
+    that reads French; None for another source language, whose spelling is kept."""
+    from core.text.accents import accent_table
+
+    return accent_table(loaded.tokenizer) if pair[0] == "fr" else None
 
 
 def text_chunks(

@@ -7,9 +7,8 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from core.api import text_aligner, text_constrained
+from core.api import source_accents, text_aligner, text_constrained
 from core.errors import TTError
-from core.text.accents import accent_table
 from core.text.language import Guess, identify, name
 from core.text.protect import unknown_characters
 from tt_cli.serve.announce import served_id
@@ -34,8 +33,8 @@ class Service:
         self._align_rule = None
         # The text pipeline's test for characters the model cannot write (it protects them).
         self.unknown = unknown_characters(translator.loaded.tokenizer)
-        # The words it gives back their accents in a sentence typed without any.
-        self.accents = accent_table(translator.loaded.tokenizer)
+        # The words it gives back their accents in a sentence typed without any (a French source only).
+        self.accents = source_accents(translator.loaded, (settings.source, settings.target))
         self.files = Files(settings.files_kept_s)  # /translate_file's answers, until downloaded
         # Word links for the text pipeline (markup projected, a dropped span put back), as tt translate has them.
         self.aligner = text_aligner(translator.loaded)
