@@ -13,7 +13,6 @@ from typing import Annotated, Any
 
 import typer
 
-from core.decode.method import method_of  # noqa: F401 - the commands read it from here
 from tt_cli.errors import fail
 
 # -- the model and where it runs ---------------------------------------------------------------------

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
+from core.decode.method import method_of
 from tt_cli.errors import EXIT_USAGE, fail
 from tt_cli.options import (
     AlphaOpt,
@@ -23,7 +24,6 @@ from tt_cli.options import (
     ModelOpt,
     ThreadsOpt,
     load_model_for,
-    method_of,
     model_of_direction,
     set_threads,
 )

@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from core.decode.method import method_of
 from tt_cli.errors import EXIT_USAGE, fail
 from tt_cli.options import (
     AlphaOpt,
@@ -17,7 +18,6 @@ from tt_cli.options import (
     QuantizeOpt,
     SourceOpt,
     TargetOpt,
-    method_of,
     model_of_direction,
     set_threads,
 )

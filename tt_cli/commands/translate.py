@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from core.decode.method import method_of
 from tt_cli.options import (
     AlphaOpt,
     AttributionChoice,
@@ -23,7 +24,6 @@ from tt_cli.options import (
     TargetOpt,
     ThreadsOpt,
     layer_head_indices,
-    method_of,
     model_of_direction,
     step_index,
 )
