@@ -59,7 +59,9 @@ def test_figure_format_reaches_the_real_command(tiny_model_dir, tmp_path):
         ["--model", str(tiny_model_dir), "--svg-dir", str(shots), "--figure-format", "pdf", SENTENCE], shots, tmp_path
     )
     try:
-        tt.screen_until(lambda s: "next piece" in s, "the first step")
+        # The panels are drawn ("next piece") before tt inspect has taken its first step, and S before a step
+        # saves nothing: wait for the step itself (the cell line names it; a toast may cover the panel's subtitle).
+        tt.screen_until(lambda s: "query step 1" in s, "the first step")
         tt.press("S")
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
