@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import re
 import shutil
@@ -116,25 +117,29 @@ def eval_json(model: Path, src: Path, ref: Path) -> dict:
 HANSARDS = SHARED / "hansards-align"
 
 
-def align_score(model: Path, *options: str) -> dict:
-    """AER, precision, recall (percent) of `tt align` on the Hansards trial set with these options."""
+def trial_files(model: Path) -> list[str]:
+    """The Hansards trial set as `tt align` options for this model's direction (the gold is French–English)."""
+    from core.checkpoint import model_languages
+
     D = HANSARDS
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tt_cli.main",
-            "align",
-            "--model",
-            str(model),
+    if model_languages(model) == ("en", "fr"):
+        return [
             "--src",
-            str(D / "trial.fr"),
-            "--tgt",
             str(D / "trial.en"),
+            "--tgt",
+            str(D / "trial.fr"),
             "--gold",
             str(D / "trial.wa"),
-            *options,
-        ],
+            "--gold-order",
+            "src-tgt",
+        ]
+    return ["--src", str(D / "trial.fr"), "--tgt", str(D / "trial.en"), "--gold", str(D / "trial.wa")]
+
+
+def align_score(model: Path, *options: str) -> dict:
+    """AER, precision, recall (percent) of `tt align` on the Hansards trial set with these options."""
+    out = subprocess.run(
+        [sys.executable, "-m", "tt_cli.main", "align", "--model", str(model), *trial_files(model), *options],
         check=True,
         capture_output=True,
         text=True,
@@ -152,46 +157,44 @@ def n_decoder_layers(model: Path) -> int:
     return load_model(model, device="cpu").cfg.n_decoder_layers
 
 
-def measure_alignment(model: Path, previous: dict, reverse: Path | None = None) -> dict:
-    """The card's Alignment section: find and store the rule, then score it beside the baselines
-    (and, given an English→French model with its own stored rule, the two directions intersected)."""
-    from core.align.links import load_rule
+def reverse_of(model: Path, given: Path | None) -> Path | None:
+    """The model of the other direction to combine links with: --reverse-model, else the shipped one."""
+    from core.checkpoint import model_languages, shipped_models
 
-    D = HANSARDS
-    tt(
-        "align",
-        "--model",
-        str(model),
-        "--find-heads",
-        "--src",
-        str(D / "trial.fr"),
-        "--tgt",
-        str(D / "trial.en"),
-        "--gold",
-        str(D / "trial.wa"),
-        "--save-to",  # explicit: without it the shipped model (weights/) is never written
-        str(model),
-    )
-    pairs = len((D / "trial.fr").read_text(encoding="utf-8").splitlines())
+    found = given or shipped_models().get(model_languages(model)[::-1])
+    return None if found is None else Path(os.path.relpath(found, ROOT))
+
+
+def store_alignment(model: Path, reverse: Path | None) -> None:
+    """Find and store the model's rule (and, with `reverse`, how both directions combine) in model/alignment.json."""
+    both = ["--reverse-model", str(reverse)] if reverse else []
+    # --save-to is explicit: without it the shipped model (weights/) is never written
+    tt("align", "--model", str(model), "--find-heads", *trial_files(model), *both, "--save-to", str(model))
+
+
+def measure_alignment(model: Path, previous: dict, reverse: Path | None = None) -> dict:
+    """The card's Alignment section: find and store the rule (and how the two directions combine, with the
+    model of the other direction), then score what `tt align` does beside the model alone and the baselines.
+    The other direction's own alignment.json is stored again too: its combination includes this model."""
+    from core.align.links import load_rule, read_alignment
+
+    reverse = reverse_of(model, reverse)
+    store_alignment(model, reverse)
+    if reverse is not None and read_alignment(reverse) is not None:
+        store_alignment(reverse, model)
+    stored = read_alignment(model)
+    pairs = len((HANSARDS / "trial.fr").read_text(encoding="utf-8").splitlines())
+    combined = stored.symmetrize if stored else None
     return {
         "rule": load_rule(model).describe(n_decoder_layers(model)),
         "pairs": pairs,
-        **align_score(model),
-        "earlier_aer": align_score(model, "--method", "plain")["aer"],
+        **align_score(model),  # what `tt align` does: both directions combined where alignment.json says so
+        "one_model": align_score(model, "--one-model"),
+        "earlier_aer": align_score(model, "--method", "plain", "--one-model")["aer"],
         "diagonal_aer": align_score(model, "--method", "diagonal")["aer"],
         # eflomal is measured by the recipe in docs/alignment.md (it needs the `align` extra).
         "eflomal_aer": previous.get("eflomal_aer"),
-        **(
-            {
-                "symmetrized": {
-                    "reverse_model": str(reverse),
-                    "method": "intersection",
-                    **align_score(model, "--reverse-model", str(reverse), "--symmetrize", "intersection"),
-                }
-            }
-            if reverse
-            else {}
-        ),
+        **({"symmetrized": {"reverse_model": str(reverse), "method": combined["method"]}} if combined else {}),
     }
 
 
@@ -317,14 +320,14 @@ train longer on in-domain data (`bash scripts/model_continue.sh`, or `--preset b
 
 
 def symmetrized(a: dict) -> str:
-    sym = a.get("symmetrized")
-    if not sym:
+    sym, alone = a.get("symmetrized"), a.get("one_model")
+    if not sym or not alone:
         return ""
     return (
-        f"With an English→French model fine-tuned from this one (`tt train --src-lang en --tgt-lang fr --init-from weights`, "
-        f"then with guided alignment on joined pairs: docs/alignment.md, *Length*) "
-        f"and the two directions' links intersected (`tt align --reverse-model DIR --symmetrize intersection`), "
-        f"**AER {sym['aer']:.1f}** (precision {sym['precision']:.1f}, recall {sym['recall']:.1f}). "
+        f"`tt align` combines these links with the other direction's model ({sym['reverse_model']}, its own "
+        f"rule) by {sym['method']}, which alignment.json stores because it scored lower there; the model alone "
+        f"(`tt align --one-model`) scores AER {alone['aer']:.1f} (precision {alone['precision']:.1f}, recall "
+        f"{alone['recall']:.1f}). "
     )
 
 
@@ -333,6 +336,13 @@ def render_alignment(card: dict) -> str:
     a = card.get("alignment")
     if not a:
         return ""
+    data = " ".join((card.get("fine_tune") or card).get("train_config", {}).get("data", []))
+    seen = (
+        "Its training data includes other Hansards debates (36th Parliament; pairs of held-out sets removed)."
+        if "hansard" in data
+        else "The model never saw Hansards text."
+    )
+    eflomal = "" if a.get("eflomal_aer") is None else f"; a statistical aligner (eflomal) scores {a['eflomal_aer']:.1f}"
     return f"""## Alignment
 
 `tt align` and `tt translate --json --align` read word links from this model's cross-attention with the rule
@@ -340,8 +350,7 @@ stored in `alignment.json` ({a["rule"]}), found by
 `tt align --find-heads` on the {a["pairs"]} gold-aligned English–French Hansards trial pairs of the HLT-NAACL 2003
 workshop. On those same {a["pairs"]} pairs (the only gold set on this machine; the rule was chosen on them, so the figure
 is optimistic) the alignment error rate is **AER {a["aer"]:.1f}** (precision {a["precision"]:.1f}, recall {a["recall"]:.1f}), against {a["earlier_aer"]:.1f} for the
-earlier rule (mean of the last layer's heads, argmax) and {a["diagonal_aer"]:.1f} for a diagonal line; a statistical aligner
-(eflomal) scores {a["eflomal_aer"]:.1f}. The model never saw Hansards text. {symmetrized(a)}Commands and the full comparison:
+earlier rule (mean of the last layer's heads, argmax) and {a["diagonal_aer"]:.1f} for a diagonal line{eflomal}. {seen} {symmetrized(a)}Commands and the full comparison:
 [docs/alignment.md](../docs/alignment.md).
 
 """
@@ -938,8 +947,7 @@ def main() -> None:  # noqa: C901 - a script's main: its steps in order
         head = tt_git("rev-parse", "--short", "HEAD")
         card["history"] = [history_entry(previous, head), *previous.get("history", [])]
     earlier_rule = previous.get("alignment") or (base_card.get("alignment") if fine_tune else None) or {}
-    if LANGS == ["fr", "en"]:  # the gold links (Hansards trial) are French–English
-        card["alignment"] = measure_alignment(args.out, earlier_rule, args.reverse_model)
+    card["alignment"] = measure_alignment(args.out, earlier_rule, args.reverse_model)
     (args.out / "card.json").write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     (args.out / "README.md").write_text(render_readme(args.out, card), encoding="utf-8")
     print(json.dumps({k: card[k] for k in ("selected", "test_sets")}, indent=1), file=sys.stderr)

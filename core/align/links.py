@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 import torch
 
-from core.align.aer import AlignmentScore, GoldPair, score_links, symmetrize
+from core.align.aer import SYMMETRIZATIONS, AlignmentScore, GoldPair, score_links, symmetrize
 from core.errors import CheckpointError, ConfigError, DataError
 from core.model.attention import layer_number
 
@@ -337,6 +337,10 @@ class StoredAlignment:
     rule: AlignRule
     ranking: list[dict]  # what the head finder measured: rule fields + aer, precision, recall
     found_on: dict  # the gold set it was measured on
+    # With the shipped model of the other direction: how the two directions' links combine, and what that
+    # scored on the same gold ({"method", "reverse": [source, target], "aer", "precision", "recall"});
+    # stored only where it scored a lower AER than the rule alone. None: the model aligns alone.
+    symmetrize: dict | None = None
 
 
 def read_alignment(model_dir: str | Path) -> StoredAlignment | None:
@@ -353,9 +357,12 @@ def read_alignment(model_dir: str | Path) -> StoredAlignment | None:
             raise ValueError("layer and head must be integers")
         if not all(isinstance(flag, bool) for flag in (rule.shift, rule.bidirectional, rule.full_context)):
             raise ValueError("shift, bidirectional and full_context must be true or false")
+        both = data.get("symmetrize")
+        if both is not None and (both.get("method") not in SYMMETRIZATIONS or len(both.get("reverse", ())) != 2):
+            raise ValueError(f"symmetrize needs a method ({', '.join(SYMMETRIZATIONS)}) and a reverse language pair")
     except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
         raise CheckpointError(f"{path}: not a valid alignment rule ({exc})") from None
-    return StoredAlignment(rule, list(data.get("ranking", [])), dict(data.get("found_on", {})))
+    return StoredAlignment(rule, list(data.get("ranking", [])), dict(data.get("found_on", {})), both)
 
 
 def load_rule(model_dir: str | Path | None) -> AlignRule:
@@ -364,17 +371,50 @@ def load_rule(model_dir: str | Path | None) -> AlignRule:
     return stored.rule if stored else DEFAULT_RULE
 
 
-def save_rule(model_dir: str | Path, ranking: list[tuple[AlignRule, AlignmentScore]], found_on: dict) -> Path:
-    """Store the best ranked rule (and the whole ranking, for views) as model_dir/alignment.json."""
+def save_rule(
+    model_dir: str | Path,
+    ranking: list[tuple[AlignRule, AlignmentScore]] | list[dict],
+    found_on: dict,
+    symmetrize: dict | None = None,
+) -> Path:
+    """Store the best ranked rule (and the whole ranking, for views) as model_dir/alignment.json, with how
+    the two directions combine where that was measured better (`symmetrize`)."""
     from core.files import atomic_write_bytes
 
-    rows = [{**asdict(r), **{k: round(v, 4) for k, v in asdict(s).items() if isinstance(v, float)}} for r, s in ranking]
-    data = {"format": RULE_FORMAT, "version": 1, "rule": asdict(ranking[0][0]), "found_on": found_on}
+    rows = [
+        row if isinstance(row, dict) else {**asdict(row[0]), **_rounded(row[1])}
+        for row in ranking  # (rule, score) as ranked, or the rows of a stored file kept as they are
+    ]
+    best = rows[0]
+    rule = {name: best[name] for name in asdict(DEFAULT_RULE)}
+    data = {"format": RULE_FORMAT, "version": 1, "rule": rule, "found_on": found_on}
+    if symmetrize is not None:
+        data["symmetrize"] = symmetrize
     # One line per ranked rule: the file stays short enough to read.
     text = json.dumps(data, indent=1)[:-2] + ',\n "ranking": [\n  ' + ",\n  ".join(map(json.dumps, rows)) + "\n ]\n}\n"
     path = Path(model_dir) / RULE_FILE
     atomic_write_bytes(path, text.encode("utf-8"))
     return path
+
+
+def _rounded(score: AlignmentScore) -> dict:
+    return {k: round(v, 4) for k, v in asdict(score).items() if isinstance(v, float)}
+
+
+def rank_symmetrizations(
+    forward: Sequence[PairAttention],
+    rule: AlignRule,
+    reverse: Sequence[PairAttention],
+    reverse_rule: AlignRule,
+    gold: Sequence[GoldPair],
+) -> list[tuple[str, AlignmentScore]]:
+    """Each way of combining the two directions' links (core.align.aer.SYMMETRIZATIONS), scored against
+    gold links, best (lowest AER, then higher recall) first."""
+    scored = []
+    for method in SYMMETRIZATIONS:
+        links = [{(i, j) for i, j, _ in pair} for pair in align(forward, rule, reverse, reverse_rule, method)]
+        scored.append((method, score_links(links, gold)))
+    return sorted(scored, key=lambda r: (r[1].aer, -r[1].recall))
 
 
 # --------------------------------------------------------------------------------------- a translation

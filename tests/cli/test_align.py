@@ -154,6 +154,38 @@ def test_reverse_model_symmetrizes(tt, files, tiny_model_dir, tiny_loaded):
         assert both.stdout.splitlines() != forward
 
 
+@pytest.mark.data
+def test_the_shipped_models_align_together_as_their_alignment_json_says(tmp_path):
+    """Both shipped directions: --find-heads with --reverse-model ranks the ways of combining them and stores
+    the best (lower AER than the rule alone); plain `tt align` then combines them, --one-model does not."""
+    from core.align.links import read_alignment
+    from core.checkpoint import shipped_models
+    from tests.conftest import SHARED_DATA
+
+    d = SHARED_DATA / "hansards-align"
+    reverse = shipped_models()[("en", "fr")]
+    trial = ["--src", str(d / "trial.fr"), "--tgt", str(d / "trial.en")]
+    found = runner.invoke(
+        app,
+        ["align", "--find-heads", *trial, "--gold", str(d / "trial.wa"), "--reverse-model", str(reverse)]
+        + ["--save-to", str(tmp_path)],
+    )
+    assert found.exit_code == 0, found.stderr
+    stored = read_alignment(tmp_path)
+    assert stored.symmetrize["reverse"] == ["en", "fr"] and stored.symmetrize["aer"] < stored.found_on["aer"]
+    assert f"\nwith {reverse} (" in found.stdout and "and both directions combined by" in found.stderr
+    shipped = read_alignment(shipped_models()[("fr", "en")]).symmetrize
+    assert shipped is not None and stored.symmetrize == shipped  # what the shipped alignment.json holds
+    text = trial
+    default = runner.invoke(app, ["align", *text])
+    alone = runner.invoke(app, ["align", *text, "--one-model"])
+    given = runner.invoke(app, ["align", *text, "--reverse-model", str(reverse), "--symmetrize", shipped["method"]])
+    assert default.exit_code == alone.exit_code == given.exit_code == 0
+    assert default.stdout == given.stdout != alone.stdout
+    grown = runner.invoke(app, ["align", *text, "--symmetrize", "union"])  # the stored reverse, another method
+    assert grown.exit_code == 0 and grown.stdout not in (default.stdout, alone.stdout)
+
+
 @pytest.mark.parametrize(
     ("setup", "args", "code", "message"),
     [
@@ -183,6 +215,18 @@ def test_reverse_model_symmetrizes(tt, files, tiny_model_dir, tiny_loaded):
             ["--find-heads", "--src", "{d}/a.fr", "--tgt", "{d}/a.en"],
             2,
             "tt: error: --find-heads needs --gold\n",
+        ),
+        (
+            lambda d: None,
+            ["--one-model", "--reverse-model", "{d}", "--src", "{d}/a.fr", "--tgt", "{d}/a.en"],
+            2,
+            "tt: error: --one-model aligns with the model alone; drop --reverse-model\n",
+        ),
+        (
+            lambda d: None,
+            ["--find-heads", "--one-model", "--gold", "{d}/a.wa", "--src", "{d}/a.fr", "--tgt", "{d}/a.en"],
+            2,
+            "tt: error: --find-heads ranks the rules itself; it takes no --method, --symmetrize, --one-model or --json\n",
         ),
         (
             lambda d: None,

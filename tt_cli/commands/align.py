@@ -121,12 +121,21 @@ def align(
     reverse_model: Annotated[
         Optional[Path],
         typer.Option(
-            "--reverse-model", help="A target→source model (English→French); both directions are symmetrized."
+            "--reverse-model",
+            help="A target→source model (English→French); both directions are symmetrized. Default: the shipped "
+            "model of the other direction where the model's alignment.json says combining them scored better.",
         ),
     ] = None,
+    one_model: Annotated[
+        bool,
+        typer.Option("--one-model", help="Align with the model alone, even where its alignment.json combines two."),
+    ] = False,
     symmetrize: Annotated[
-        Symmetrization, typer.Option(help="How to combine the two directions with --reverse-model.")
-    ] = Symmetrization.grow_diag_final,
+        Optional[Symmetrization],
+        typer.Option(
+            help="How to combine the two directions: default the one stored in alignment.json, else grow-diag-final."
+        ),
+    ] = None,
     gold: Annotated[
         Optional[Path],
         typer.Option(
@@ -143,7 +152,9 @@ def align(
         bool,
         typer.Option(
             "--find-heads",
-            help="Rank every layer/head/rule by AER on --gold, print the ranking, store the best with the model.",
+            help="Rank every layer/head/rule by AER on --gold, print the ranking, store the best with the model; "
+            "with --reverse-model, also rank the ways of combining both directions and store the best if it "
+            "scores a lower AER than the rule alone.",
         ),
     ] = False,
     save: Annotated[
@@ -179,17 +190,10 @@ def align(
         raise fail(
             "nothing to align: give --src FILE --tgt FILE, or pipe 'source<TAB>target' lines on stdin", EXIT_USAGE
         )
-    if save_to is not None and not find_heads:
-        raise fail("--save-to stores what --find-heads finds: give --find-heads --gold FILE", EXIT_USAGE)
-    if find_heads and gold is None:
-        raise fail("--find-heads needs --gold", EXIT_USAGE)
-    if find_heads and (reverse_model or method != Method.auto or json_out):
-        raise fail("--find-heads ranks one model's rules; it takes no --reverse-model, --method or --json", EXIT_USAGE)
-    if method == Method.diagonal and reverse_model is not None:
-        raise fail("--method diagonal uses no model; --reverse-model does not apply", EXIT_USAGE)
+    _check_usage(find_heads, gold, save_to, method, json_out, symmetrize, one_model, reverse_model)
 
     from core.align import aer
-    from core.align.links import RULE_FILE, load_rule
+    from core.align.links import DEFAULT_RULE, RULE_FILE, read_alignment
     from core.files import check_output
     from core.model.attention import head_index, layer_index
 
@@ -204,21 +208,51 @@ def align(
         words = [(s.split(), t.split()) for s, t in pairs]
     else:
         loaded = load_model_for(model, device)
+        reverse = None if reverse_model is None else load_model_for(reverse_model, device)
         if find_heads:
             return _find_heads(
-                loaded, pairs, names, gold_pairs, gold, save=save, save_to=save_to, batch_size=batch_size
+                loaded, reverse, pairs, names, gold_pairs, gold, save=save, save_to=save_to, batch_size=batch_size
             )
         cfg = loaded.cfg
         layer = None if layer is None else layer_index(layer, cfg.n_decoder_layers, "--layer")
         head = None if head is None else head_index(head, cfg.h, "--head")
-        rule = _rule(load_rule(loaded.path), method, layer, head, threshold, both_ways)
+        stored = read_alignment(loaded.path)
+        rule = _rule(stored.rule if stored else DEFAULT_RULE, method, layer, head, threshold, both_ways)
         rule = rule.check(cfg.n_decoder_layers, cfg.h)
-        reverse = None if reverse_model is None else load_model_for(reverse_model, device)
-        results, words = _links(loaded, rule, reverse, pairs, names, symmetrize.value, batch_size)
+        combine = (stored.symmetrize if stored else None) or {}
+        as_stored = method == Method.auto and layer is None and head is None and threshold is None and both_ways is None
+        if reverse is None and combine and not one_model and as_stored:
+            reverse = _shipped_reverse(combine, device)
+        how = symmetrize.value if symmetrize else combine.get("method", Symmetrization.grow_diag_final.value)
+        results, words = _links(loaded, rule, reverse, pairs, names, how, batch_size)
     (_write_json if json_out else _write_pharaoh)(results, words)
     if gold_pairs is not None:
         score = aer.score_links([{(i, j) for i, j, _ in links} for links in results], gold_pairs)
         print(f"tt: {score.summary()}", file=sys.stderr)
+
+
+def _check_usage(find_heads, gold, save_to, method, json_out, symmetrize, one_model, reverse_model) -> None:
+    """Options that do not go together: one line each, exit 2."""
+    if save_to is not None and not find_heads:
+        raise fail("--save-to stores what --find-heads finds: give --find-heads --gold FILE", EXIT_USAGE)
+    if find_heads and gold is None:
+        raise fail("--find-heads needs --gold", EXIT_USAGE)
+    if find_heads and (method != Method.auto or json_out or symmetrize or one_model):
+        raise fail(
+            "--find-heads ranks the rules itself; it takes no --method, --symmetrize, --one-model or --json", EXIT_USAGE
+        )
+    if method == Method.diagonal and reverse_model is not None:
+        raise fail("--method diagonal uses no model; --reverse-model does not apply", EXIT_USAGE)
+    if one_model and reverse_model is not None:
+        raise fail("--one-model aligns with the model alone; drop --reverse-model", EXIT_USAGE)
+
+
+def _shipped_reverse(combine: dict, device: str):
+    """The shipped model of the direction alignment.json combines with, or None where it is not installed."""
+    from core.checkpoint import shipped_models
+
+    path = shipped_models().get(tuple(combine["reverse"]))
+    return None if path is None else load_model_for(path, device)
 
 
 def _links(loaded, rule, reverse, pairs, names, symmetrize: str, batch_size: int):
@@ -243,10 +277,11 @@ def _links(loaded, rule, reverse, pairs, names, symmetrize: str, batch_size: int
 
 
 def _find_heads(
-    loaded, pairs, names, gold_pairs, gold: Path, *, save: bool, save_to: Path | None, batch_size: int
+    loaded, reverse, pairs, names, gold_pairs, gold: Path, *, save: bool, save_to: Path | None, batch_size: int
 ) -> None:
-    """Rank every rule by AER against the gold links; with `save`, store the best beside the model (an
-    installed model only when `save_to` names it), or in `save_to`."""
+    """Rank every rule by AER against the gold links (and, with a `reverse` model, every way of combining
+    both directions); with `save`, store the best beside the model (an installed model only when `save_to`
+    names it), or in `save_to`."""
     from core.align.links import pair_attention, rank_rules, save_rule
     from core.checkpoint import is_installed_model
 
@@ -255,15 +290,44 @@ def _find_heads(
     ranking = rank_rules(attentions, gold_pairs)
     n_layers = loaded.cfg.n_decoder_layers
     for rank, (rule, score) in enumerate(ranking, start=1):
-        print(
-            f"{rank:3d}  {rule.describe(n_layers):52s}  AER {100 * score.aer:5.1f}  precision {100 * score.precision:5.1f}  recall {100 * score.recall:5.1f}"
-        )
+        print(f"{rank:3d}  {rule.describe(n_layers):52s}  {_score_columns(score)}")
+    combine = None if reverse is None else _rank_combinations(reverse, attentions, ranking, pairs, names, gold_pairs)
     if save_to is None and save and is_installed_model(loaded.path):
         print(f"tt: not stored: {loaded.path} is an installed model; --save-to DIR stores it", file=sys.stderr)
     elif save_to is not None or save:
         about = {"gold": f"{gold.parent.name}/{gold.name}", "pairs": len(pairs), "aer": round(ranking[0][1].aer, 4)}
-        path = save_rule(save_to or loaded.path, ranking, about)
+        path = save_rule(save_to or loaded.path, ranking, about, combine)
         print(f"tt: stored the best rule ({ranking[0][0].describe(n_layers)}) in {path}", file=sys.stderr)
+        if combine:
+            print(
+                f"tt: and both directions combined by {combine['method']} (AER {100 * combine['aer']:.1f})",
+                file=sys.stderr,
+            )
+
+
+def _score_columns(score) -> str:
+    return f"AER {100 * score.aer:5.1f}  precision {100 * score.precision:5.1f}  recall {100 * score.recall:5.1f}"
+
+
+def _rank_combinations(reverse, attentions, ranking, pairs, names, gold_pairs) -> dict | None:
+    """Print every way of combining the best rule's links with the reverse model's (its stored rule); the best,
+    as alignment.json stores it, when it scores a lower AER than the rule alone, else None."""
+    from core.align.links import load_rule, pair_attention, rank_symmetrizations
+    from core.checkpoint import model_languages
+
+    back_rule = load_rule(reverse.path).check(reverse.cfg.n_decoder_layers, reverse.cfg.h)
+    back = pair_attention(reverse, [(t, s) for s, t in pairs], names=names[::-1], full_context=back_rule.full_context)
+    rule, alone = ranking[0]
+    ranked = rank_symmetrizations(attentions, rule, back, back_rule, gold_pairs)
+    print(f"\nwith {reverse.path} ({back_rule.describe(reverse.cfg.n_decoder_layers)}):")
+    for method, score in ranked:
+        print(f"     {method:52s}  {_score_columns(score)}")
+    method, best = ranked[0]
+    if best.aer >= alone.aer:
+        print(f"tt: combining does not beat the rule alone (AER {100 * alone.aer:.1f}); not stored", file=sys.stderr)
+        return None
+    scores = {k: round(getattr(best, k), 4) for k in ("aer", "precision", "recall")}
+    return {"method": method, "reverse": list(model_languages(reverse.path)), **scores}
 
 
 def _write_pharaoh(results, words) -> None:

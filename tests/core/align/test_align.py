@@ -361,26 +361,53 @@ def test_bad_alignment_json_is_a_checkpoint_error(tmp_path):
     assert load_rule(tmp_path) == AlignRule(1, 2, full_context=True)
 
 
+def test_a_stored_combination_of_both_directions_round_trips_and_a_bad_one_is_refused(tmp_path):
+    rule, score = AlignRule(1, 2), score_links([{(0, 0)}], [gold({(0, 0)})])
+    both = {"method": "intersection", "reverse": ["en", "fr"], "aer": 0.16, "precision": 0.92, "recall": 0.74}
+    save_rule(tmp_path, [(rule, score)], {"gold": "test"}, both)
+    stored = read_alignment(tmp_path)
+    assert stored.rule == rule and stored.symmetrize == both
+    # Rows of a stored file are kept as they are (tt align --find-heads --save-to rewrites a file so).
+    save_rule(tmp_path, stored.ranking, stored.found_on)
+    assert read_alignment(tmp_path).rule == rule and read_alignment(tmp_path).symmetrize is None
+    for bad in ({"method": "most", "reverse": ["en", "fr"]}, {"method": "union"}):
+        save_rule(tmp_path, [(rule, score)], {"gold": "test"}, bad)
+        with pytest.raises(CheckpointError, match="symmetrize needs a method"):
+            read_alignment(tmp_path)
+
+
 @pytest.mark.data
 def test_shipped_rule_scores_on_the_trial_set():
     """The figures the model card (weights/card.json, weights/README.md) reports for the shipped model's
-    stored rule and the earlier rule, re-measured on the trial set (37 pairs)."""
+    stored rule alone, the earlier rule, and both shipped directions combined as alignment.json says,
+    re-measured on the trial set (37 pairs)."""
     import json
 
-    from core.checkpoint import load_model
+    from core.checkpoint import load_model, shipped_models
 
     d = SHARED_DATA / "hansards-align"
     fr, en = (p.read_text(encoding="utf-8").splitlines() for p in (d / "trial.fr", d / "trial.en"))
     loaded = load_model()
     atts = pair_attention(loaded, list(zip(fr, en)))
     golds = read_gold(d / "trial.wa", [(len(a.source_words), len(a.target_words)) for a in atts])
-    default = score_links([{(i, j) for i, j, _ in links} for links in align(atts)], golds)
-    stored = score_links([{(i, j) for i, j, _ in links} for links in align(atts, load_rule(loaded.path))], golds)
+
+    def scored(links):
+        return score_links([{(i, j) for i, j, _ in pair} for pair in links], golds)
+
+    default = scored(align(atts))
+    stored = scored(align(atts, load_rule(loaded.path)))
     card = json.loads((loaded.path / "card.json").read_text(encoding="utf-8"))["alignment"]
     assert 100 * default.aer == pytest.approx(card["earlier_aer"], abs=0.06)
-    assert 100 * stored.aer == pytest.approx(card["aer"], abs=0.06)
-    assert 100 * stored.precision == pytest.approx(card["precision"], abs=0.06)
+    assert 100 * stored.aer == pytest.approx(card["one_model"]["aer"], abs=0.06)
+    assert 100 * stored.precision == pytest.approx(card["one_model"]["precision"], abs=0.06)
     assert stored.aer <= default.aer
+    # What `tt align` does by default: the two shipped directions' links combined as alignment.json stores.
+    combine = read_alignment(loaded.path).symmetrize
+    reverse = load_model(shipped_models()[tuple(combine["reverse"])])
+    back = pair_attention(reverse, list(zip(en, fr)))
+    both = scored(align(atts, load_rule(loaded.path), back, load_rule(reverse.path), combine["method"]))
+    assert 100 * both.aer == pytest.approx(card["aer"], abs=0.06) == pytest.approx(100 * combine["aer"], abs=0.06)
+    assert both.aer < stored.aer  # stored only because it is lower
 
 
 # --------------------------------------------------------------------------------------- guided alignment
