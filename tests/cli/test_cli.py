@@ -77,3 +77,27 @@ def test_inspect_and_serve_take_the_direction(command, option, named):
     result = runner.invoke(app, [*command, option, "de"])
     assert result.exit_code == 1 and f"no {named} model is shipped" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["align"],
+        ["analyze", "ref", "I am a student.", "Je suis étudiant."],
+        ["analyze", "heads", "I am a student.", "Je suis étudiant."],
+    ],
+)
+def test_align_and_analyze_read_the_model_of_the_direction(command):
+    """--from/--to pick the shipped model of that direction: the output equals --model weights/en-fr's and
+    differs from the default fr→en model's."""
+    from core.checkpoint import shipped_models
+
+    pair = "I am a student .\tJe suis étudiant .\n" if command == ["align"] else None
+    en_fr = str(shipped_models()[("en", "fr")])
+    by_direction = runner.invoke(app, [*command, "--from", "en", "--json"], input=pair)
+    by_model = runner.invoke(app, [*command, "--model", en_fr, "--json"], input=pair)
+    default = runner.invoke(app, [*command, "--json"], input=pair)
+    assert by_direction.exit_code == by_model.exit_code == default.exit_code == 0, by_direction.stderr
+    assert by_direction.stdout == by_model.stdout != default.stdout
+    wrong = runner.invoke(app, [*command, "--from", "de"], input=pair)
+    assert wrong.exit_code == 1 and "no de→? model is shipped" in wrong.stderr

@@ -10,7 +10,17 @@ from typing import Annotated, Optional
 import typer
 
 from tt_cli.errors import EXIT_USAGE, fail
-from tt_cli.options import BatchOpt, DeviceOpt, ModelOpt, ThreadsOpt, load_model_for, set_threads
+from tt_cli.options import (
+    BatchOpt,
+    DeviceOpt,
+    ModelOpt,
+    SourceOpt,
+    TargetOpt,
+    ThreadsOpt,
+    load_model_for,
+    model_of_direction,
+    set_threads,
+)
 from tt_cli.output import json_line
 
 
@@ -86,11 +96,15 @@ def _rule(stored, method: Method, layer: int | None, head: int | None, threshold
 
 
 def align(
-    src: Annotated[Optional[Path], typer.Option("--src", help="Source (French) sentences, one per line.")] = None,
+    src: Annotated[
+        Optional[Path], typer.Option("--src", help="Source sentences (French for fr→en), one per line.")
+    ] = None,
     tgt: Annotated[
-        Optional[Path], typer.Option("--tgt", help="Target (English) sentences, line-aligned with --src.")
+        Optional[Path], typer.Option("--tgt", help="Target sentences (English for fr→en), line-aligned with --src.")
     ] = None,
     model: ModelOpt = None,
+    source: SourceOpt = None,
+    target: TargetOpt = None,
     method: Annotated[
         Method,
         typer.Option(
@@ -207,7 +221,7 @@ def align(
         results = [[(i, j, 1.0) for i, j in sorted(aer.diagonal_links(n_s, n_t))] for n_s, n_t in lengths]
         words = [(s.split(), t.split()) for s, t in pairs]
     else:
-        loaded = load_model_for(model, device)
+        loaded = load_model_for(model_of_direction(model, source, target), device)
         reverse = None if reverse_model is None else load_model_for(reverse_model, device)
         if find_heads:
             return _find_heads(

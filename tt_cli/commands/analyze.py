@@ -15,7 +15,15 @@ from typing import Annotated
 import typer
 
 from tt_cli.errors import EXIT_USAGE, fail, guard
-from tt_cli.options import AttributionChoice, DeviceOpt, ModelOpt, layer_head_indices
+from tt_cli.options import (
+    AttributionChoice,
+    DeviceOpt,
+    ModelOpt,
+    SourceOpt,
+    TargetOpt,
+    layer_head_indices,
+    model_of_direction,
+)
 from tt_cli.usage import Typer
 
 app = Typer(
@@ -28,8 +36,8 @@ app = Typer(
 
 ThreadsOpt = Annotated[int, typer.Option(help="CPU threads for torch (0 = torch's default).", min=0)]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout instead of tables.")]
-SrcOpt = Annotated[Path | None, typer.Option("--src", help="French sentences, one per line.")]
-RefOpt = Annotated[Path | None, typer.Option("--ref", help="Reference English translations, aligned with --src.")]
+SrcOpt = Annotated[Path | None, typer.Option("--src", help="Source sentences (French for fr→en), one per line.")]
+RefOpt = Annotated[Path | None, typer.Option("--ref", help="Reference translations, aligned with --src.")]
 LimitOpt = Annotated[int, typer.Option(help="Use the first N pairs of the files (0 = all).", min=0)]
 
 
@@ -83,6 +91,8 @@ def ref(
     limit: LimitOpt = 0,
     top: Annotated[int, typer.Option(help="How many pieces/swaps to list.", min=1)] = 10,
     model: ModelOpt = None,
+    source: SourceOpt = None,
+    target: TargetOpt = None,
     device: DeviceOpt = "cpu",
     threads: ThreadsOpt = 0,
     json_out: JsonOpt = False,
@@ -95,7 +105,7 @@ def ref(
     from core.analysis.reference import compare_pairs, summarize
 
     pairs = _pairs(src, ref_file, texts, limit)
-    loaded = _setup(model, device, threads)
+    loaded = _setup(model_of_direction(model, source, target), device, threads)
     comparisons = compare_pairs(loaded, pairs)
     summary = summarize(comparisons, top)
     if json_out:
@@ -173,6 +183,8 @@ def heads(
     ] = 0,
     sinks: Annotated[bool, typer.Option("--sinks", help="Only the attention-sink diagnostics (no ablation).")] = False,
     model: ModelOpt = None,
+    source: SourceOpt = None,
+    target: TargetOpt = None,
     device: DeviceOpt = "cpu",
     threads: ThreadsOpt = 0,
     json_out: JsonOpt = False,
@@ -188,7 +200,7 @@ def heads(
     if not prune and (prune_order != PruneOrder.once or prune_max):
         raise fail("--prune-order and --prune-max shape the --prune curve: add --prune", EXIT_USAGE)
     pairs = _pairs(src, ref_file, texts, limit)
-    loaded = _setup(model, device, threads)
+    loaded = _setup(model_of_direction(model, source, target), device, threads)
     found = head_sinks(loaded, pairs)
     if sinks:
         if json_out:
@@ -314,6 +326,8 @@ def lens(
     limit: LimitOpt = 0,
     top_k: Annotated[int, typer.Option(help="Pieces listed per layer and step.", min=1, max=50)] = 5,
     model: ModelOpt = None,
+    source: SourceOpt = None,
+    target: TargetOpt = None,
     device: DeviceOpt = "cpu",
     threads: ThreadsOpt = 0,
     json_out: JsonOpt = False,
@@ -327,7 +341,7 @@ def lens(
         from core.analysis.lens import layer_agreement
 
         pairs = _pairs(src, ref_file, None, limit)
-        found = layer_agreement(_setup(model, device, threads), pairs)
+        found = layer_agreement(_setup(model_of_direction(model, source, target), device, threads), pairs)
         if json_out:
             _print_json(
                 {
@@ -347,7 +361,7 @@ def lens(
     from core.analysis.lens import logit_lens
     from core.decode.translate import TranslateOptions, translate_lines
 
-    loaded = _setup(model, device, threads)
+    loaded = _setup(model_of_direction(model, source, target), device, threads)
     t = next(translate_lines(loaded, [text], TranslateOptions(method="greedy")))
     out_ids = t.token_ids + [loaded.cfg.eos_id]
     steps = logit_lens(loaded, t.source_tokens, out_ids, top_k=top_k)
@@ -407,6 +421,8 @@ def attribute(
         typer.Option(help="Decoder layer whose cross-attention (mean over heads) is compared, from 1 (-1 = the last)."),
     ] = -1,
     model: ModelOpt = None,
+    source: SourceOpt = None,
+    target: TargetOpt = None,
     device: DeviceOpt = "cpu",
     threads: ThreadsOpt = 0,
     json_out: JsonOpt = False,
@@ -428,7 +444,7 @@ def attribute(
         with open_input(src) as f:
             lines = [line for line in read_lines(f, str(src)) if line.strip()]
         texts = lines[:limit] if limit else lines
-    loaded = _setup(model, device, threads)
+    loaded = _setup(model_of_direction(model, source, target), device, threads)
     results, agree, total = [], 0, 0
     for t in translate_lines(loaded, texts, TranslateOptions(method="greedy", with_attention=True)):
         if not t.steps:
@@ -504,6 +520,8 @@ def claims(
         ),
     ] = None,
     model: ModelOpt = None,
+    source: SourceOpt = None,
+    target: TargetOpt = None,
     device: DeviceOpt = "cpu",
     threads: ThreadsOpt = 0,
     json_out: JsonOpt = False,
@@ -518,7 +536,7 @@ def claims(
 
     trained = controlled_claims(runs) if runs is not None else []  # a bad directory fails before the model loads
     pairs = _pairs(src, ref_file, None, limit) if src is not None or ref_file is not None else []
-    loaded = _setup(model, device, threads)
+    loaded = _setup(model_of_direction(model, source, target), device, threads)
     if not pairs:
         print("tt: quality by length and beam vs greedy need a held-out set: give --src and --ref", file=sys.stderr)
     found = all_claims(loaded, pairs, set_name=src.name if src is not None else "held-out", timing=timing) + trained
