@@ -228,7 +228,7 @@ def training(loaded, text: str) -> Lines:
 @torch.inference_mode()
 def beam(loaded, text: str, size: int = 4, alpha: float = 0.6) -> Lines:
     """Beam search's finished hypotheses with their log p, length penalty and score; greedy beside them."""
-    from core.decode.search import beam_search, length_penalty
+    from core.decode.beam import beam_search, length_penalty
 
     walk = source_walk(loaded, text)
     hyps = beam_search(loaded.model, torch.tensor([walk.ids]), beam_size=size, alpha=alpha, n_best=size)[0]
