@@ -55,7 +55,7 @@ import ct2_worker  # noqa: E402
 from ct2_convert import convert  # noqa: E402
 
 from core.checkpoint import load_model  # noqa: E402
-from core.decode import search  # noqa: E402
+from core.decode import beam, search  # noqa: E402
 
 SHARED = Path(os.environ.get("TT_SHARED_DATA", "/work/shared/data"))
 
@@ -206,7 +206,7 @@ def main() -> None:
         convert(loaded, tmp / q, None if q == "float32" else q)
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))  # length-sorted, as tt's batcher does
     for n in (1, 7, 30):  # the worker ranks beams with its own copy of tt's length penalty
-        assert abs(ct2_worker.length_penalty(n, 0.6) - search.length_penalty(n, 0.6)) < 1e-12
+        assert abs(ct2_worker.length_penalty(n, 0.6) - beam.length_penalty(n, 0.6)) < 1e-12
     spec = decoding_spec(loaded)
     checker = ctranslate2.Translator(str(tmp / "float32"), device="cpu", intra_threads=args.threads)
     print(

@@ -29,7 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 if "--code" in sys.argv:
     sys.path.insert(0, sys.argv[sys.argv.index("--code") + 1])
 
-from core.decode.search import beam_search, greedy, pad_batch, sample  # noqa: E402
+from core.decode.beam import beam_search  # noqa: E402
+from core.decode.search import greedy, pad_batch, sample  # noqa: E402
 from core.model.config import preset  # noqa: E402
 from core.model.transformer import Transformer  # noqa: E402
 

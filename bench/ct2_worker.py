@@ -16,7 +16,7 @@ from engine_proc import refuse_if_loaded, serve  # noqa: E402
 
 
 def length_penalty(length: int, alpha: float) -> float:
-    """GNMT's ((5 + |Y|) / 6)^α, tt's beam ranking (core.decode.search.length_penalty; bench_ct2 checks they agree)."""
+    """GNMT's ((5 + |Y|) / 6)^α, tt's beam ranking (core.decode.beam.length_penalty; bench_ct2 checks they agree)."""
     return ((5 + length) / 6) ** alpha
 
 

@@ -21,7 +21,7 @@ def main() -> None:
     import torch
 
     from core.checkpoint import load_model
-    from core.decode import search
+    from core.decode import beam, search
     from core.model.fast import fast_model, packed_model
 
     torch.set_num_threads(int(threads))
@@ -37,7 +37,7 @@ def main() -> None:
         src = search.pad_batch(batch, model.cfg.pad_id)  # (B, S)
         if method == "greedy":
             return [h.tokens for h in search.greedy(model, src)]
-        return [hyps[0].tokens for hyps in search.beam_search(model, src, beam_size=4, alpha=0.6)]
+        return [hyps[0].tokens for hyps in beam.beam_search(model, src, beam_size=4, alpha=0.6)]
 
     refuse_if_loaded("tt_worker", "ctranslate2")
     serve(run)

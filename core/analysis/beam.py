@@ -11,7 +11,8 @@ from typing import Literal
 
 import torch
 
-from core.decode.search import EXTRA_LEN, FINISHED, KEPT, StepCandidates, beam_search
+from core.decode.beam import FINISHED, KEPT, StepCandidates, beam_search
+from core.decode.search import EXTRA_LEN
 from core.model.transformer import Transformer
 
 Fate = Literal["kept", "pruned", "finished"]

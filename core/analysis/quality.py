@@ -12,7 +12,8 @@ from core.analysis.verdict import DEPENDS, FAILS, HOLDS, Claim
 @torch.inference_mode()
 def translate_all(loaded, sources: Sequence[str], *, beam: int, batch_size: int = 32) -> list[str]:
     """Translations of `sources`: greedy (beam = 1) or beam search with the paper's α = 0.6."""
-    from core.decode.search import beam_search, greedy, pad_batch
+    from core.decode.beam import beam_search
+    from core.decode.search import greedy, pad_batch
     from core.decode.source import prepare_source
 
     model, tok, cfg = loaded.model, loaded.tokenizer, loaded.cfg

@@ -1,11 +1,12 @@
-"""Each lesson step's numbers on the live model, read from core.analysis (never typed in).
+"""Each lesson step's numbers on the live model, read from core.analysis (never typed in), and the attention
+tables some steps draw.
 
-`live_numbers(step, loaded)` → (label, value) lines for `render_plain` and the TUI's step header.
+Each function takes the loaded model and the step's sentences and gives (label, value) lines, or a `Matrix`;
+a step names its own (`core.learn.lesson.Step.live`, `.matrix`) and `core.learn.lesson.live_numbers` runs it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -22,11 +23,11 @@ from core.analysis.internals import (
     source_walk,
     unscaled_weights,
 )
-from core.learn import live_topics
-from core.learn.steps import CONTEXT_WORD, Step
 from core.model.attention import Head
 
 Lines = list[tuple[str, str]]
+# The word of the contextual step's three sentences (core.learn.steps.CONTEXT_SENTENCES).
+CONTEXT_WORD = "temps"
 
 
 def _f(values, places: int = 3) -> str:
@@ -58,10 +59,9 @@ def alignment(loaded, text: str) -> Lines:
     return lines
 
 
-def contextual(loaded, text: str) -> Lines:
+def contextual(loaded, first: str, same: str, other: str) -> Lines:
     """The cosine of CONTEXT_WORD's vectors, layer by layer: the first sentence against the second (the same
     sense: the control) and against the third (the other sense)."""
-    first, same, other = (s.strip() for s in text.split("|"))
     control = contextual_similarity(loaded, CONTEXT_WORD, first, same)
     shifted = contextual_similarity(loaded, CONTEXT_WORD, first, other)
     return [(f"cosine of '{CONTEXT_WORD}' to sentence 1", "sentence 2 (same sense) · sentence 3 (other sense)")] + [
@@ -216,10 +216,9 @@ def output(loaded, text: str) -> Lines:
     return [(loaded.tokenizer.pieces([int(i)])[0], f"{float(p):.3f}") for p, i in zip(top.values, top.indices)]
 
 
-def training(loaded, text: str) -> Lines:
+def training(loaded, src: str, ref: str) -> Lines:
     from core.analysis.reference import compare_pairs
 
-    src, ref = (s.strip() for s in text.split("|"))
     c = compare_pairs(loaded, [(src, ref)])[0]
     lines = [(s.ref_piece, f"p = {s.ref_prob:.3f}, rank {s.ref_rank}") for s in c.steps[:8]]
     return lines + [("log p(reference)", f"{c.ref_logprob:.2f}")]
@@ -228,7 +227,7 @@ def training(loaded, text: str) -> Lines:
 @torch.inference_mode()
 def beam(loaded, text: str, size: int = 4, alpha: float = 0.6) -> Lines:
     """Beam search's finished hypotheses with their log p, length penalty and score; greedy beside them."""
-    from core.decode.search import beam_search, length_penalty
+    from core.decode.beam import beam_search, length_penalty
 
     walk = source_walk(loaded, text)
     hyps = beam_search(loaded.model, torch.tensor([walk.ids]), beam_size=size, alpha=alpha, n_best=size)[0]
@@ -242,39 +241,6 @@ def beam(loaded, text: str, size: int = 4, alpha: float = 0.6) -> Lines:
             )
         )
     return lines
-
-
-LIVE: dict[str, Callable[[object, str], Lines]] = {
-    "pieces": live_topics.pieces,
-    "alignment": alignment,
-    "contextual": contextual,
-    "the_cat_sat": the_cat_sat,
-    "attention_table": attention_table,
-    "coreference": coreference,
-    "scaling": scaling,
-    "multi_head": multi_head,
-    "cost": live_topics.cost,
-    "positions": positions,
-    "embed_position": embed_and_position,
-    "add_norm": add_norm,
-    "residual_norm": live_topics.residual_norm,
-    "encoder_stack": encoder_stack,
-    "dropout": live_topics.dropout,
-    "masks": masks,
-    "cross_attention": cross_attention,
-    "whole": live_topics.whole,
-    "output": output,
-    "generation": live_topics.generation,
-    "training": training,
-    "optimizer": live_topics.optimizer,
-    "beam": beam,
-    "bleu": live_topics.bleu,
-}
-
-
-def live_numbers(step: Step, loaded, sentence: str | None = None) -> Lines:
-    """The step's numbers on `loaded`, on the step's sentence or on `sentence`."""
-    return LIVE[step.key](loaded, sentence or step.sentence)
 
 
 # ------------------------------------------------------------------------ the matrix a step draws
@@ -314,7 +280,7 @@ def _cross_matrix(loaded, text: str, *, mean: bool) -> Matrix:
     )
 
 
-def _encoder_matrix(loaded, text: str) -> Matrix:
+def encoder_matrix(loaded, text: str) -> Matrix:
     walk = source_walk(loaded, text)
     w = walk.layers[0].attention.weights[0].mean(0)  # (S, S) heads averaged
     return Matrix(
@@ -322,7 +288,7 @@ def _encoder_matrix(loaded, text: str) -> Matrix:
     )
 
 
-def _coreference_matrix(loaded, text: str) -> Matrix:
+def coreference_matrix(loaded, text: str) -> Matrix:
     best = claims.il_attends_animal(loaded, text).values["best"]
     _, layer, head = Head.named(best)
     walk = source_walk(loaded, text)
@@ -331,7 +297,7 @@ def _coreference_matrix(loaded, text: str) -> Matrix:
     return Matrix(title, walk.pieces, walk.pieces, _rows(w), family="encoder_self", layer=layer, head=head)
 
 
-def _masks_matrix(loaded, text: str) -> Matrix:
+def masks_matrix(loaded, text: str) -> Matrix:
     _, _, out_pieces, dec = _teacher_forced(loaded, text)
     w = dec.self_attention[0].weights[0, 0]  # (T, T) layer 1, head 1
     labels = ["<s>"] + out_pieces
@@ -340,17 +306,11 @@ def _masks_matrix(loaded, text: str) -> Matrix:
     return Matrix(title, labels, labels, _rows(w), hidden, family="decoder_self", layer=0, head=0)
 
 
-MATRICES: dict[str, Callable[[object, str], Matrix]] = {
-    "alignment": lambda loaded, text: _cross_matrix(loaded, text, mean=True),
-    "attention_table": _encoder_matrix,
-    "coreference": _coreference_matrix,
-    "masks": _masks_matrix,
-    "cross_attention": lambda loaded, text: _cross_matrix(loaded, text, mean=False),
-    "generation": lambda loaded, text: _cross_matrix(loaded, text, mean=True),
-}
+def cross_mean_matrix(loaded, text: str) -> Matrix:
+    """The last layer's cross-attention, heads averaged: each output piece against the source."""
+    return _cross_matrix(loaded, text, mean=True)
 
 
-def live_matrix(step: Step, loaded, sentence: str | None = None) -> Matrix | None:
-    """The attention table the step draws on `loaded`, or None for a step told in numbers only."""
-    make = MATRICES.get(step.key)
-    return make(loaded, sentence or step.sentence) if make is not None else None
+def cross_head_matrix(loaded, text: str) -> Matrix:
+    """The last layer's cross-attention, head 1."""
+    return _cross_matrix(loaded, text, mean=False)

@@ -194,8 +194,9 @@ def lr_curve(d_model: int, warmup: int, scale: float, steps: int, points: int = 
     return [(s, noam_lr(s, d_model, warmup, scale)) for s in at if s <= steps]
 
 
-def optimizer(loaded, text: str) -> Lines:
-    """Adam as tt trains, and the learning rate of the run that made these weights, read from its card."""
+def optimizer(loaded, *_sentences: str) -> Lines:
+    """Adam as tt trains, and the learning rate of the run that made these weights, read from its card (the
+    step's sentences play no part)."""
     from core.train.trainer import ADAM_BETAS, ADAM_EPS
 
     run = _card(loaded)
@@ -217,13 +218,12 @@ def optimizer(loaded, text: str) -> Lines:
     ]
 
 
-def bleu(loaded, text: str) -> Lines:
-    """BLEU of the model's translation of the sentence against the reference after the '|'."""
+def bleu(loaded, src: str, ref: str) -> Lines:
+    """BLEU of the model's translation of the sentence against its reference."""
     from sacrebleu.metrics import BLEU
 
     from core.analysis.quality import translate_all
 
-    src, ref = (s.strip() for s in text.split("|"))
     hyp = translate_all(loaded, [src], beam=4)[0]
     score = BLEU(effective_order=True).sentence_score(hyp, [ref])
     lines = [

@@ -212,7 +212,7 @@ def training() -> Lines:
 def beam() -> Lines:
     """tt's example: log p / lp, lp = ((5 + |Y|) / 6)^α. Raw log p always prefers the shorter hypothesis (each
     piece multiplies in a probability below 1); with α = 0.6 the longer one here wins, which is why α exists."""
-    from core.decode.search import length_penalty
+    from core.decode.beam import length_penalty
 
     hyps = {"short (3 pieces)": (3, -1.2), "long (8 pieces)": (8, -1.5)}
 

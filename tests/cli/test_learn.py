@@ -7,7 +7,7 @@ import re
 
 from typer.testing import CliRunner
 
-from core.learn.live import live_numbers
+from core.learn.lesson import live_numbers
 from core.learn.steps import STEPS, render_plain, step
 from tests.cli.test_repl import Terminal
 from tests.conftest import ROOT
@@ -63,9 +63,9 @@ def test_sentence_puts_the_learners_own_sentence_into_the_steps_that_take_it(tin
     assert f"On the live model ({pair}):" in bleu and "  reference: I am a student.\n" in bleu
     # a step whose point needs its own sentences keeps them; a reference step keeps its pair without a reference
     kept = invoke("--plain", "--step", "coreference", "--sentence", "Je suis étudiant.", "-m", str(tiny_model_dir))
-    assert f"On the live model ({step('coreference').sentence}):" in kept.stdout
+    assert f"On the live model ({step('coreference').sentence_line}):" in kept.stdout
     alone = invoke("--plain", "--step", "bleu", "--sentence", "Je suis étudiant.", "-m", str(tiny_model_dir))
-    assert f"On the live model ({step('bleu').sentence}):" in alone.stdout
+    assert f"On the live model ({step('bleu').sentence_line}):" in alone.stdout
     empty = invoke("--plain", "--sentence", " | x", "--model", str(tiny_model_dir))
     assert empty.exit_code == 1 and empty.stderr.count("\n") == 1 and "--sentence" in empty.stderr
 

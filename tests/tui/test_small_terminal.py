@@ -12,7 +12,7 @@ import re
 import torch
 from rich.console import Console
 
-from core.learn.live import live_matrix
+from core.learn.lesson import live_matrix
 from core.learn.steps import STEPS
 from tests.tui.test_tui import drive, keys, settle
 from tt_cli.tui.learn.app import make_learn_app

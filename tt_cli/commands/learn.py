@@ -40,11 +40,15 @@ def learn(
     example computed by tt, then the same step on the live model. Keys: → next, ← back, tab a panel and
     ↑/↓ to scroll it (on the attention table the arrows move the cell), l list, i open the step in tt
     inspect (q there comes back to the step), ? every key, q quit."""
-    from core.learn.steps import STEPS, own_step, render_plain
+    from core.learn.lesson import own_step, parse_pair
+    from core.learn.steps import STEPS, render_plain
     from core.learn.steps import step as find_step
 
-    if sentence is not None and not sentence.partition("|")[0].strip():
-        raise fail("--sentence: give a French sentence (and, after a '|', its English reference)")
+    if sentence is not None:
+        try:
+            parse_pair(sentence)
+        except ValueError as exc:
+            raise fail(f"--sentence: {exc}") from None
     try:
         start = find_step(step) if step is not None else None
     except ValueError as exc:
@@ -58,7 +62,7 @@ def learn(
 
     loaded = load_model_for(model, "cpu")
     if plain:
-        from core.learn.live import live_numbers
+        from core.learn.lesson import live_numbers
 
         for s in [start] if start is not None else STEPS:
             s = own_step(s, sentence)

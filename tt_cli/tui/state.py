@@ -101,7 +101,12 @@ class ViewState:
 
     # ------------------------------------------------------------------------------ key actions
     def next_family(self) -> ViewState:
-        family = FAMILY_KEY_ORDER[(FAMILY_KEY_ORDER.index(self.family) + 1) % len(FAMILY_KEY_ORDER)]
+        return self.at_family(FAMILY_KEY_ORDER[(FAMILY_KEY_ORDER.index(self.family) + 1) % len(FAMILY_KEY_ORDER)])
+
+    def at_family(self, family: str) -> ViewState:
+        """The same view on `family` (one of FAMILIES), its layer kept within the family's."""
+        if family not in FAMILY_KEY_ORDER:
+            raise ValueError(f"unknown attention family {family!r}; choose one of {', '.join(FAMILY_KEY_ORDER)}")
         moved = replace(self, family=family)
         return replace(moved, layer=min(self.layer, moved.n_layers - 1))
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from core.decode.search import beam_search, greedy, length_penalty, pad_batch
+from core.decode.beam import beam_search, length_penalty
+from core.decode.search import greedy, pad_batch
 from core.model.attention import KVCache
 from core.model.config import preset
 from core.model.transformer import Transformer

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from core.decode.search import beam_search, length_penalty, pad_batch
+from core.decode.beam import beam_search, length_penalty
+from core.decode.search import pad_batch
 from tests.conftest import ROOT
 from tests.core.decode.test_beam_limits import A, constant_model
 

@@ -8,14 +8,8 @@ import pytest
 import torch
 
 from core.analysis.beam import beam_steps
-from core.decode.search import (
-    beam_search,
-    filter_logits,
-    greedy,
-    length_penalty,
-    pad_batch,
-    sample,
-)
+from core.decode.beam import beam_search, length_penalty
+from core.decode.search import filter_logits, greedy, pad_batch, sample
 from core.model.attention import KVCache
 from core.model.config import preset
 from core.model.transformer import Transformer

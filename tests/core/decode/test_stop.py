@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from core.decode.search import beam_search, greedy, pad_batch, sample
+from core.decode.beam import beam_search
+from core.decode.search import greedy, pad_batch, sample
 from core.errors import Stopped
 from tests.core.decode.test_beam_limits import A, constant_model
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from core.learn import topic_toys, toys
-from core.learn.live import LIVE, live_numbers
+from core.learn.lesson import Opening, Step, live_matrix, live_numbers, own_step, parse_pair
 from core.learn.steps import STEPS, render_plain, step
 
 NOTES_ORDER = [
@@ -41,10 +41,44 @@ NOTES_ORDER = [
 
 def test_steps_follow_the_notes_and_are_complete():
     assert [s.key for s in STEPS] == NOTES_ORDER
-    assert set(LIVE) == set(NOTES_ORDER)  # every step has live numbers
     for s in STEPS:
-        assert s.title and s.idea and s.formula and s.view and s.sentence
+        assert s.title and s.idea and s.formula and s.opens.name and s.sentences and all(s.sentences)
+        assert callable(s.live), s.key  # every step has live numbers
         assert s.look.startswith("Look at "), s.key  # one line: what to look at, and what it should show
+
+
+def test_a_step_is_checked_where_it_is_written():
+    """A misspelt family, or sentences that do not fit what the step takes, fail when the step is made."""
+    with pytest.raises(ValueError, match="unknown attention family 'encoder_selff'"):
+        Opening("grid", family="encoder_selff", grid=True)
+    with pytest.raises(ValueError, match="takes pair: 2 sentence"):
+        Step(
+            key="k",
+            title="t",
+            idea=("i",),
+            formula="f",
+            toy=None,
+            toy_source="s",
+            sentences=("Je suis.",),
+            takes="pair",
+            live=lambda loaded, src, ref: [],
+            opens=Opening("reference"),
+            look="Look at nothing.",
+        )
+
+
+def test_a_learners_sentence_is_read_in_one_place():
+    assert parse_pair("Je suis. | I am.") == ("Je suis.", "I am.")
+    assert parse_pair(" Je suis. ") == ("Je suis.", None) and parse_pair("Je suis. |") == ("Je suis.", None)
+    for bad in (" | I am.", "a | b | c", ""):
+        with pytest.raises(ValueError, match="give a French sentence"):
+            parse_pair(bad)
+    training, pieces, coreference = step("training"), step("pieces"), step("coreference")
+    assert own_step(training, "Je suis. | I am.").sentences == ("Je suis.", "I am.")
+    assert own_step(training, "Je suis. | I am.").reference == "I am."
+    assert own_step(training, "Je suis.") is training  # no reference given: the step keeps its pair
+    assert own_step(pieces, "Je suis. | I am.").sentences == ("Je suis.",) and pieces.reference is None
+    assert own_step(coreference, "Je suis.") is coreference
 
 
 def test_step_lookup():
@@ -113,7 +147,7 @@ def test_render_plain_shows_every_part():
     assert text.startswith("Step 16/24: Decoder masks and the masked softmax\n")
     assert s.formula in text and s.idea[0] in text
     assert "computed by tt:" in text and "1.74" in text
-    assert f"On the live model ({s.sentence}):\n  {s.look}\n  row 0: [1.0]" in text
+    assert f"On the live model ({s.sentence_line}):\n  {s.look}\n  row 0: [1.0]" in text
     assert "it says: the masking is a manipulation done after the softmax" in text
     assert "On the live model" not in render_plain(s)
 
@@ -176,10 +210,11 @@ def test_every_step_and_claim_on_other_shapes(tiny_loaded, overrides):
 
 def test_live_matrices_come_from_the_model(tiny_loaded):
     from core.analysis.internals import source_walk
-    from core.learn.live import MATRICES, live_matrix
 
     sentence = "Je suis étudiant."
-    assert {s.key for s in STEPS if live_matrix(s, tiny_loaded) is not None} == set(MATRICES)
+    drawn = {"alignment", "attention_table", "coreference", "masks", "cross_attention", "generation"}
+    assert {s.key for s in STEPS if live_matrix(s, tiny_loaded) is not None} == drawn
+    assert {s.key for s in STEPS if s.matrix is not None} == drawn
     walk = source_walk(tiny_loaded, sentence)
     table = live_matrix(step("attention_table"), tiny_loaded, sentence)
     assert table.rows == table.cols == walk.pieces
@@ -226,9 +261,7 @@ def shipped():
 def test_every_live_step_opens_on_a_sentence_the_shipped_model_translates_right(shipped):
     from core.decode.translate import TranslateOptions, translate_lines
 
-    sources = sorted(
-        {part.strip() for s in STEPS for part in s.sentence.split("|")} - {"The cat is sleeping on the sofa."}
-    )
+    sources = sorted({part for s in STEPS for part in s.sentences} - {"The cat is sleeping on the sofa."})
     assert set(sources) == set(RIGHT), "a step's sentence changed: check the shipped model translates it right"
     out = [t.text for t in translate_lines(shipped, sources, TranslateOptions())]
     wrong = [(s, t) for s, t in zip(sources, out) if t not in RIGHT[s]]

@@ -9,8 +9,9 @@ import pytest
 import torch
 
 from core.learn import slips, topic_toys, toys
-from core.learn.live import head_name, live_numbers
-from core.learn.steps import NOTES, STEPS, TT, render_plain, step
+from core.learn.lesson import NOTES, TT, live_numbers
+from core.learn.live import head_name
+from core.learn.steps import STEPS, render_plain, step
 from core.model.attention import Head
 from core.model.masks import decoder_mask, padding_mask
 
@@ -125,7 +126,7 @@ def live(shipped):
 def test_pieces_split_rare_words_and_join_back(live):
     p = live("pieces")
     assert "▁a o û t" in p["words in more than one piece"]
-    assert p["pieces joined, ▁ → space"] == step("pieces").sentence
+    assert p["pieces joined, ▁ → space"] == step("pieces").source
 
 
 def test_alignment_links_words_to_their_translations(live):
@@ -168,7 +169,7 @@ def test_generation_loop_gives_the_translation(shipped, live):
     from core.decode.translate import TranslateOptions, translate_lines
 
     g = live("generation")
-    (expected,) = translate_lines(shipped, [step("generation").sentence], TranslateOptions(method="greedy"))
+    (expected,) = translate_lines(shipped, [step("generation").source], TranslateOptions(method="greedy"))
     assert g["output"] == expected.text
     steps = [k for k in g if k.startswith("step ")]
     assert steps[-1].startswith(f"step {len(steps)}, after") and g[steps[-1]].startswith("</s>")

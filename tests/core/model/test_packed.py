@@ -8,7 +8,8 @@ from torch import nn
 
 from core.analysis.attribute import attribute
 from core.checkpoint import LoadedModel
-from core.decode.search import beam_search, greedy, pad_batch
+from core.decode.beam import beam_search
+from core.decode.search import greedy, pad_batch
 from core.model import fast
 from core.model.config import preset
 from core.model.fast import PackedLinear, packed_model, packing_available

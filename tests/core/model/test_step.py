@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from core.decode.search import beam_search, greedy, pad_batch
+from core.decode.beam import beam_search
+from core.decode.search import greedy, pad_batch
 from core.model import fast
 from core.model import step as st
 from core.model.config import preset
@@ -318,7 +319,7 @@ def test_a_beam_search_hands_its_cache_memory_to_the_next_and_never_to_two_at_on
 
 
 def test_the_beams_best_pieces_are_found_block_by_block_as_by_one_top_k():
-    from core.decode.search import CHUNK, _row_top
+    from core.decode.beam import CHUNK, _row_top
 
     torch.manual_seed(0)
     for vocab, w in [(8000, 8), (16000, 6), (CHUNK * 64 * 8 + 5, 8), (40, 6)]:  # blocks, blocks, ragged, small

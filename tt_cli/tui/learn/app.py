@@ -22,8 +22,9 @@ from textual.widgets import Static
 
 from core.checkpoint import LoadedModel
 from core.errors import TTError
-from core.learn.live import Matrix, live_matrix, live_numbers
-from core.learn.steps import STEPS, Step, own_step
+from core.learn.lesson import Step, live_matrix, live_numbers, own_step
+from core.learn.live import Matrix
+from core.learn.steps import STEPS
 from tt_cli.tui.learn.steps_screen import StepsScreen
 from tt_cli.tui.learn.text import lesson_text, live_text, progress_text
 from tt_cli.tui.screens.help import HelpScreen
@@ -59,9 +60,9 @@ class Panel(VerticalScroll, inherit_bindings=False):
     ]
 
 
-def shown_sentence(sentence: str) -> str:
-    """A step's sentence as the live panel names it ("source | reference" pairs keep both)."""
-    return sentence.replace(" | ", "  |  ")
+def shown_sentence(s: Step) -> str:
+    """A step's sentences as the live panel names them (a source and its reference: both)."""
+    return "  |  ".join(s.sentences)
 
 
 class LearnApp(App[str | None]):
@@ -186,7 +187,7 @@ class LearnApp(App[str | None]):
     def _draw_live(self) -> None:
         s = self.step_at(self.index)
         lines, matrix = self.computed.get(self.index, (None, None))
-        self.query_one("#live-numbers", Static).update(live_text(s, lines, shown_sentence(s.sentence)))
+        self.query_one("#live-numbers", Static).update(live_text(s, lines, shown_sentence(s)))
         heatmap = self.query_one(Heatmap)
         heatmap.display = matrix is not None
         self.query_one("#right").set_class(matrix is not None, "-map")

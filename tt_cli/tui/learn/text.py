@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from core.learn.steps import STEPS, Step, toy_heading
+from core.learn.lesson import Step, toy_heading
+from core.learn.steps import STEPS
 
 
 def lesson_text(s: Step) -> Text:
