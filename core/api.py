@@ -230,7 +230,7 @@ def translate_text_lines(
 ) -> Iterator[TextResult]:
     """One TextResult per line, streamed: lines are taken as they arrive (a pipe is answered line by line,
     a file fills whole batches), control characters become spaces (a warning says how many)."""
-    from core.checkpoint import model_languages
+    from core.card import model_languages
     from core.decode.lines import chunks
     from core.text.protect import unknown_characters
 

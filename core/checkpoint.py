@@ -10,7 +10,6 @@ name and shape and turns each way a file can be wrong into one clear CheckpointE
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import torch
 
+from core.card import default_model_dir, model_languages
 from core.data.tokenizer import Tokenizer
 from core.errors import CheckpointError, ConfigError, TokenizerError, TTError
 from core.files import atomic_path, atomic_write_bytes, make_dir
@@ -185,30 +185,6 @@ def _without_random_init() -> Iterator[None]:
         finally:
             for name, fn in saved.items():
                 setattr(torch.nn.init, name, fn)
-
-
-def model_languages(path: Path) -> tuple[str, str]:
-    """The (source, target) languages of a model directory: its card's last run's languages, else tt's fr→en."""
-    import json
-
-    card_file = Path(path) / "card.json"
-    try:
-        card = json.loads(card_file.read_text(encoding="utf-8")) if card_file.is_file() else {}
-        config = (card.get("fine_tune") or card).get("train_config", {})
-    except (OSError, ValueError, AttributeError):
-        config = {}
-    src, tgt = str(config.get("src_lang", "fr")), str(config.get("tgt_lang", "en"))
-    return (tgt, src) if config.get("swap") else (src, tgt)
-
-
-def default_model_dir() -> Path:
-    """$TT_MODEL if set, else the model shipped in the `weights` package."""
-    override = os.environ.get("TT_MODEL")
-    if override:
-        return Path(override)
-    from weights import DIR
-
-    return DIR
 
 
 def shipped_models() -> dict[tuple[str, str], Path]:

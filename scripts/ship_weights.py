@@ -119,7 +119,7 @@ HANSARDS = SHARED / "hansards-align"
 
 def trial_files(model: Path) -> list[str]:
     """The Hansards trial set as `tt align` options for this model's direction (the gold is French–English)."""
-    from core.checkpoint import model_languages
+    from core.card import model_languages
 
     D = HANSARDS
     if model_languages(model) == ("en", "fr"):
@@ -159,7 +159,8 @@ def n_decoder_layers(model: Path) -> int:
 
 def reverse_of(model: Path, given: Path | None) -> Path | None:
     """The model of the other direction to combine links with: --reverse-model, else the shipped one."""
-    from core.checkpoint import model_languages, shipped_models
+    from core.card import model_languages
+    from core.checkpoint import shipped_models
 
     found = given or shipped_models().get(model_languages(model)[::-1])
     return None if found is None else Path(os.path.relpath(found, ROOT))

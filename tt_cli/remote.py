@@ -182,14 +182,10 @@ def connect(request: Request) -> Warm | None:
 
 
 def _model_dir(model: Path | None) -> Path:
-    """The directory the command would load (core.checkpoint.default_model_dir, which imports torch)."""
-    if model is not None:
-        return model
-    if os.environ.get("TT_MODEL"):
-        return Path(os.environ["TT_MODEL"])
-    from weights import DIR
+    """The directory the command would load."""
+    from core.card import default_model_dir
 
-    return DIR
+    return model if model is not None else default_model_dir()
 
 
 def _check(url: str, wanted: str, say: bool) -> Warm | None:

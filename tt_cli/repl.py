@@ -22,7 +22,6 @@ if TYPE_CHECKING:  # imported for real only when the prompt starts: core.decode 
     from core.decode.translate import TranslateOptions
     from core.text.pipeline import TextOptions
 
-PROMPT = "fr> "
 HISTORY_LENGTH = 1000
 NO_TERMINAL = (
     "tt translate -I is interactive and needs a terminal; in a script pipe lines instead: "
@@ -134,10 +133,10 @@ def say(message: str) -> None:
 
 
 class Repl:
-    def __init__(self, loaded, settings: Settings, history: Path, warm=None, load=None) -> None:
+    def __init__(self, loaded, settings: Settings, history: Path, warm=None, load=None, prompt: str = "fr> ") -> None:
         """warm: a running server (tt_cli.remote.Warm) that translates the lines; then the model is
-        loaded, by `load`, only when :attention or :inspect needs it."""
-        self.warm, self._load = warm, load
+        loaded, by `load`, only when :attention or :inspect needs it. prompt: the source language's code."""
+        self.warm, self._load, self.prompt = warm, load, prompt
         try:
             import readline  # importing it is what gives input() line editing
         except ImportError:  # a Python built without it (Windows): plain input, no history
@@ -180,7 +179,7 @@ class Repl:
         say(f"tt {describe(self.settings.options)} · {where} · :help for commands, Ctrl-D to quit")
         while True:
             try:
-                line = input(PROMPT)
+                line = input(self.prompt)
             except EOFError:  # Ctrl-D
                 print(file=sys.stderr)
                 break
@@ -298,6 +297,7 @@ def interactive(
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise fail(NO_TERMINAL, EXIT_USAGE)
 
+    from core.card import default_model_dir, model_languages
     from tt_cli.options import load_model_for, set_threads
     from tt_cli.remote import connect_prompt
 
@@ -305,4 +305,5 @@ def interactive(
     warm = connect_prompt(model, device)  # a running `tt serve` of this model translates; else load it here
     loaded = None if warm is not None else load_model_for(model, device)
     load = functools.partial(load_model_for, model, device)
-    Repl(loaded, Settings(options.validate(), json_out, text), history_path(), warm, load).run()
+    prompt = f"{model_languages(model or default_model_dir())[0]}> "  # the language to type in
+    Repl(loaded, Settings(options.validate(), json_out, text), history_path(), warm, load, prompt).run()

@@ -309,3 +309,20 @@ def test_the_prompt_runs_the_text_pipeline_with_the_commands_text_options(termin
         assert len(obj["sentences"]) == n_sentences
         tty.type("\x04")
         assert tty.wait() == 0
+
+
+@pytest.mark.slow  # a subprocess that imports torch and loads a model
+def test_the_prompt_takes_the_direction_and_shows_its_source_language(tmp_path):
+    """`tt translate -I --from en`: the shipped en→fr model, an `en> ` prompt, French out."""
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), "PYTHONPATH": str(ROOT), "INPUTRC": "/dev/null"}
+    env["TT_SERVER"] = ""  # translate here, not through a server a test beside this one started
+    expected = CliRunner().invoke(app, ["translate", "--from", "en", "--greedy", "I am a student."]).stdout.strip()
+    tty = Terminal(["translate", "-I", "--from", "en", "--greedy"], env)
+    try:
+        tty.read_until("en> ")
+        tty.type("I am a student.\r")
+        assert expected and expected in tty.read_until(re.escape(expected) + r"\n.*en> ")
+        tty.type("\x04")
+        assert tty.wait() == 0
+    finally:
+        tty.kill()

@@ -327,7 +327,7 @@ def _rank_combinations(reverse, attentions, ranking, pairs, names, gold_pairs) -
     """Print every way of combining the best rule's links with the reverse model's (its stored rule); the best,
     as alignment.json stores it, when it scores a lower AER than the rule alone, else None."""
     from core.align.links import load_rule, pair_attention, rank_symmetrizations
-    from core.checkpoint import model_languages
+    from core.card import model_languages
 
     back_rule = load_rule(reverse.path).check(reverse.cfg.n_decoder_layers, reverse.cfg.h)
     back = pair_attention(reverse, [(t, s) for s, t in pairs], names=names[::-1], full_context=back_rule.full_context)

@@ -98,7 +98,7 @@ def serve(
     from dataclasses import replace
 
     from core.api import Translator
-    from core.checkpoint import model_languages
+    from core.card import model_languages
     from tt_cli.serve.keys import read_keys
 
     if api_keys is not None:
