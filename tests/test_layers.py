@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # peers and import neither each other. A top-level module (core/files.py) counts as a package.
 LAYERS: list[set[str]] = [
     {"errors", "version"},
-    {"files", "device", "evaluate"},
+    {"files", "device", "evaluate", "card"},
     {"model"},
     {"text"},
     {"data"},
