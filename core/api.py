@@ -164,12 +164,17 @@ def text_batch(
 
 
 def with_model_placeholders(loaded: LoadedModel, text: TextOptions | None) -> TextOptions:
-    """The pipeline's options with the model's own placeholder pieces first, when its card lists them (a model
-    trained with them copies them), the word placeholders kept as second tries."""
+    """The pipeline's options with what the model brings: the names its vocabulary knows (capitalised again in
+    an ALL-CAPS line), and its own placeholder pieces first, when its card lists them (a model trained with
+    them copies them), the word placeholders kept as second tries."""
     from core.checkpoint import placeholder_tokens
+    from core.text.case import names_by_pieces
     from core.text.options import TextOptions, learned_scheme
 
     text = text or TextOptions()
+    if text.proper is None:
+        encode = loaded.tokenizer.encode
+        text = replace(text, proper=names_by_pieces(lambda word: len(encode(word))))
     tokens = placeholder_tokens(loaded.path)
     if not tokens or text.scheme.name != "copy":  # a scheme asked for by name stays
         return text

@@ -4,11 +4,14 @@ The model learned from sentence-cased text; in capitals a French line splits int
 saw and comes out as noise. So the text is brought to sentence case, translated, and the output given
 the input's shape back: `case_shape` finds the shape, `natural_case` lowers it, `apply_case` puts it on
 the translation. Words listed in `keep` (the placeholders of protected spans) are left as they are.
+Lowering PARIS loses that it is a name, and the model translates "paris" (bets) where it knew "Paris": a
+`proper` predicate (the model's vocabulary: `names_by_pieces`) gives such words their capital back.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 UPPER, TITLE, NATURAL = "upper", "title", "natural"
 
@@ -42,9 +45,17 @@ def _map_words(text: str, keep: frozenset[str], fn) -> str:
     return "".join(out)
 
 
-def natural_case(text: str, keep: frozenset[str] = frozenset()) -> str:
-    """`text` in sentence case: all lower, the first word capitalised."""
-    lowered = _map_words(text, keep, lambda i, w: w.lower())
+def natural_case(text: str, keep: frozenset[str] = frozenset(), proper: Callable[[str], bool] | None = None) -> str:
+    """`text` in sentence case: all lower, the first word capitalised, and each word `proper` says is a name
+    (PARIS → Paris, L'EUROPE → l'Europe; `proper` gets the lowered word, after an elision's apostrophe)."""
+
+    def lower(i: int, word: str) -> str:
+        head, mark, last = word.lower().rpartition("'") if "'" in word else word.lower().rpartition("’")
+        if proper is not None and last and proper(last):
+            last = last[0].upper() + last[1:]
+        return head + mark + last
+
+    lowered = _map_words(text, keep, lower)
     for i, ch in enumerate(lowered):
         if ch.isalpha():
             return lowered[:i] + ch.upper() + lowered[i + 1 :]
@@ -59,3 +70,14 @@ def apply_case(text: str, shape: str, keep: frozenset[str] = frozenset()) -> str
     if shape == TITLE:
         return _map_words(text, keep, lambda i, w: w if i and w.lower() in _EN_SMALL else w[0].upper() + w[1:])
     return text
+
+
+def names_by_pieces(count: Callable[[str], int]) -> Callable[[str], bool]:
+    """A `proper` predicate from a vocabulary: a word is a name where its capitalised form is fewer pieces than
+    its lower case (the vocabulary learned "▁Paris" whole and splits "par|is"; "▁président" and "▁Président"
+    are one piece each, so président stays lower). `count`: the pieces a word encodes to."""
+
+    def proper(word: str) -> bool:
+        return word[:1].isalpha() and count(word[0].upper() + word[1:]) < count(word)
+
+    return proper

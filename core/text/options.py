@@ -6,7 +6,8 @@ translate`) imports this and none of the pipeline.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 # Pools of placeholders, tried in order; one a placeholder already in the text is skipped.
 NAME_POOL = ("Boston", "Chicago", "Hokkaido", "Kobe", "Hawaii", "Texas", "Harvard", "Lincoln", "Kyoto", "Osaka")
@@ -84,6 +85,9 @@ class TextOptions:
     # A sentence whose output lost a placeholder is translated again with each of these placeholder
     # sets in turn, while it still loses one; the output that lost fewest is kept.
     fallbacks: tuple[Scheme, ...] = FALLBACK_SCHEMES
+    # Which lowered word of an ALL-CAPS line is a name to capitalise again (PARIS → Paris, not "paris"): the
+    # model's vocabulary (core.text.case.names_by_pieces, set by core.api); None lowers every word.
+    proper: Callable[[str], bool] | None = field(default=None, compare=False)
 
 
 def hypotheses_wanted(method: str, beam: int) -> int:

@@ -109,7 +109,7 @@ def _prepare(line_no: int, sentence: str, options: TextOptions, model: _Model, s
     if options.case:
         shape = case_shape(text, keep)
         if shape != NATURAL:
-            text = natural_case(text, keep)
+            text = natural_case(text, keep, options.proper)
         if shape == UPPER:  # a span written in English words (3 MARS → 3 MARCH) shouts with its line
             spans = [replace(s, output=s.output.upper()) if s.kind in _WORDED else s for s in protected.spans]
             protected = replace(protected, spans=spans)

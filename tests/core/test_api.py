@@ -15,7 +15,7 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from core.api import Result, Translator
+from core.api import Result, Translator, translate_text_lines
 from core.decode.translate import TranslateOptions, translate_lines
 from core.errors import TTError
 from tests.conftest import ROOT
@@ -167,3 +167,17 @@ def test_a_translator_takes_the_direction():
     assert Translator(source="fr", target="en").path == DIR
     with pytest.raises(ConfigError, match="no en→de model is shipped"):
         Translator(source="en", target="de")
+
+
+def test_an_all_caps_line_keeps_the_names_the_models_vocabulary_knows():
+    """Through the text pipeline, an ALL-CAPS line is lowered for the model, the names its vocabulary knows
+    (PARIS) capitalised again: the shipped model then reads a city, not "paris"; lowering every word loses it."""
+    from core.checkpoint import load_model
+    from core.text.options import TextOptions
+
+    loaded = load_model()
+    line = ["UN ÉTÉ CHAUD À PARIS."]
+    options = TranslateOptions(method="greedy")
+    [kept] = translate_text_lines(loaded, line, options)
+    [lowered] = translate_text_lines(loaded, line, options, TextOptions(proper=lambda word: False))
+    assert "PARIS" in kept.text and "PARIS" not in lowered.text

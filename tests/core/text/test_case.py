@@ -33,3 +33,19 @@ def test_apply_case_upper_keeps_placeholders():
 def test_apply_case_title_leaves_small_words_lower():
     assert apply_case("The cat is sleeping on the couch", TITLE) == "The Cat Is Sleeping on the Couch"
     assert apply_case("the cat", NATURAL) == "the cat"
+
+
+def test_natural_case_gives_names_their_capital_back_where_the_vocabulary_knows_them():
+    """PARIS lowered is "paris" (bets), which the shipped model translates as such; its vocabulary has
+    "▁Paris" whole, so the name keeps its capital, inside an elision too; a word both ways one piece stays lower."""
+    from core.data.tokenizer import Tokenizer
+    from core.text.case import names_by_pieces
+    from weights import DIR
+
+    tok = Tokenizer.load(DIR / "spm.model")
+    proper = names_by_pieces(lambda word: len(tok.encode(word)))
+    assert proper("paris") and proper("europe") and not proper("président") and not proper("chaud")
+    text = "ÉTÉ CHAUD À PARIS ET DANS L'EUROPE DU PRÉSIDENT"
+    assert natural_case(text, proper=proper) == "Été chaud à Paris et dans l'Europe du président"
+    assert natural_case(text) == "Été chaud à paris et dans l'europe du président"  # without it: all lower
+    assert natural_case("« PARIS »", frozenset({"PARIS"}), proper=lambda w: False) == "« PARIS »"  # kept as is
