@@ -48,8 +48,11 @@ class Tokenizer:
         *,
         model_type: str = "unigram",
         max_sentences: int = 2_000_000,
+        byte_fallback: bool = False,
     ) -> Tokenizer:
-        """Train on raw sentences (both languages together, so the vocabulary can be shared)."""
+        """Train on raw sentences (both languages together, so the vocabulary can be shared). byte_fallback: a
+        character the vocabulary lacks is written as its UTF-8 bytes (256 pieces of the vocabulary) instead
+        of <unk>, so the model can copy it and no character is lost."""
         import sentencepiece as spm
 
         buffer = io.BytesIO()
@@ -80,6 +83,7 @@ class Tokenizer:
                 num_threads=2,
                 minloglevel=2,
                 hard_vocab_limit=False,
+                byte_fallback=byte_fallback,
             )
         except RuntimeError as exc:
             raise TokenizerError(f"SentencePiece training failed: {exc}") from None

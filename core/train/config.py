@@ -19,6 +19,7 @@ class TrainConfig:
     tgt_lang: str = "en"
     swap: bool = False  # train target→source: every --data/--valid pair read the other way round
     vocab_size: int = 8000
+    byte_fallback: bool = False  # the trained vocabulary writes a character it lacks as UTF-8 bytes, not <unk>
     spm_model: str | None = None  # reuse an existing SentencePiece model instead of training one
     init_from: str | None = None  # fine-tune: start from this model directory's weights, config and tokenizer
     strict: bool = True  # a malformed line is an error; False skips and counts it

@@ -235,7 +235,9 @@ def _train_tokenizer(cfg: TrainConfig, splits: list[_Split]) -> Tokenizer:
         sentences += [s for p in rest for s in (p.src, p.tgt)]
     if not sentences:
         raise DataError("the training data holds no sentence pairs")
-    return Tokenizer.train(sentences, cfg.vocab_size, max_sentences=max(len(sentences), 101))
+    return Tokenizer.train(
+        sentences, cfg.vocab_size, max_sentences=max(len(sentences), 101), byte_fallback=cfg.byte_fallback
+    )
 
 
 def _encode_shard(cfg: TrainConfig, tokenizer: Tokenizer, split: _Split, directory: Path) -> TokenShard:

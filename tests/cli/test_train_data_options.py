@@ -108,3 +108,38 @@ def test_max_cpu_time_is_a_budget(tmp_path):
     assert end["status"] == "max_time" and 0 < end["step"]
     bad = runner.invoke(app, ["train", "--data", str(TINY_TSV), "--out", str(tmp_path / "x"), "--max-cpu-time", "soon"])
     assert bad.exit_code == 1 and "--max-cpu-time 'soon'" in bad.stderr
+
+
+def test_byte_fallback_keeps_a_character_the_vocabulary_never_saw(tmp_path):
+    """--byte-fallback: the trained vocabulary writes ☃ (in no training sentence) as its three UTF-8 bytes and
+    decodes it back; without it ☃ is <unk>. With a vocabulary of its own (--spm-model, --init-from) it is refused."""
+    from core.data.tokenizer import UNK_ID, Tokenizer
+
+    def vocabulary(name: str, *extra: str) -> Tokenizer:
+        args = [*extra, "--vocab-size", "400"]  # after train()'s 120: the 256 byte pieces need room
+        train(tmp_path / name, *args)
+        return Tokenizer.load(tmp_path / name / "spm.model")
+
+    snow = "Il neige ☃."
+    with_bytes, without = vocabulary("bytes", "--byte-fallback"), vocabulary("plain")
+    assert UNK_ID not in with_bytes.encode(snow) and with_bytes.decode(with_bytes.encode(snow)) == snow
+    assert "<0xE2>" in with_bytes.pieces(with_bytes.encode("☃"))
+    assert UNK_ID in without.encode(snow)
+    refused = runner.invoke(
+        app,
+        [
+            "train",
+            "--out",
+            str(tmp_path / "r"),
+            "--data",
+            str(TINY_TSV),
+            "--byte-fallback",
+            "--spm-model",
+            str(tmp_path / "plain" / "spm.model"),
+        ],
+    )
+    assert refused.exit_code == 2
+    assert (
+        refused.stderr
+        == "tt: error: --byte-fallback shapes the vocabulary tt train trains; --spm-model brings its own\n"
+    )

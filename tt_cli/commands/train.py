@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
+from tt_cli.errors import EXIT_USAGE, fail
 from tt_cli.options import DeviceOpt, ThreadsOpt, in_panel, layer_head_indices, set_threads
 
 NO_DATA = (
@@ -294,6 +295,15 @@ def train(
             help="Pieces in the joint SentencePiece vocabulary trained on the training text.", rich_help_panel="Data"
         ),
     ] = 8000,
+    byte_fallback: Annotated[
+        bool,
+        typer.Option(
+            "--byte-fallback",
+            help="The trained vocabulary writes a character it lacks as its UTF-8 bytes instead of <unk>: no "
+            "character is lost (256 of its pieces are bytes).",
+            rich_help_panel="Data",
+        ),
+    ] = False,
     spm_model: Annotated[
         Path | None, typer.Option(help="Use this SentencePiece model instead of training one.", rich_help_panel="Data")
     ] = None,
@@ -493,6 +503,9 @@ def train(
     from core.train.trainer import Trainer
     from tt_cli.progress import TrainProgress, duration
 
+    if byte_fallback and (spm_model or init_from):
+        given = "--spm-model" if spm_model else "--init-from"
+        raise fail(f"--byte-fallback shapes the vocabulary tt train trains; {given} brings its own", EXIT_USAGE)
     set_threads(threads, few=False)
     cfg = _config_from_options(ctx, options)
     err = Console(stderr=True)
