@@ -24,8 +24,6 @@ if TYPE_CHECKING:
     from core.text.options import TextOptions
     from core.text.pipeline import TextResult
 
-DOCUMENT_FORMATS = ("srt", "md")
-
 
 def document_format(input_file: Path | None, override: str | None) -> str:
     """text (one output line per input line), srt or md: `override`, else the --input extension."""
@@ -33,8 +31,7 @@ def document_format(input_file: Path | None, override: str | None) -> str:
         return "text"  # without importing the documents' parsers: a warm call's start-up is short
     from core.text.documents import document_format as by_extension
 
-    fmt = by_extension(input_file, override)
-    return fmt if fmt in DOCUMENT_FORMATS else "text"
+    return by_extension(input_file, override)
 
 
 def text_options(

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.errors import DocumentError
+from core.text.spans import MARKDOWN_LINK
 
 FORMATS = ("text", "srt", "md")
 _EXTENSIONS = {".srt": "srt", ".md": "md", ".markdown": "md", ".txt": "text"}
@@ -150,7 +151,7 @@ def _add(doc: Document, segment: str, a: int, b: int, n_lines: int) -> int:
 
 
 # --------------------------------------------------------------------------------------- Markdown
-_LINK = re.compile(r"(?<!!)\[[^\[\]\n]*\]\([^()\s]*(?:\([^()\s]*\)[^()\s]*)*(?:\s+\"[^\"]*\")?\)")
+_LINK = re.compile(r"(?<!!)" + MARKDOWN_LINK)  # not an image's
 
 
 def _line_starts(text: str) -> list[int]:

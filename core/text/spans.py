@@ -58,9 +58,11 @@ _FILE_EXT = (
     "hpp|rs|go|java|rb|php|sql|db|log|pdf|docx?|xlsx?|pptx?|odt|ods|zip|tar|gz|tgz|bz2|xz|7z|png|jpe?g|gif|"
     "svg|webp|mp3|mp4|wav|avi|mkv|srt|safetensors|pt|bin|model|lock|env|ipynb|iso|dmg|apk|deb|rpm"
 )
+# A Markdown link: [text](target "title"), a target's balanced parentheses allowed (core.text.documents too).
+MARKDOWN_LINK = r"\[[^\[\]\n]*\]\([^()\s]*(?:\([^()\s]*\)[^()\s]*)*(?:\s+\"[^\"]*\")?\)"
 _PATTERNS: list[tuple[str, re.Pattern]] = [
     ("code", re.compile(r"`[^`\n]+`")),
-    ("link", re.compile(r"!?\[[^\[\]\n]*\]\([^()\s]*(?:\([^()\s]*\)[^()\s]*)*(?:\s+\"[^\"]*\")?\)")),  # Markdown
+    ("link", re.compile(r"!?" + MARKDOWN_LINK)),  # an image's link too
     # An inline element whose text holds no further markup: one span, so its closing tag cannot be
     # lost on its own; the pipeline translates the text between the tags (ELEMENT_TEXT).
     ("element", re.compile(r"<([A-Za-z][\w:-]*)(?:\s+[^<>]*)?>[^<>\n]*</\1\s*>")),
