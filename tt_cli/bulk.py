@@ -116,6 +116,7 @@ def _lead(local, world: int, open_lines, output) -> None:
 
 def _translate(local, share: list[tuple[int, list[str]]]) -> dict:
     """This rank's chunks as written text and warnings, or the error that stopped it."""
+    from tt_cli.output import where
     from tt_cli.remote import writer
 
     write = writer(local.request)
@@ -124,7 +125,7 @@ def _translate(local, share: list[tuple[int, list[str]]]) -> dict:
         for start, chunk in share:
             buffer, warnings = io.StringIO(), []
             for t in local.translate(chunk, start):
-                warnings += t.warnings
+                warnings += where(t.index, t.warnings)
                 write(buffer, t)
             done.append((start, buffer.getvalue(), warnings))
     except TTError as exc:

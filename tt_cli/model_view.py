@@ -8,7 +8,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from tt_cli.output import JsonWriter, Warnings, Writer, show_attention, write_n_best, write_plain
+from tt_cli.output import JsonWriter, Warnings, Writer, show_attention, where, write_n_best, write_plain
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ def run_model_view(loaded, lines, options, out, job: ModelView, *, to_terminal: 
         console = Console(stderr=not to_terminal, highlight=False)
     warn = Warnings()
     for t in translate_lines(loaded, lines, options):
-        warn(t.warnings)
+        warn(where(t.index, t.warnings))
         attributed = None
         if job.attribution is not None and t.token_ids:
             from core.analysis.attribute import attribute

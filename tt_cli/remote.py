@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, TextIO
 from core.decode.lines import chunks
 from core.decode.records import Alternative
 from core.errors import TTError
-from tt_cli.output import Warnings, json_line, write_n_best, write_plain
+from tt_cli.output import Warnings, json_line, where, write_n_best, write_plain
 from tt_cli.serve.announce import model_id, servers
 
 if TYPE_CHECKING:
@@ -99,7 +99,7 @@ class Remote(Record):
     """The model's record of one line, from a server (or the fallback here); the writers read it as they
     read a core Translation."""
 
-    warnings: list[str] = field(default_factory=list)  # "line N: ..." as the local path says them
+    warnings: list[str] = field(default_factory=list)  # messages about the line; the writer says which line
 
     @property
     def n_best(self) -> list[Alternative]:
@@ -246,7 +246,7 @@ def served(warm: Warm | None, request: Request, lines: Iterable[str], body, rece
 def _remotes(data: dict, start: int) -> Iterator[Remote]:
     warnings: dict[int, list[str]] = {}
     for w in data.get("warnings", []):
-        warnings.setdefault(w["index"], []).append(f"line {start + w['index'] + 1}: {w['message']}")
+        warnings.setdefault(w["index"], []).append(w["message"])
     for i, record in enumerate(data["translations"]):
         record["index"] = start + i
         yield Remote(record, warnings.get(i, []))
@@ -265,10 +265,8 @@ class Local:
 
         loaded, options = self.load()
         for t in translate_lines(loaded, chunk, options):
-            prefix = f"line {t.index + 1}: "
-            warnings = [f"line {start + t.index + 1}: {w.removeprefix(prefix)}" for w in t.warnings]
             t.index += start
-            yield Remote(translation_json(t, self.request.attention, self._rule, loaded.model), warnings)
+            yield Remote(translation_json(t, self.request.attention, self._rule, loaded.model), t.warnings)
 
     def load(self):
         """(the model, the decoding options), loaded on the first call."""
@@ -317,7 +315,7 @@ def run(warm: Warm, request: Request, args: list[str] | None, input_file, output
 
             out = stack.enter_context(open_output(output))
         for t in translations(warm, request, lines):
-            warn(t.warnings)
+            warn(where(t.index, t.warnings))
             write(out, t)
             out.flush()
     warn.close()

@@ -24,6 +24,7 @@ from tt_cli.textrun import TextJob
 if TYPE_CHECKING:
     from core.decode.translate import Translation
     from core.text.options import TextOptions
+    from core.text.results import TextResult
 
 
 @dataclass
@@ -119,16 +120,17 @@ def prompt_line(repl, line: str) -> Served | None:
         return None
 
 
-def last_sentence(served: Served, loaded) -> Translation:
+def last_sentence(line: Served | TextResult, loaded) -> Translation:
     """The Translation of the line's last sentence (what the model translated: its model_input),
-    rebuilt with the model here from the served record, for :attention and :inspect."""
+    rebuilt with the model here from the line's --json record (a server's, or the pipeline's here), for
+    :attention and :inspect."""
     from core.decode.source import prepare_source
     from core.decode.translate import Translation
 
-    sentence = served.record["sentences"][-1]
+    sentence = line.to_dict()["sentences"][-1]
     source = prepare_source(loaded.tokenizer, sentence["model_input"], loaded.cfg.max_len)
     return Translation(
-        index=served.index,
+        index=line.index,
         source=sentence["model_input"],
         text=sentence["model_output"],
         token_ids=[loaded.tokenizer.piece_id(p) for p in sentence["tokens"]],

@@ -93,7 +93,7 @@ class Translation:
     score: float = 0.0  # beam search: length-normalised; greedy and sampling: the log-probability
     source_tokens: list[int] = field(default_factory=list)  # encoder input, EOS last
     truncated: bool = False  # the source was cut to the model's max_len
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # messages about the line; the writer says which line
     n_best: list[Alternative] = field(default_factory=list)  # best first, when options.n_best > 1
     source_trace: SourceTrace | None = None  # when options.with_attention: source pieces, encoder self-attention
     steps: list[StepTrace] | None = None  # ... and per output piece, attention and candidates
@@ -206,7 +206,7 @@ def translate_lines(
         for line in chunk:
             prepared = prepare_source(tok, line, cfg.max_len)
             t = Translation(index=index, source=line, text="", source_tokens=prepared.ids, truncated=prepared.truncated)
-            t.warnings = [f"line {index + 1}: {w}" for w in prepared.warnings]
+            t.warnings = list(prepared.warnings)
             index += 1
             if prepared.ids:
                 work.append(len(results))
@@ -266,7 +266,7 @@ def translate_constrained(
     for index, (line, phrases) in enumerate(zip(sentences, terms)):
         prepared = prepare_source(tok, line, cfg.max_len)
         t = Translation(index=index, source=line, text="", source_tokens=prepared.ids, truncated=prepared.truncated)
-        t.warnings = [f"line {index + 1}: {w}" for w in prepared.warnings]
+        t.warnings = list(prepared.warnings)
         if prepared.ids:
             constraints = [[tok.encode(p), tok.encode(plural(p))] for p in phrases]
             found = constrained_beam_search(

@@ -129,8 +129,7 @@ async def _raw(service, request, texts: list[str], decoding: dict, attention: st
         records, warnings = [], []
         for i, t in enumerate(results):
             records.append(translation_json(dataclasses.replace(t, index=i), attention, rule or None, model))
-            prefix = f"line {t.index + 1}: "  # core numbers lines within the whole batch; a client counts its own
-            warnings += [{"index": i, "message": w.removeprefix(prefix)} for w in t.warnings]
+            warnings += [{"index": i, "message": w} for w in t.warnings]
         return {"translations": records, "warnings": warnings}
 
     return await service.translate(request, texts, decoding, attention != "none" or align, finish)
