@@ -93,16 +93,24 @@ class Translator:
         return self.loaded.path
 
     def translate(
-        self, sentences: list[str], *, trace: bool = False, stop: Callable[[], bool] | None = None, **decoding
+        self,
+        sentences: list[str],
+        *,
+        trace: bool = False,
+        stop: Callable[[], bool] | None = None,
+        options: TranslateOptions | None = None,
+        **decoding,
     ) -> list[Result]:
         """One Result per sentence, in order. trace=True also returns what the model attended to
         at every step (source_trace, steps; see Result.attention). `stop`, asked before every decoding
-        step: True raises core.errors.Stopped and the rest is not decoded."""
+        step: True raises core.errors.Stopped and the rest is not decoded. `options`: decode with these
+        instead of the translator's (a server's request carries its own); the keywords change either."""
         from core.decode.translate import translate_lines
 
         if isinstance(sentences, str):
             raise TypeError("translate() takes a list of sentences; for one: translate([text])[0]")
-        options = _checked(lambda: replace(self.options, with_attention=trace, **decoding).validate())
+        chosen = options or self.options
+        options = _checked(lambda: replace(chosen, with_attention=trace, **decoding).validate())
         return list(translate_lines(self.loaded, list(sentences), options, stop))
 
     def translate_text(

@@ -42,7 +42,7 @@ def run(request, open_lines, output, refused: dict | None = None) -> None:
     given = [name for name, value in (refused or {}).items() if value]
     if given:
         raise ConfigError(f"{', '.join(given)}: not available under torchrun (run it in one process)")
-    if request.decoding.get("method") == "sample" and request.decoding.get("seed") is not None:
+    if request.options.method == "sample" and request.options.seed is not None:
         raise ConfigError("--sample --seed draws per batch of the whole run: run it in one process")
     if not dist.is_initialized():
         dist.init_process_group(backend="gloo")  # objects only: gloo carries them, on CPUs and GPUs alike
@@ -87,7 +87,7 @@ def _lead(local, world: int, open_lines, output) -> None:
     warn, start = Warnings(), 0
     with ExitStack() as stack:
         out = sys.stdout if output is None else stack.enter_context(open_output(output))
-        pieces = chunks(open_lines(stack), local.request.batch_size * 4)
+        pieces = chunks(open_lines(stack), local.request.options.batch_size * 4)
         while True:
             try:
                 work = list(islice(pieces, world * CHUNKS_PER_RANK))

@@ -26,7 +26,7 @@ class ModelView:
     def of(cls, loaded, job) -> ModelView:
         """What a validated TranslateJob (tt_cli.translate_job) asks of each sentence."""
         return cls(
-            writer=_writer(loaded, job.json_out, job.n_best, job.attention, job.align, job.attribution),
+            writer=_writer(loaded, job.json_out, job.options.n_best, job.attention, job.align, job.attribution),
             attribution=job.attribution,
             ig_steps=job.ig_steps,
             trace_file=job.trace_file,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from tt_cli import textrun
@@ -108,10 +108,7 @@ def prompt_line(repl, line: str) -> Served | None:
     from core.text.options import TextOptions
 
     s = repl.settings
-    decoding = {
-        name: getattr(s.options, name) for name in ("beam", "alpha", "method", "temperature", "top_k", "top_p", "seed")
-    }
-    request = Request(None, decoding, 1, s.options.batch_size, json=s.json)
+    request = Request(None, replace(s.options, n_best=1), json=s.json)
     try:
         return next(received(repl.warm.post(body(request, [line], s.text or TextOptions()), ANSWER), 0))
     except ServerError as exc:
