@@ -117,7 +117,7 @@ class Service:
             raise ApiError(400, str(exc).replace("--", "").replace("n-best", "n_best")) from None
 
     # -- the work --------------------------------------------------------------------------------------
-    async def translate(
+    async def decode(
         self, request, sentences: list[str], options: TranslateOptions, trace: bool, finish, own_batch: bool = False
     ) -> Any:
         """What `finish(results)` makes of the sentences' Results, decoded in a batch with whatever else is waiting

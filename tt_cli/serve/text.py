@@ -42,7 +42,7 @@ async def run(
     def translate_batch(sentences: list[str]) -> list:
         out = []
         for start in range(0, len(sentences), size):
-            job = service.translate(request, sentences[start : start + size], options, coverage, finish, own_batch)
+            job = service.decode(request, sentences[start : start + size], options, coverage, finish, own_batch)
             out += asyncio.run_coroutine_threadsafe(job, loop).result()
         return out
 

@@ -139,7 +139,7 @@ async def _raw(
             warnings += [{"index": i, "message": w} for w in t.warnings]
         return {"translations": records, "warnings": warnings}
 
-    return await service.translate(request, texts, options, attention != "none" or align, finish, own_batch)
+    return await service.decode(request, texts, options, attention != "none" or align, finish, own_batch)
 
 
 async def model(request) -> dict:
