@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from core.decode.translate import TranslateOptions
     from core.text.accents import AccentTable
     from core.text.pipeline import TextOptions, TextResult
+    from core.text.results import Decoded
 
 # What `translate` returns: the one record of a translated sentence that `tt translate` writes too
 # (text, pieces, token_ids, token_logprobs, score, logprob, truncated, warnings, n_best; with
@@ -92,16 +93,24 @@ class Translator:
         return self.loaded.path
 
     def translate(
-        self, sentences: list[str], *, trace: bool = False, stop: Callable[[], bool] | None = None, **decoding
+        self,
+        sentences: list[str],
+        *,
+        trace: bool = False,
+        stop: Callable[[], bool] | None = None,
+        options: TranslateOptions | None = None,
+        **decoding,
     ) -> list[Result]:
         """One Result per sentence, in order. trace=True also returns what the model attended to
         at every step (source_trace, steps; see Result.attention). `stop`, asked before every decoding
-        step: True raises core.errors.Stopped and the rest is not decoded."""
+        step: True raises core.errors.Stopped and the rest is not decoded. `options`: decode with these
+        instead of the translator's (a server's request carries its own); the keywords change either."""
         from core.decode.translate import translate_lines
 
         if isinstance(sentences, str):
             raise TypeError("translate() takes a list of sentences; for one: translate([text])[0]")
-        options = _checked(lambda: replace(self.options, with_attention=trace, **decoding).validate())
+        chosen = options or self.options
+        options = _checked(lambda: replace(chosen, with_attention=trace, **decoding).validate())
         return list(translate_lines(self.loaded, list(sentences), options, stop))
 
     def translate_text(
@@ -149,15 +158,15 @@ def _terms(glossary) -> list[tuple[str, str]]:
 
 def text_batch(
     loaded: LoadedModel, options: TranslateOptions, *, coverage: bool = False
-) -> Callable[[list[str]], list[Translation]]:
-    """The translate_batch of core.text.pipeline over a loaded model: one Translation per sentence, with
-    `cross` (the last layer's cross-attention, mean of the heads) when `coverage` is asked."""
+) -> Callable[[list[str]], list[Decoded]]:
+    """The translate_batch of core.text.pipeline over a loaded model: one Decoded per sentence, with
+    `cross` when `coverage` is asked (for_text)."""
     from core.decode.translate import translate_lines
     from core.text.options import hypotheses_wanted
 
     traced = replace(options, with_attention=coverage, n_best=hypotheses_wanted(options.method, options.beam))
 
-    def run(sentences: list[str]) -> list[Translation]:
+    def run(sentences: list[str]) -> list[Decoded]:
         return for_text(translate_lines(loaded, sentences, traced), coverage)
 
     return run
@@ -203,26 +212,24 @@ def text_aligner(loaded: LoadedModel) -> Callable[[list[tuple[str, str]]], list[
 
 
 def text_constrained(loaded: LoadedModel, options: TranslateOptions) -> Callable[[list[str], list[list[str]]], list]:
-    """Sentences with the English phrases each must hold (a glossary's terms) → one Translation each, by
+    """Sentences with the English phrases each must hold (a glossary's terms) → one Decoded each, by
     lexically constrained beam search (core.decode.translate.translate_constrained), the beam and α of
     `options`."""
     from core.decode.translate import translate_constrained
 
-    def run(sentences: list[str], terms: list[list[str]]) -> list[Translation]:
+    def run(sentences: list[str], terms: list[list[str]]) -> list[Decoded]:
         return for_text(translate_constrained(loaded, sentences, terms, options), False)
 
     return run
 
 
-def for_text(results: Iterable[Translation], coverage: bool) -> list[Translation]:
-    """Translations as the text pipeline reads them: warnings without the position in their batch
-    (the caller names the line), and `cross` when `coverage` (decoded with_attention). A translator
-    other than text_batch (a server's batcher) hands its results through this too."""
-    results = list(results)
-    for t in results:
-        t.warnings = [w.split(": ", 1)[1] if w.startswith("line ") else w for w in t.warnings]
-        t.cross = t.attention("cross", -1) if coverage and t.steps else None
-    return results
+def for_text(results: Iterable[Translation], coverage: bool) -> list[Decoded]:
+    """Translations as the text pipeline reads them (core.text.results.Decoded), with `cross` (the last
+    layer's cross-attention, mean of the heads) when `coverage` (decoded with_attention). A translator other
+    than text_batch (a server's batcher) hands its results through this too."""
+    from core.text.results import Decoded
+
+    return [Decoded.of(t, t.attention("cross", -1) if coverage and t.steps else None) for t in results]
 
 
 def translate_text_lines(
@@ -267,7 +274,7 @@ def source_accents(loaded: LoadedModel, pair: tuple[str, str]) -> AccentTable | 
 
 def text_chunks(
     chunks: Iterable[list[str]],
-    translate_batch: Callable[[list[str]], list[Translation]],
+    translate_batch: Callable[[list[str]], list[Decoded]],
     text: TextOptions | None = None,
     unknown: Callable[[str], bool] | None = None,
     accents: AccentTable | None = None,

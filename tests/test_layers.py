@@ -153,3 +153,28 @@ def test_the_http_server_imports_no_cli_framework() -> None:
         if target.split(".")[0] in ("typer", "click", "rich") or target.startswith("tt_cli.options")
     ]
     assert not wrong, "\n".join(wrong)
+
+
+# Where setattr sets something that is not a record: a module's child layer swapped for its packed form,
+# torch's initialisers patched while a model loads, a Textual widget's reactive attribute set from a callback.
+SETATTR_ALLOWED = ("core/model/fast.py", "core/checkpoint.py", "tt_cli/tui/")
+
+
+def test_no_record_is_written_through_setattr_or_its_dict() -> None:
+    """A record changes by dataclasses.replace (or is built whole): `setattr(record, name, ...)` and
+    `record.__dict__[name] = ...` write fields a reader of the class cannot see coming."""
+    wrong = []
+    for top in ("core", "tt_cli"):
+        for path in python_files(top):
+            where = path.relative_to(ROOT).as_posix()
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                dict_write = (
+                    isinstance(node, ast.Subscript)
+                    and isinstance(node.ctx, ast.Store)
+                    and isinstance(node.value, ast.Attribute)
+                    and node.value.attr == "__dict__"
+                )
+                set_attr = isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr"
+                if dict_write or (set_attr and not where.startswith(SETATTR_ALLOWED)):
+                    wrong.append(f"{where}:{node.lineno}")
+    assert not wrong, "\n".join(wrong)

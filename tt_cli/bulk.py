@@ -42,7 +42,7 @@ def run(request, open_lines, output, refused: dict | None = None) -> None:
     given = [name for name, value in (refused or {}).items() if value]
     if given:
         raise ConfigError(f"{', '.join(given)}: not available under torchrun (run it in one process)")
-    if request.decoding.get("method") == "sample" and request.decoding.get("seed") is not None:
+    if request.options.method == "sample" and request.options.seed is not None:
         raise ConfigError("--sample --seed draws per batch of the whole run: run it in one process")
     if not dist.is_initialized():
         dist.init_process_group(backend="gloo")  # objects only: gloo carries them, on CPUs and GPUs alike
@@ -87,7 +87,7 @@ def _lead(local, world: int, open_lines, output) -> None:
     warn, start = Warnings(), 0
     with ExitStack() as stack:
         out = sys.stdout if output is None else stack.enter_context(open_output(output))
-        pieces = chunks(open_lines(stack), local.request.batch_size * 4)
+        pieces = chunks(open_lines(stack), local.request.options.batch_size * 4)
         while True:
             try:
                 work = list(islice(pieces, world * CHUNKS_PER_RANK))
@@ -116,6 +116,7 @@ def _lead(local, world: int, open_lines, output) -> None:
 
 def _translate(local, share: list[tuple[int, list[str]]]) -> dict:
     """This rank's chunks as written text and warnings, or the error that stopped it."""
+    from tt_cli.output import where
     from tt_cli.remote import writer
 
     write = writer(local.request)
@@ -124,7 +125,7 @@ def _translate(local, share: list[tuple[int, list[str]]]) -> dict:
         for start, chunk in share:
             buffer, warnings = io.StringIO(), []
             for t in local.translate(chunk, start):
-                warnings += t.warnings
+                warnings += where(t.index, t.warnings)
                 write(buffer, t)
             done.append((start, buffer.getvalue(), warnings))
     except TTError as exc:

@@ -33,7 +33,6 @@ OPTIONS: dict[str, tuple[str, type]] = {
     "--output": ("output", str),
     "-o": ("output", str),
 }
-SAMPLING = {"temperature": 1.0, "top_k": 0, "top_p": 1.0, "seed": None}  # not read here: the defaults
 DEFAULTS = {
     "json_out": False,
     "raw": False,
@@ -93,19 +92,19 @@ def fast_translate(args: list[str]) -> int | None:
         return None  # the full command's usage errors
     from pathlib import Path
 
+    from core.decode.method import TranslateOptions
     from tt_cli import remote
 
     model = Path(values["model"]) if values["model"] is not None else None
     request = remote.Request(
         model,
-        {
-            "beam": values["beam"],
-            "alpha": values["alpha"],
-            "method": "greedy" if values["greedy"] else "beam",
-            **SAMPLING,
-        },
-        values["n_best"],
-        values["batch_size"],
+        TranslateOptions(
+            beam=values["beam"],
+            alpha=values["alpha"],
+            method="greedy" if values["greedy"] else "beam",
+            n_best=values["n_best"],
+            batch_size=values["batch_size"],
+        ),
         json=values["json_out"],
         threads=values["threads"],
         few=not from_stdin and values["input_file"] is None,

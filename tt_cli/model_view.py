@@ -8,7 +8,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from tt_cli.output import JsonWriter, Warnings, Writer, show_attention, write_n_best, write_plain
+from tt_cli.output import JsonWriter, Warnings, Writer, show_attention, where, write_n_best, write_plain
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ class ModelView:
     def of(cls, loaded, job) -> ModelView:
         """What a validated TranslateJob (tt_cli.translate_job) asks of each sentence."""
         return cls(
-            writer=_writer(loaded, job.json_out, job.n_best, job.attention, job.align, job.attribution),
+            writer=_writer(loaded, job.json_out, job.options.n_best, job.attention, job.align, job.attribution),
             attribution=job.attribution,
             ig_steps=job.ig_steps,
             trace_file=job.trace_file,
@@ -46,7 +46,7 @@ def run_model_view(loaded, lines, options, out, job: ModelView, *, to_terminal: 
         console = Console(stderr=not to_terminal, highlight=False)
     warn = Warnings()
     for t in translate_lines(loaded, lines, options):
-        warn(t.warnings)
+        warn(where(t.index, t.warnings))
         attributed = None
         if job.attribution is not None and t.token_ids:
             from core.analysis.attribute import attribute

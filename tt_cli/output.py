@@ -37,6 +37,11 @@ class Warnings:
             print(f"tt: warning: {self.count - MAX_WARNINGS} more warning(s) not shown", file=sys.stderr)
 
 
+def where(index: int, warnings, what: str = "line") -> list[str]:
+    """Warnings about the `index`-th (0-based) line of the input, each saying which one it is about."""
+    return [f"{what} {index + 1}: {w}" for w in warnings]
+
+
 def json_line(obj: dict) -> str:
     """One JSON object on one line."""
     # U+2028/U+2029/U+0085 are legal unescaped in JSON but split lines for many readers: escape them.

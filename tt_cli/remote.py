@@ -29,14 +29,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from core.decode.lines import chunks
+from core.decode.method import TranslateOptions
 from core.decode.records import Alternative
 from core.errors import TTError
-from tt_cli.output import Warnings, json_line, write_n_best, write_plain
+from tt_cli.output import Warnings, json_line, where, write_n_best, write_plain
 from tt_cli.serve.announce import model_id, servers
 
 if TYPE_CHECKING:
     from tt_cli.serve.client import Client
 
+# The decoding options a request sends (POST /v1/translate's names are TranslateOptions's); a seed left out: none.
+DECODING_FIELDS = ("beam", "alpha", "method", "temperature", "top_k", "top_p", "seed", "n_best", "batch_size")
 HEALTH_TIMEOUT_S = 2.0  # a server that does not say it is alive within this is passed over
 BUSY_RETRIES = 20  # a 503 (queue full) is retried after its Retry-After, this many times
 
@@ -46,9 +49,7 @@ class Request:
     """What `tt translate` asks for, in the words of POST /v1/translate."""
 
     model: Path | None  # --model (None: $TT_MODEL, else the shipped model)
-    decoding: dict  # beam, alpha, method, temperature, top_k, top_p, seed: the command's, defaults included
-    n_best: int = 1
-    batch_size: int = 32
+    options: TranslateOptions  # the command's decoding, defaults, --n-best and --batch-size included
     attention: str = "none"  # with --json: none, cross or all
     align: bool = False
     json: bool = False
@@ -61,22 +62,15 @@ class Request:
         return {**self.decoding_body(lines), "raw": True, "attention": self.attention, "align": self.align}
 
     def decoding_body(self, lines: list[str]) -> dict:
-        method = self.decoding.get("method", "beam")
-        options = {k: v for k, v in self.decoding.items() if k != "method" and v is not None}
-        return {
-            "q": lines,
-            **options,
-            "greedy": method == "greedy",
-            "sample": method == "sample",
-            "n_best": self.n_best,
-            "batch_size": self.batch_size,
-        }
+        o = self.options
+        decoding = {name: getattr(o, name) for name in DECODING_FIELDS}
+        return {"q": lines, **{name: value for name, value in decoding.items() if value is not None}}
 
     @property
     def servable(self) -> bool:
         """A seeded sample draws per batch of the whole run (core.decode.translate): a chunk sent on its
         own would restart the draws, so it is decoded here."""
-        return not (self.decoding.get("method") == "sample" and self.decoding.get("seed") is not None)
+        return not (self.options.method == "sample" and self.options.seed is not None)
 
 
 @dataclass
@@ -99,7 +93,7 @@ class Remote(Record):
     """The model's record of one line, from a server (or the fallback here); the writers read it as they
     read a core Translation."""
 
-    warnings: list[str] = field(default_factory=list)  # "line N: ..." as the local path says them
+    warnings: list[str] = field(default_factory=list)  # messages about the line; the writer says which line
 
     @property
     def n_best(self) -> list[Alternative]:
@@ -222,11 +216,11 @@ def translations(warm: Warm, request: Request, lines: Iterable[str]) -> Iterator
 
 def served(warm: Warm | None, request: Request, lines: Iterable[str], body, received, here, keys=("translations",)):
     """One result per line, in order, streamed: each chunk of lines as the local path would gather it
-    (request.batch_size × 4, what is there) POSTed as body(chunk), its answer (with `keys`) read by
+    (its batch size × 4, what is there) POSTed as body(chunk), its answer (with `keys`) read by
     received(data, start); here(chunk, start) translates a chunk the server does not take, and every
     chunk after one it refused or failed."""
     index = 0
-    for chunk in chunks(lines, request.batch_size * 4):
+    for chunk in chunks(lines, request.options.batch_size * 4):
         data = None
         if warm is not None and warm.takes(chunk):
             try:
@@ -242,7 +236,7 @@ def served(warm: Warm | None, request: Request, lines: Iterable[str], body, rece
 def _remotes(data: dict, start: int) -> Iterator[Remote]:
     warnings: dict[int, list[str]] = {}
     for w in data.get("warnings", []):
-        warnings.setdefault(w["index"], []).append(f"line {start + w['index'] + 1}: {w['message']}")
+        warnings.setdefault(w["index"], []).append(w["message"])
     for i, record in enumerate(data["translations"]):
         record["index"] = start + i
         yield Remote(record, warnings.get(i, []))
@@ -261,24 +255,18 @@ class Local:
 
         loaded, options = self.load()
         for t in translate_lines(loaded, chunk, options):
-            prefix = f"line {t.index + 1}: "
-            warnings = [f"line {start + t.index + 1}: {w.removeprefix(prefix)}" for w in t.warnings]
             t.index += start
-            yield Remote(translation_json(t, self.request.attention, self._rule, loaded.model), warnings)
+            yield Remote(translation_json(t, self.request.attention, self._rule, loaded.model), t.warnings)
 
     def load(self):
         """(the model, the decoding options), loaded on the first call."""
         if self._loaded is None:
-            from core.decode.translate import TranslateOptions
+            from dataclasses import replace
+
             from tt_cli.options import load_model_for, set_threads
 
             r = self.request
-            self._options = TranslateOptions(
-                **r.decoding,
-                n_best=r.n_best,
-                batch_size=r.batch_size,
-                with_attention=r.attention != "none" or r.align,
-            ).validate()
+            self._options = replace(r.options, with_attention=r.attention != "none" or r.align).validate()
             set_threads(r.threads, few=r.few)
             self._loaded = load_model_for(r.model, r.device)
             if r.align:
@@ -293,7 +281,7 @@ def writer(request: Request):
     """The writer of a warm run's output format (each reads a Remote)."""
     if request.json:
         return write_record
-    return write_n_best if request.n_best > 1 else write_plain
+    return write_n_best if request.options.n_best > 1 else write_plain
 
 
 def run(warm: Warm, request: Request, args: list[str] | None, input_file, output, errors: str = "strict") -> None:
@@ -313,7 +301,7 @@ def run(warm: Warm, request: Request, args: list[str] | None, input_file, output
 
             out = stack.enter_context(open_output(output))
         for t in translations(warm, request, lines):
-            warn(t.warnings)
+            warn(where(t.index, t.warnings))
             write(out, t)
             out.flush()
     warn.close()
@@ -324,4 +312,4 @@ def connect_prompt(model: Path | None, device: str) -> Warm | None:
     """The server `tt translate -I` sends its lines to, or None (then it loads the model)."""
     if device != "auto":
         return None
-    return connect(Request(model, {}))
+    return connect(Request(model, TranslateOptions()))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from tt_cli import textrun
@@ -24,6 +24,7 @@ from tt_cli.textrun import TextJob
 if TYPE_CHECKING:
     from core.decode.translate import Translation
     from core.text.options import TextOptions
+    from core.text.results import TextResult
 
 
 @dataclass
@@ -107,10 +108,7 @@ def prompt_line(repl, line: str) -> Served | None:
     from core.text.options import TextOptions
 
     s = repl.settings
-    decoding = {
-        name: getattr(s.options, name) for name in ("beam", "alpha", "method", "temperature", "top_k", "top_p", "seed")
-    }
-    request = Request(None, decoding, 1, s.options.batch_size, json=s.json)
+    request = Request(None, replace(s.options, n_best=1), json=s.json)
     try:
         return next(received(repl.warm.post(body(request, [line], s.text or TextOptions()), ANSWER), 0))
     except ServerError as exc:
@@ -119,16 +117,17 @@ def prompt_line(repl, line: str) -> Served | None:
         return None
 
 
-def last_sentence(served: Served, loaded) -> Translation:
+def last_sentence(line: Served | TextResult, loaded) -> Translation:
     """The Translation of the line's last sentence (what the model translated: its model_input),
-    rebuilt with the model here from the served record, for :attention and :inspect."""
+    rebuilt with the model here from the line's --json record (a server's, or the pipeline's here), for
+    :attention and :inspect."""
     from core.decode.source import prepare_source
     from core.decode.translate import Translation
 
-    sentence = served.record["sentences"][-1]
+    sentence = line.to_dict()["sentences"][-1]
     source = prepare_source(loaded.tokenizer, sentence["model_input"], loaded.cfg.max_len)
     return Translation(
-        index=served.index,
+        index=line.index,
         source=sentence["model_input"],
         text=sentence["model_output"],
         token_ids=[loaded.tokenizer.piece_id(p) for p in sentence["tokens"]],

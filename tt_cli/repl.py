@@ -234,9 +234,7 @@ class Repl:
             from core.api import translate_text_lines
 
             r = next(translate_text_lines(self.loaded, [line], s.options, s.text, coverage=s.json))
-            self.last = r.sentences[-1].decoded if r.sentences else None
-        else:
-            self.last = r if r.record["sentences"] else None  # rebuilt with the model when it is shown
+        self.last = r if r.to_dict()["sentences"] else None  # its last sentence traced when it is shown
         for w in r.warnings:
             say(f"tt: warning: {w}")
         print(json_line(r.to_dict()) if s.json else r.text, flush=True)
@@ -271,10 +269,12 @@ class Repl:
         make_app(self.loaded, self.local_last().source, beam_size=o.beam, alpha=o.alpha).run()
 
     def local_last(self):
-        """The last Translation, rebuilt with the model here when a server made it."""
+        """The Translation of the last line's last sentence, rebuilt with the model here from the line's
+        record (the pipeline's here, or a server's)."""
+        from core.decode.translate import Translation
         from tt_cli import remote_text
 
-        if isinstance(self.last, remote_text.Served):
+        if not isinstance(self.last, Translation):
             self.last = remote_text.last_sentence(self.last, self.loaded)
         return self.last
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from tt_cli.output import Warnings, json_line
+from tt_cli.output import Warnings, json_line, where
 
 if TYPE_CHECKING:
     from core.text.documents import Document
@@ -76,7 +76,7 @@ class Report:
     flagged: list[int] = field(default_factory=list)
 
     def __call__(self, r: TextResult) -> None:
-        self.warn([f"{self.what} {r.index + 1}: {w}" for w in r.warnings])
+        self.warn(where(r.index, r.warnings, self.what))
         if self.flag_below is not None and r.confidence is not None and r.confidence < self.flag_below:
             self.flagged.append(r.index + 1)
             print(

@@ -14,6 +14,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from core.decode.method import TranslateOptions
 from tt_cli.errors import EXIT_USAGE, fail
 
 # Options that show what the model itself does with a line: they hand it the line as given (no
@@ -36,9 +37,7 @@ class TranslateJob:
     quantize: str | None = None
     threads: int = 0
     local: bool = False  # never ask a running `tt serve`
-    decoding: dict = field(default_factory=dict)  # beam, alpha, method, temperature, top_k, top_p, seed
-    n_best: int = 1
-    batch_size: int = 32
+    options: TranslateOptions = field(default_factory=TranslateOptions)  # decoding, --n-best and --batch-size too
     json_out: bool = False
     attention: str = "none"
     align: bool = False
@@ -65,7 +64,7 @@ class TranslateJob:
     def model_view(self) -> bool:
         return bool(
             self.raw
-            or self.n_best > 1
+            or self.options.n_best > 1
             or self.attention != "none"
             or self.align
             or self.attribution
@@ -94,12 +93,12 @@ class TranslateJob:
         mistake is one line and exit 1 or 2 before anything loads, and nothing is written."""
         from tt_cli.options import check_sampling
 
-        d = self.decoding
+        d = self.options
         if self.interactive:  # the prompt's :sample may use the sampling options later
             if self.quantize is not None:
                 raise fail("--quantize is not available with -I yet", EXIT_USAGE)
             return self
-        check_sampling(d["method"] == "sample", temperature=d["temperature"], top_k=d["top_k"], top_p=d["top_p"])
+        check_sampling(d.method == "sample", temperature=d.temperature, top_k=d.top_k, top_p=d.top_p)
         figures = self._figures()
         from tt_cli.textrun import document_format
 
@@ -171,9 +170,7 @@ def run(job: TranslateJob) -> None:
 
     request = remote.Request(
         job.model,
-        job.decoding,
-        job.n_best,
-        job.batch_size,
+        job.options,
         job.attention,
         job.align,
         job.json_out,
@@ -225,9 +222,7 @@ def run(job: TranslateJob) -> None:
         )
 
 
-def _decoding_options(job: TranslateJob):
-    from core.decode.translate import TranslateOptions
-
+def _decoding_options(job: TranslateJob) -> TranslateOptions:
     with_attention = bool(
         job.show_attention
         or job.align
@@ -236,10 +231,8 @@ def _decoding_options(job: TranslateJob):
         or job.attribution
         or job.figures is not None
     )
-    return TranslateOptions(
-        **job.decoding,
-        n_best=job.n_best,
-        batch_size=job.batch_size,
+    return replace(
+        job.options,
         with_attention=with_attention,
         **({"n_candidates": 10} if job.distribution_figure is not None else {}),
     ).validate()
@@ -247,7 +240,6 @@ def _decoding_options(job: TranslateJob):
 
 def _interactive(job: TranslateJob):
     """`tt translate -I`: the prompt, starting with these decoding options and text settings."""
-    from core.decode.translate import TranslateOptions
     from tt_cli.repl import interactive as repl
     from tt_cli.textrun import text_options
 
@@ -255,7 +247,8 @@ def _interactive(job: TranslateJob):
     return repl(
         job.model,
         job.device,
-        TranslateOptions(**job.decoding),
+        # the command's decoding; the prompt translates a line at a time, with neither --n-best nor --batch-size
+        replace(job.options, n_best=1, batch_size=TranslateOptions.batch_size),
         json_out=job.json_out,
         threads=job.threads,
         other_input=other_input,

@@ -12,71 +12,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Literal
 
 from core.checkpoint import LoadedModel
 from core.decode.lines import chunks as _chunks
 from core.decode.lines import read_lines  # noqa: F401 - the commands read their input from here
+from core.decode.method import TranslateOptions  # noqa: F401 - the decoding record, beside the function it drives
 from core.decode.records import Alternative
-from core.decode.search import EXTRA_LEN, check_sampling
 from core.decode.source import prepare_source
 from core.decode.trace import SourceTrace, StepTrace, attention_matrix, trace_steps
-from core.errors import ConfigError, TTError
+from core.errors import TTError
 from core.text.entities import keep_source_entities
 
-Method = Literal["beam", "greedy", "sample"]
 Stop = Callable[[], bool] | None  # asked between decoding steps: True stops the decode (core.errors.Stopped)
-METHODS: tuple[Method, ...] = ("beam", "greedy", "sample")
 
 # Characters that would split one output line into several for a reader using str.splitlines().
 _LINE_BREAKS = dict.fromkeys(map(ord, "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"), " ")
-
-
-@dataclass(frozen=True)
-class TranslateOptions:
-    """How to decode. The defaults are the paper's (§6.1): beam 4, length penalty α = 0.6."""
-
-    beam: int = 4
-    alpha: float = 0.6  # GNMT length penalty ((5 + |Y|) / 6)^α on beam scores
-    n_best: int = 1  # hypotheses kept per sentence (beam search only)
-    method: Method = "beam"  # beam search, greedy search, or sampling (temperature, top_k, top_p, seed)
-    temperature: float = 1.0
-    top_k: int = 0  # 0 = no top-k cut
-    top_p: float = 1.0  # 1 = no nucleus cut
-    seed: int | None = None
-    batch_size: int = 32  # sentences per forward pass (each expands into `beam` rows)
-    extra_len: int = EXTRA_LEN
-    with_attention: bool = False  # also return the StepTraces: every attention matrix (a teacher-forced pass)
-    n_candidates: int = 5  # top-k candidates kept in each StepTrace
-
-    def validate(self) -> TranslateOptions:
-        problems = []
-        if self.method not in METHODS:
-            problems.append(f"method must be one of {', '.join(METHODS)}, got {self.method!r}")
-        if self.beam < 1:
-            problems.append(f"--beam must be at least 1, got {self.beam}")
-        if self.n_best < 1:
-            problems.append(f"--n-best must be at least 1, got {self.n_best}")
-        if self.n_best > 1 and self.method != "beam":
-            problems.append("--n-best needs beam search (not --greedy or --sample)")
-        if self.n_best > max(self.beam, 1) and self.method == "beam":
-            problems.append(f"--n-best ({self.n_best}) cannot exceed --beam ({self.beam})")
-        try:
-            check_sampling(self.temperature, self.top_k, self.top_p)
-        except ConfigError as exc:
-            problems.append(str(exc))
-        if self.alpha < 0:
-            problems.append(f"--alpha must be non-negative, got {self.alpha}")
-        if self.batch_size < 1:
-            problems.append(f"--batch-size must be at least 1, got {self.batch_size}")
-        if problems:
-            raise ConfigError("; ".join(problems))
-        return self
-
-    @property
-    def search(self) -> Method:
-        """The search that runs: beam search with one beam is greedy search."""
-        return "greedy" if self.method == "beam" and self.beam == 1 else self.method
 
 
 @dataclass
@@ -93,7 +43,7 @@ class Translation:
     score: float = 0.0  # beam search: length-normalised; greedy and sampling: the log-probability
     source_tokens: list[int] = field(default_factory=list)  # encoder input, EOS last
     truncated: bool = False  # the source was cut to the model's max_len
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # messages about the line; the writer says which line
     n_best: list[Alternative] = field(default_factory=list)  # best first, when options.n_best > 1
     source_trace: SourceTrace | None = None  # when options.with_attention: source pieces, encoder self-attention
     steps: list[StepTrace] | None = None  # ... and per output piece, attention and candidates
@@ -206,7 +156,7 @@ def translate_lines(
         for line in chunk:
             prepared = prepare_source(tok, line, cfg.max_len)
             t = Translation(index=index, source=line, text="", source_tokens=prepared.ids, truncated=prepared.truncated)
-            t.warnings = [f"line {index + 1}: {w}" for w in prepared.warnings]
+            t.warnings = list(prepared.warnings)
             index += 1
             if prepared.ids:
                 work.append(len(results))
@@ -266,7 +216,7 @@ def translate_constrained(
     for index, (line, phrases) in enumerate(zip(sentences, terms)):
         prepared = prepare_source(tok, line, cfg.max_len)
         t = Translation(index=index, source=line, text="", source_tokens=prepared.ids, truncated=prepared.truncated)
-        t.warnings = [f"line {index + 1}: {w}" for w in prepared.warnings]
+        t.warnings = list(prepared.warnings)
         if prepared.ids:
             constraints = [[tok.encode(p), tok.encode(plural(p))] for p in phrases]
             found = constrained_beam_search(

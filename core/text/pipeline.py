@@ -21,7 +21,6 @@ alignment) and otherwise named in the sentence's warnings.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -123,15 +122,6 @@ def _prepare(line_no: int, sentence: str, options: TextOptions, model: _Model, s
     return _Prepared(line_no, sentence, text, shape, protected, keep, marks, verbatim)
 
 
-@dataclass
-class _Verbatim:
-    """The output of a sentence the model was not asked to translate: its input as it is."""
-
-    text: str
-    pieces: list[str] = field(default_factory=list)
-    token_logprobs: list[float] = field(default_factory=list)
-
-
 def _terms(p: _Prepared) -> list[str]:
     """The English of the glossary terms a sentence must hold (left in its text for constrained decoding)."""
     return [s.output for s in p.protected.spans if s.kind == "term" and s.copied]
@@ -147,8 +137,8 @@ def _decode(prepared: list[_Prepared], model: _Model) -> list[Decoded]:
         raise ValueError(f"translate_batch returned {len(decoded)} translations for {len(asked)} sentences")
     placed = list(model.constrained([p.model_input for p in forced], [_terms(p) for p in forced])) if forced else []
     answers, constrained = iter(decoded), iter(placed)
-    return [
-        _Verbatim(p.model_input) if p.verbatim else next(constrained) if _terms(p) else next(answers) for p in prepared
+    return [  # a sentence the model was not asked to translate: its input as it is
+        Decoded(p.model_input) if p.verbatim else next(constrained) if _terms(p) else next(answers) for p in prepared
     ]
 
 
@@ -180,8 +170,8 @@ def _translate(prepared: list[_Prepared], model: _Model, options: TextOptions) -
     sentences = []
     for p, d in zip(prepared, _decode(prepared, model)):
         d, restored = _most_complete(p, d, options)
-        conf = None if p.verbatim else confidence(d.pieces, d.token_logprobs, getattr(d, "cross", None), p.model_input)
-        warnings = list(getattr(d, "warnings", [])) + restored.warnings  # the decoder's (truncation) first
+        conf = None if p.verbatim else confidence(d.pieces, d.token_logprobs, d.cross, p.model_input)
+        warnings = list(d.warnings) + restored.warnings  # the decoder's (truncation) first
         sentences.append(
             SentenceResult(
                 p.source, restored.text, p.model_input, d.text, p.protected.spans, restored.lost, [], conf, warnings, d
@@ -201,23 +191,14 @@ def _most_complete(p: _Prepared, d: Decoded, options: TextOptions) -> tuple[Deco
     if bad == (0, 0):
         return d, restored
     best = None
-    for alt in list(getattr(d, "n_best", None) or [])[1:]:
+    for alt in d.n_best[1:]:
         again = _finish(p, alt.text, options)
         worse = _badness(p, alt.text, again)
         if worse < bad:
             best, restored, bad = alt, again, worse
             if bad == (0, 0):
                 break
-    if best is None:
-        return d, restored
-    chosen = copy.copy(d)  # the record of the sentence, with the hypothesis taken as its output
-    for name in ("text", "token_ids", "pieces", "token_logprobs", "score"):
-        if hasattr(best, name):
-            setattr(chosen, name, getattr(best, name))
-    for name in ("cross", "steps"):  # the best hypothesis's attention: not this one's
-        if hasattr(chosen, name):
-            setattr(chosen, name, None)
-    return chosen, restored
+    return (d, restored) if best is None else (d.taking(best), restored)
 
 
 def _checked(prepared: list[_Prepared], sentences: list[SentenceResult], options: TextOptions, aligner) -> None:
@@ -233,7 +214,7 @@ def _checked(prepared: list[_Prepared], sentences: list[SentenceResult], options
         if i in links:  # finished again with the links: its span warnings are this restore's
             restored = _finish(p, s.model_output, options, links[i])
             s.text, s.lost, s.placed = restored.text, restored.lost, restored.placed
-            s.warnings = list(getattr(s.decoded, "warnings", [])) + restored.warnings
+            s.warnings = list(s.decoded.warnings) + restored.warnings
         if not p.verbatim:
             notes += [
                 w
@@ -322,7 +303,7 @@ def translate_text(
     (model input, model output) pairs (core.api.text_aligner), for markup, lost spans and dropped words.
     constrained: a translator that places given English phrases (core.api.text_constrained): glossary terms
     by constrained decoding; without it, a term is a placeholder.
-    A Decoded with a `cross` attribute (output steps × source pieces) also gets a coverage in its Confidence.
+    A Decoded with `cross` (output steps × source pieces) also gets a coverage in its Confidence.
     """
     options = options or TextOptions()
     model = _Model(translate_batch, unknown, accents, aligner, constrained)
@@ -377,33 +358,15 @@ def translate_chunks(
         done += len(lines)
 
 
-@dataclass
-class _Decoded:
-    text: str
-    pieces: list[str]
-    token_logprobs: list[float]
-    cross: list[list[float]] | None = None
-    n_best: list = field(default_factory=list)  # the beam's hypotheses (text, pieces, token_logprobs), best first
-
-
 def translator_batch(translator, *, attention: bool = False, layer: int = -1) -> Callable[[list[str]], list]:
     """translate_batch over a `core.Translator`: attention=True also returns cross-attention (mean of
     the heads of `layer`) for the coverage signal, at the cost of one teacher-forced pass."""
 
     n_best = hypotheses_wanted(translator.options.method, translator.options.beam)  # a choice where one lost a span
 
-    def run(sentences: list[str]) -> list[_Decoded]:
+    def run(sentences: list[str]) -> list[Decoded]:
         results = translator.translate(sentences, trace=attention, n_best=n_best)
-        return [
-            _Decoded(
-                r.text,
-                r.pieces,
-                r.token_logprobs,
-                r.attention("cross", layer) if attention and r.steps else None,
-                r.n_best,
-            )
-            for r in results
-        ]
+        return [Decoded.of(r, r.attention("cross", layer) if attention and r.steps else None) for r in results]
 
     return run
 

@@ -5,19 +5,48 @@ What `tt translate --json`, the REPL, the API and a server write: `to_dict()` is
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Protocol
+from dataclasses import dataclass, field, replace
 
 from core.text.confidence import Confidence
 from core.text.spans import Span
 
 
-class Decoded(Protocol):
-    """What translate_batch returns for each sentence (core.api.Result has these fields)."""
+@dataclass(frozen=True)
+class Decoded:
+    """One decoded sentence as the text pipeline reads it: what translate_batch returns for each sentence,
+    and each hypothesis of its beam. `of` makes one of a core Translation (core.api.Result)."""
 
     text: str
-    pieces: list[str]
-    token_logprobs: list[float]
+    pieces: tuple[str, ...] = ()  # SentencePiece pieces of `text`
+    token_logprobs: tuple[float, ...] = ()  # one per piece, EOS's last when produced
+    token_ids: tuple[int, ...] = ()
+    score: float = 0.0
+    warnings: tuple[str, ...] = ()  # messages about the sentence (truncation); the writer says which line
+    cross: list[list[float]] | None = None  # output steps × source pieces: the coverage signal's attention
+    n_best: tuple[Decoded, ...] = ()  # the beam's hypotheses, best first (each without warnings or attention)
+
+    @classmethod
+    def of(cls, t, cross: list[list[float]] | None = None) -> Decoded:
+        """The record of a core Translation (or anything with its fields), with `cross` when the coverage
+        signal is wanted."""
+        n_best = tuple(
+            cls(a.text, tuple(a.pieces), tuple(a.token_logprobs), tuple(a.token_ids), a.score) for a in t.n_best
+        )
+        return cls(
+            t.text,
+            tuple(t.pieces),
+            tuple(t.token_logprobs),
+            tuple(t.token_ids),
+            t.score,
+            tuple(t.warnings),
+            cross,
+            n_best,
+        )
+
+    def taking(self, hypothesis: Decoded) -> Decoded:
+        """This sentence with another of its hypotheses as its output: its warnings and n-best kept, no
+        attention (the decoder traced only its best hypothesis)."""
+        return replace(hypothesis, warnings=self.warnings, n_best=self.n_best, cross=None)
 
 
 @dataclass
@@ -31,7 +60,7 @@ class SentenceResult:
     placed: list[Span] = field(default_factory=list)  # spans the model dropped, put back where the alignment says
     confidence: Confidence | None = None
     warnings: list[str] = field(default_factory=list)
-    decoded: Decoded | None = None  # what translate_batch returned for it (core.Result in the CLI and API)
+    decoded: Decoded | None = None  # what translate_batch returned for it (the hypothesis taken)
 
     def to_dict(self) -> dict:
         obj = {

@@ -186,6 +186,7 @@ def assert_same(served, printed, path="record"):
     [
         ({"raw": True}, ["--raw"]),
         ({"raw": True, "greedy": True}, ["--raw", "--greedy"]),
+        ({"raw": True, "method": "greedy"}, ["--raw", "--greedy"]),
         ({"beam": 3, "n_best": 2, "alpha": 1.0}, ["--beam", "3", "--n-best", "2", "--alpha", "1.0"]),
         ({"attention": "cross", "align": True}, ["--attention", "cross", "--align"]),
     ],
@@ -316,6 +317,15 @@ BAD = [
         400,
         "greedy and sample exclude each other",
     ),
+    (
+        "method and greedy",
+        "/v1/translate",
+        {"q": "a", "method": "sample", "greedy": True},
+        None,
+        400,
+        "method and greedy/sample: give one of them",
+    ),
+    ("method bogus", "/v1/translate", {"q": "a", "method": "nucleus"}, None, 400, "method must be one of beam"),
     (
         "n_best past beam",
         "/v1/translate",

@@ -102,7 +102,7 @@ class Notices:
 
 def _config_from_options(ctx: typer.Context, options: dict[str, Any]):  # noqa: C901 - one independent mapping per option, each a line
     """A TrainConfig from the options; with --resume, the run's stored one with the given options on top."""
-    from dataclasses import fields
+    from dataclasses import fields, replace
 
     from core.errors import CheckpointError
     from core.train.config import TrainConfig
@@ -154,16 +154,14 @@ def _config_from_options(ctx: typer.Context, options: dict[str, Any]):  # noqa: 
             raise DataError(NO_DATA)
         cfg = TrainConfig(data=[], out="")
         names = {n for n in options if n not in CLI_ONLY}
-    overrides = dict(cfg.model_overrides)
+    overrides, changes = dict(cfg.model_overrides), {}
     for name in names:
         if name in MODEL_OPTIONS:
             if options[name] is not None:
                 overrides[MODEL_OPTIONS[name]] = value(name)
         else:
-            setattr(cfg, TRAIN_OPTIONS.get(name, name), value(name))
-    cfg.model_overrides = overrides
-    cfg.out = str(options["out"])
-    return cfg
+            changes[TRAIN_OPTIONS.get(name, name)] = value(name)
+    return replace(cfg, **{**changes, "model_overrides": overrides, "out": str(options["out"])})
 
 
 def train(

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from core.decode.method import method_of
+from core.decode.method import TranslateOptions, method_of
 from tt_cli.options import (
     AlphaOpt,
     AttributionChoice,
@@ -257,7 +257,7 @@ def translate(
         quantize=quantize.value if quantize else None,
         threads=threads,
         local=local,
-        decoding=dict(
+        options=TranslateOptions(
             beam=beam,
             alpha=alpha,
             method=method_of(greedy, sample),
@@ -265,9 +265,9 @@ def translate(
             top_k=top_k,
             top_p=top_p,
             seed=seed,
+            n_best=n_best,
+            batch_size=batch_size,
         ),
-        n_best=n_best,
-        batch_size=batch_size,
         json_out=json_out,
         attention=attention.value,
         align=align,

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.decode.method import TranslateOptions
 from core.errors import Stopped
 from tt_cli.serve.presence import Always, ClientGone
 from tt_cli.serve.settings import ServeSettings
@@ -40,12 +41,13 @@ class QueueFull(Exception):
 @dataclass(eq=False)
 class Job:
     sentences: list[str]
-    decoding: dict  # keywords for Translator.translate (the request's decoding options)
+    options: TranslateOptions  # the request's decoding (the server's, with the request's fields on top)
     trace: bool  # attention wanted (the --json record's attention or alignment)
     finish: Callable[[list, int], Any]  # (the job's Results, decode call number) → the answer; runs in the worker
     loop: asyncio.AbstractEventLoop
     future: asyncio.Future
     presence: Any = field(default_factory=Always)  # .gone: the client hung up
+    own_batch: bool = False  # the request named its batch size: decoded alone, as tt translate --batch-size decodes
     arrived: float = field(default_factory=time.monotonic)
     taken: int = 0  # sentences handed to decode calls so far
     results: list = field(default_factory=list)  # their Results, in order
@@ -56,12 +58,12 @@ class Job:
     def key(self) -> tuple:
         """Jobs with equal keys may share a decode call. A seeded sample, or a job that names its own
         batch size, stays alone: its output must not depend on who else was decoded with it."""
-        key = (self.trace, tuple(sorted(self.decoding.items())))
+        key = (self.trace, self.options)
         return key + (id(self),) if self.alone else key
 
     @property
     def alone(self) -> bool:
-        return self.decoding.get("seed") is not None or "batch_size" in self.decoding
+        return self.options.seed is not None or self.own_batch
 
     @property
     def gone(self) -> bool:
@@ -118,12 +120,18 @@ class Batcher:
             }
 
     async def submit(
-        self, sentences: list[str], decoding: dict, trace: bool, finish: Callable[[list, int], Any], presence=None
+        self,
+        sentences: list[str],
+        options: TranslateOptions,
+        trace: bool,
+        finish: Callable[[list, int], Any],
+        presence=None,
+        own_batch: bool = False,
     ):
         """The answer `finish` makes of these sentences' Results. Raises QueueFull at once when they do not
         fit, TimeoutError after settings.timeout_s, ClientGone when `presence` says the client left."""
         loop = asyncio.get_running_loop()
-        job = Job(list(sentences), decoding, trace, finish, loop, loop.create_future(), presence or Always())
+        job = Job(list(sentences), options, trace, finish, loop, loop.create_future(), presence or Always(), own_batch)
         with self._cond:
             if self._closing or self._pending + len(job.sentences) > self.settings.queue_size:
                 self.stats.rejected += 1
@@ -218,10 +226,7 @@ class Batcher:
         error: BaseException | None = None
         try:
             results = self.translator.translate(
-                sentences,
-                trace=first.trace,
-                stop=lambda: all(job.gone for job in jobs),
-                **{"batch_size": self.settings.batch_size, **first.decoding},
+                sentences, trace=first.trace, stop=lambda: all(job.gone for job in jobs), options=first.options
             )
         except Stopped:
             results = []

@@ -97,9 +97,10 @@ async def _translate_documents(
     segments = [s for d in documents for s in d.segments]
     # Alternatives are the runners-up of beam search: a server that decodes greedily searches a beam for them.
     n = alternatives + 1
-    decoding = {"n_best": n, "beam": max(service.translator.options.beam, n), "method": "beam"} if alternatives else {}
+    beam = {"n_best": n, "beam": max(service.translator.options.beam, n), "method": "beam"} if alternatives else {}
+    options = service.options(beam)
     # An HTML page is a document: a heading or a list item without a final stop gets none.
-    options = TextOptions(follow_stop=html)
+    text_options = TextOptions(follow_stop=html)
 
     def work(translate_batch) -> list[list[str]]:
         """Every segment's translation made of each sentence's k-th hypothesis, for k = 0 (the best) .. n-1."""
@@ -108,13 +109,13 @@ async def _translate_documents(
             [
                 r.text
                 for r in text_chunks(
-                    [segments], kth(k), options, service.unknown, service.accents, aligner=service.aligner
+                    [segments], kth(k), text_options, service.unknown, service.accents, aligner=service.aligner
                 )
             ]
             for k in range(n)
         ]
 
-    versions = await text.run(service, request, work, decoding, coverage=False) if segments else [[]] * n
+    versions = await text.run(service, request, work, options, coverage=False) if segments else [[]] * n
     out, start = [], 0
     for doc in documents:
         mine = [version[start : start + len(doc.segments)] for version in versions]

@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from core.api import source_accents, text_aligner, text_constrained
+from core.decode.method import TranslateOptions
 from core.errors import TTError
 from core.text.language import Guess, identify, name
 from core.text.protect import unknown_characters
@@ -39,9 +40,9 @@ class Service:
         # Word links for the text pipeline (markup projected, a dropped span put back), as tt translate has them.
         self.aligner = text_aligner(translator.loaded)
 
-    def constrained(self, decoding: dict):
+    def constrained(self, options: TranslateOptions):
         """Lexically constrained beam search for a request's glossary terms, with the request's beam and α."""
-        return text_constrained(self.translator.loaded, replace(self.translator.options, **decoding).validate())
+        return text_constrained(self.translator.loaded, options)
 
     # -- checks, in the order a handler makes them -------------------------------------------------------
     async def read(self, request) -> Body:
@@ -107,15 +108,20 @@ class Service:
                 lt_status=400,
             )
 
-    def check_decoding(self, decoding: dict) -> None:
+    def options(self, decoding: dict) -> TranslateOptions:
+        """A request's decoding: the server's (its --beam, --alpha, --greedy, --batch-size) with the request's
+        fields on top, checked (a 400 in the request's words)."""
         try:
-            replace(self.translator.options, **decoding).validate()
+            return replace(self.translator.options, **{"batch_size": self.settings.batch_size, **decoding}).validate()
         except TTError as exc:
             raise ApiError(400, str(exc).replace("--", "").replace("n-best", "n_best")) from None
 
     # -- the work --------------------------------------------------------------------------------------
-    async def translate(self, request, sentences: list[str], decoding: dict, trace: bool, finish) -> Any:
-        """What `finish(results)` makes of the sentences' Results, decoded in a batch with whatever else is waiting."""
+    async def decode(
+        self, request, sentences: list[str], options: TranslateOptions, trace: bool, finish, own_batch: bool = False
+    ) -> Any:
+        """What `finish(results)` makes of the sentences' Results, decoded in a batch with whatever else is waiting
+        (alone, in batches of its own size, when `own_batch`)."""
         if not hasattr(request.state, "log"):
             request.state.log = {}
         note = request.state.log  # a request of the text pipeline may decode more than once: counted together
@@ -129,7 +135,7 @@ class Service:
 
         presence = getattr(request.state, "presence", None)
         try:
-            return await self.batcher.submit(sentences, decoding, trace, finished, presence)
+            return await self.batcher.submit(sentences, options, trace, finished, presence, own_batch)
         except QueueFull:
             retry = str(self.settings.retry_after_s)
             raise ApiError(

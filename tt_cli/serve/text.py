@@ -17,22 +17,24 @@ from typing import TypeVar
 from starlette.concurrency import run_in_threadpool
 
 from core.api import for_text
+from core.decode.method import TranslateOptions
 from core.text.options import hypotheses_wanted
 
 T = TypeVar("T")
 
 
-async def run(service, request, work: Callable[[Callable], T], decoding: dict, coverage: bool) -> T:
-    """work(translate_batch), in a thread; translate_batch decodes through the batcher with `decoding`
-    (and the attention the coverage signal needs when `coverage`)."""
+async def run(
+    service, request, work: Callable[[Callable], T], options: TranslateOptions, coverage: bool, own_batch: bool = False
+) -> T:
+    """work(translate_batch), in a thread; translate_batch decodes through the batcher with `options` (and the
+    attention the coverage signal needs when `coverage`; alone, in batches of its own size, when `own_batch`)."""
     loop = asyncio.get_running_loop()
-    if (decoding.get("n_best") or 1) == 1:  # the beam's hypotheses for the pipeline to choose from, as tt translate's
-        options = replace(service.translator.options, **{k: v for k, v in decoding.items() if k != "n_best"})
-        decoding = {**decoding, "n_best": hypotheses_wanted(options.method, options.beam)}
+    if options.n_best == 1:  # the beam's hypotheses for the pipeline to choose from, as tt translate's
+        options = replace(options, n_best=hypotheses_wanted(options.method, options.beam))
     # A request that names its batch size is decoded as translate_lines decodes a list (chunks of four
     # batches), so its records are tt translate's to the last digit; any other goes in pieces the queue holds.
     settings = service.settings
-    size = min(4 * decoding["batch_size"], settings.queue_size) if "batch_size" in decoding else settings.max_sentences
+    size = min(4 * options.batch_size, settings.queue_size) if own_batch else settings.max_sentences
 
     def finish(results: list) -> list:
         return for_text(results, coverage)
@@ -40,7 +42,7 @@ async def run(service, request, work: Callable[[Callable], T], decoding: dict, c
     def translate_batch(sentences: list[str]) -> list:
         out = []
         for start in range(0, len(sentences), size):
-            job = service.translate(request, sentences[start : start + size], decoding, coverage, finish)
+            job = service.decode(request, sentences[start : start + size], options, coverage, finish, own_batch)
             out += asyncio.run_coroutine_threadsafe(job, loop).result()
         return out
 

@@ -1,6 +1,6 @@
 """tt's own API: the record of `tt translate --json`, and the model card.
 
-    POST /v1/translate  {q: str | [str], source?, target?, beam?, alpha?, greedy?, sample?, n_best?,
+    POST /v1/translate  {q: str | [str], source?, target?, beam?, alpha?, method?, greedy?, sample?, n_best?,
                          temperature?, top_k?, top_p?, seed?, batch_size?,
                          split?, protect?, case?, terms?: [[fr, en], ...], follow_stop?, coverage?,
                          raw?, attention?: none|cross|all, align?: bool}
@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 
 from core.api import text_chunks
-from core.decode.method import method_of
+from core.decode.method import METHODS, TranslateOptions, method_of
 from core.text.pipeline import TextOptions
 from tt_cli.output import translation_json
 from tt_cli.serve import text
@@ -44,28 +44,31 @@ async def translate(request) -> dict:
     service.route(body.text("source"), body.text("target"), required=False, as_is=False)
     attention = body.text("attention", "none", ("none", "cross", "all"))
     align = body.flag("align", False)
-    decoding = _decoding(body, service)
-    service.check_decoding(decoding)
+    options = _options(body, service)
+    # A request that names its batch size is decoded alone, in batches of that size, as tt translate --batch-size.
+    own_batch = body.integer("batch_size", None, 1, service.settings.max_sentences) is not None
     service.check_size(texts, texts)
-    if body.flag("raw", False) or attention != "none" or align or decoding.get("n_best", 1) > 1:
+    if body.flag("raw", False) or attention != "none" or align or options.n_best > 1:
         given = [name for name in TEXT_FIELDS if body.has(name)]
         if given:
             fields = ", ".join(given)
             raise ApiError(
                 400, f"{fields}: options of the text pipeline, not of raw (nor n_best > 1, attention, align)"
             )
-        return await _raw(service, request, texts, decoding, attention, align)
-    return await _text(service, request, body, texts, decoding)
+        return await _raw(service, request, texts, options, own_batch, attention, align)
+    return await _text(service, request, body, texts, options, own_batch)
 
 
-def _decoding(body: Body, service) -> dict:
-    """The request's decoding options, as Translator.translate's keywords."""
+def _options(body: Body, service) -> TranslateOptions:
+    """The request's decoding: the server's, with the request's fields on top (method, or the CLI's two
+    flags greedy and sample)."""
     decoding = {
         name: value
         for name, value in (
             ("beam", body.integer("beam", None, 1, MAX_BEAM)),
             ("n_best", body.integer("n_best", None, 1, MAX_BEAM)),
             ("alpha", body.number("alpha", None)),
+            ("method", body.text("method", None, METHODS)),
             ("greedy", body.flag("greedy", None)),
             ("sample", body.flag("sample", None)),
             ("temperature", body.number("temperature", None)),
@@ -80,13 +83,15 @@ def _decoding(body: Body, service) -> dict:
         greedy, sample = bool(decoding.pop("greedy", False)), bool(decoding.pop("sample", False))
         if greedy and sample:
             raise ApiError(400, "greedy and sample exclude each other")
-        decoding["method"] = method_of(greedy, sample)
-    return decoding
+        if "method" in decoding and (greedy or sample):
+            raise ApiError(400, "method and greedy/sample: give one of them")
+        decoding.setdefault("method", method_of(greedy, sample))
+    return service.options(decoding)
 
 
-async def _text(service, request, body: Body, texts: list[str], decoding: dict) -> dict:
+async def _text(service, request, body: Body, texts: list[str], options: TranslateOptions, own_batch: bool) -> dict:
     """The text pipeline's record of each line (`tt translate --json`)."""
-    options = TextOptions(
+    text_options = TextOptions(
         split=body.flag("split", True),
         protect=body.flag("protect", True),
         names=body.flag("names", True),
@@ -103,12 +108,12 @@ async def _text(service, request, body: Body, texts: list[str], decoding: dict) 
             text_chunks(
                 [texts],
                 translate_batch,
-                options,
+                text_options,
                 service.unknown,
                 service.accents,
                 pair,
                 aligner=service.aligner,
-                constrained=service.constrained(decoding),
+                constrained=service.constrained(options),
             )
         )
         return {
@@ -117,10 +122,12 @@ async def _text(service, request, body: Body, texts: list[str], decoding: dict) 
             "confidences": [r.confidence for r in results],  # what --flag-below compares, before rounding
         }
 
-    return await text.run(service, request, work, decoding, coverage)
+    return await text.run(service, request, work, options, coverage, own_batch)
 
 
-async def _raw(service, request, texts: list[str], decoding: dict, attention: str, align: bool) -> dict:
+async def _raw(
+    service, request, texts: list[str], options: TranslateOptions, own_batch: bool, attention: str, align: bool
+) -> dict:
     """The model's own record of each line as given (`tt translate --json --raw`)."""
 
     def finish(results: list) -> dict:  # in the worker thread: --align may run the model again
@@ -129,11 +136,10 @@ async def _raw(service, request, texts: list[str], decoding: dict, attention: st
         records, warnings = [], []
         for i, t in enumerate(results):
             records.append(translation_json(dataclasses.replace(t, index=i), attention, rule or None, model))
-            prefix = f"line {t.index + 1}: "  # core numbers lines within the whole batch; a client counts its own
-            warnings += [{"index": i, "message": w.removeprefix(prefix)} for w in t.warnings]
+            warnings += [{"index": i, "message": w} for w in t.warnings]
         return {"translations": records, "warnings": warnings}
 
-    return await service.translate(request, texts, decoding, attention != "none" or align, finish)
+    return await service.decode(request, texts, options, attention != "none" or align, finish, own_batch)
 
 
 async def model(request) -> dict:

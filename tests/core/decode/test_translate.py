@@ -213,3 +213,12 @@ def test_any_unicode_gives_one_translation_per_line(tiny_loaded, lines):
         assert len(t.text.splitlines()) <= 1
         if not clean_text(t.source)[0].strip():
             assert t.text == ""
+
+
+def test_the_decoding_record_reads_the_search_limit_without_torch():
+    """core.decode.method carries TranslateOptions where torch is not loaded (a warm tt translate, a request):
+    its default extra length is the search's."""
+    from core.decode.method import EXTRA_LEN
+    from core.decode.search import EXTRA_LEN as SEARCH_EXTRA_LEN
+
+    assert EXTRA_LEN == SEARCH_EXTRA_LEN == TranslateOptions().extra_len

@@ -159,7 +159,7 @@ def test_a_sentence_that_lost_a_span_takes_the_beams_next_hypothesis_that_keeps_
     unknown = unknown_characters(translator.loaded.tokenizer)
     lines, first_try = [src for src, _ in COPY_CASES], TextOptions(fallbacks=())
     batch = translator_batch(translator)
-    best_only = translate_text(lines, lambda s: [replace(d, n_best=[]) for d in batch(s)], first_try, unknown)
+    best_only = translate_text(lines, lambda s: [replace(d, n_best=()) for d in batch(s)], first_try, unknown)
     results = translate_text(lines, batch, first_try, unknown)
     taken = 0
     for before, after in zip(best_only, results):
@@ -300,3 +300,21 @@ def test_the_final_punctuation_follows_the_source_unless_asked_not_to(run):
     assert off.text.endswith(".") and on.text == off.text[:-1] + "!"
     [sentence] = run(["Je suis étudiant"])  # a sentence typed without its stop keeps the model's period
     assert sentence.text == "I am a student."
+
+
+def test_a_decoded_sentence_is_one_frozen_record():
+    """What translate_batch returns is read, never changed: taking another hypothesis makes a new record."""
+    import dataclasses
+
+    from core.text.results import Decoded
+
+    runner_up = Decoded("Go to Osaka.", ("▁Go", "▁to", "▁Osaka", "."), (-0.5, -0.1, -0.2, -0.1), (7, 8, 9, 4), -0.3)
+    best = Decoded(
+        "Go.", ("▁Go", "."), (-0.1, -0.1), (7, 4), -0.1, ("a warning",), [[1.0]], (Decoded("Go."), runner_up)
+    )
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        best.text = "changed"  # type: ignore[misc]
+    taken = best.taking(runner_up)
+    assert taken.text == "Go to Osaka." and taken.pieces == runner_up.pieces and taken.score == -0.3
+    assert taken.warnings == ("a warning",) and taken.n_best == best.n_best and taken.cross is None
+    assert best.text == "Go."

@@ -184,6 +184,7 @@ def test_real_text_through_the_shipped_model_loses_nothing_in_silence(results):
 def test_a_100000_character_line_without_stops_comes_out_whole():
     """Any translator (here one that copies) sees parts it can take, and every part comes back."""
     from core.text.pipeline import TextOptions, translate_text
+    from core.text.results import Decoded
 
     line = (LONG_LINE + ", ") * 90
     line = line[:100_000].rstrip(", ")
@@ -191,7 +192,7 @@ def test_a_100000_character_line_without_stops_comes_out_whole():
 
     def copy(sentences):
         seen.extend(sentences)
-        return [type("Out", (), {"text": s, "pieces": [], "token_logprobs": []})() for s in sentences]
+        return [Decoded(s) for s in sentences]
 
     [result] = translate_text([line], copy, TextOptions(accents=False))
     assert max(map(len, seen)) <= 300 and len(seen) >= 333
@@ -201,16 +202,14 @@ def test_a_100000_character_line_without_stops_comes_out_whole():
 
 def test_a_glossary_term_the_constrained_translator_could_not_place_is_reported():
     from core.text.pipeline import TextOptions, translate_text
-
-    def out(text):
-        return type("Out", (), {"text": text, "pieces": [], "token_logprobs": []})()
+    from core.text.results import Decoded
 
     def batch(sentences):
         raise AssertionError("a sentence with a term goes to the constrained translator")
 
     def constrained(sentences, terms):
         assert sentences == ["Je suis étudiant."] and terms == [["learner"]]  # the French left in
-        return [out("I am a student.")]  # the term not placed
+        return [Decoded("I am a student.")]  # the term not placed
 
     [r] = translate_text(["Je suis étudiant."], batch, TextOptions(terms=(("étudiant", "learner"),)), None, None,
                          constrained=constrained)  # fmt: skip
@@ -245,9 +244,10 @@ def test_a_model_whose_card_lists_placeholder_tokens_gets_them(tmp_path):
 def test_a_model_that_learned_nothing_is_warned_about():
     """Empty output for a sentence with words: a warning, not an empty line in silence."""
     from core.text.pipeline import translate_text
+    from core.text.results import Decoded
 
     def nothing(sentences):
-        return [type("Out", (), {"text": "", "pieces": [], "token_logprobs": [-9.0]})() for _ in sentences]
+        return [Decoded("", token_logprobs=(-9.0,)) for _ in sentences]
 
     [r, blank] = translate_text(["Je suis étudiant.", ""], nothing)
     assert r.text == "" and "the translation is empty" in r.warnings
