@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import torch
 
+from core.decode.method import EXTRA_LEN
 from core.decode.search import (
-    EXTRA_LEN,
     Hypothesis,
     banned_pieces,
     check_stop,

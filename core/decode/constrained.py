@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 import torch
 
 from core.decode.beam import length_penalty
-from core.decode.search import EXTRA_LEN, Hypothesis
+from core.decode.method import EXTRA_LEN
+from core.decode.search import Hypothesis
 from core.model.transformer import Transformer
 
 Constraint = list[list[int]]  # alternatives, each a sequence of piece ids

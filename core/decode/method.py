@@ -12,7 +12,7 @@ from core.errors import ConfigError
 
 Method = Literal["beam", "greedy", "sample"]
 METHODS: tuple[Method, ...] = ("beam", "greedy", "sample")
-EXTRA_LEN = 50  # output may run this many pieces past the source length (§6.1); core.decode.search's, unimported
+EXTRA_LEN = 50  # output may run this many pieces past the source length (§6.1)
 
 
 def method_of(greedy: bool, sample: bool = False) -> str:

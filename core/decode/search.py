@@ -20,12 +20,11 @@ from dataclasses import dataclass
 
 import torch
 
+from core.decode.method import EXTRA_LEN
 from core.errors import ConfigError, Stopped
 from core.model.attention import HeadMask
 from core.model.step import FusedStep, fused_step
 from core.model.transformer import DecoderState, Encoded, Transformer
-
-EXTRA_LEN = 50  # output may run this many pieces past the source length (§6.1)
 
 
 @dataclass
@@ -280,13 +279,3 @@ def sample(
         return chosen.squeeze(1), lp.gather(1, chosen).squeeze(1)
 
     return _pick_loop(model, src, pick, max_output=max_output, extra_len=extra_len, min_len=min_len, stop=stop)
-
-
-def __getattr__(name: str):
-    """`beam_search` lives in core.decode.beam; core/decode/translate.py still reaches it through this module
-    (`search.beam_search`) and is not changed here. Import it from core.decode.beam; this goes once that does."""
-    if name == "beam_search":
-        from core.decode.beam import beam_search
-
-        return beam_search
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -12,7 +12,8 @@ from __future__ import annotations
 import torch
 
 from core.checkpoint import LoadedModel
-from core.decode.search import EXTRA_LEN, output_limits
+from core.decode.method import EXTRA_LEN
+from core.decode.search import output_limits
 from core.decode.source import prepare_source
 from core.decode.trace import Candidate, SourceTrace, StepTrace, source_trace, step_trace, top_candidates
 from core.errors import TTError

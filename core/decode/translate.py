@@ -103,6 +103,7 @@ def _decode_batch(
 ):
     """Hypothesis lists (best first) for each source, in the order given."""
     from core.decode import search as decoding
+    from core.decode.beam import beam_search
 
     model, cfg = loaded.model, loaded.cfg
     device = next(model.parameters()).device
@@ -125,7 +126,7 @@ def _decode_batch(
             stop=stop,
         )
         return [[h] for h in hyps]
-    return decoding.beam_search(
+    return beam_search(
         model,
         src,
         beam_size=options.beam,

@@ -14,7 +14,7 @@ from textual.binding import Binding
 from textual.widgets import Static
 from typer.testing import CliRunner
 
-from core.decode.search import EXTRA_LEN
+from core.decode.method import EXTRA_LEN
 from core.decode.stepper import Stepper
 from tests.conftest import FIXTURES
 from tt_cli.main import app as cli

@@ -217,8 +217,12 @@ def test_any_unicode_gives_one_translation_per_line(tiny_loaded, lines):
 
 def test_the_decoding_record_reads_the_search_limit_without_torch():
     """core.decode.method carries TranslateOptions where torch is not loaded (a warm tt translate, a request):
-    its default extra length is the search's."""
-    from core.decode.method import EXTRA_LEN
-    from core.decode.search import EXTRA_LEN as SEARCH_EXTRA_LEN
+    its default extra length is the one every search reads (defined there, once)."""
+    import inspect
 
-    assert EXTRA_LEN == SEARCH_EXTRA_LEN == TranslateOptions().extra_len
+    from core.decode.beam import beam_search
+    from core.decode.method import EXTRA_LEN
+    from core.decode.search import greedy
+
+    for search in (greedy, beam_search):
+        assert inspect.signature(search).parameters["extra_len"].default == EXTRA_LEN == TranslateOptions().extra_len
