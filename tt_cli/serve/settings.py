@@ -25,8 +25,6 @@ class ServeSettings:
     # Origins a browser page may call from: any, as LibreTranslate answers; empty = no CORS headers.
     cors_origins: tuple[str, ...] = ("*",)
     files_kept_s: float = 600.0  # how long a translated file (/translate_file) can be downloaded
-    source: str = "fr"  # the model's language pair
-    target: str = "en"
     log: TextIO | None = None  # where the JSON-lines log goes (None = stderr)
     retry_after_s: int = 1  # the Retry-After of a 503
     url: str = ""  # where the server listens, for the log
