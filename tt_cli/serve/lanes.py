@@ -5,6 +5,7 @@ its (source, target) (service.Service.lane)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import replace
 from typing import Any
@@ -16,7 +17,7 @@ from core.errors import TTError
 from core.text.pipeline import TextOptions
 from core.text.protect import unknown_characters
 from tt_cli.serve.announce import served_id
-from tt_cli.serve.batcher import Batcher, QueueFull
+from tt_cli.serve.batcher import Batcher, Job, QueueFull
 from tt_cli.serve.body import ApiError
 from tt_cli.serve.settings import ServeSettings
 
@@ -77,25 +78,45 @@ class Lane:
         return self._align_rule
 
     # -- the work --------------------------------------------------------------------------------------
-    async def decode(
+    def decode_here(
         self, request, sentences: list[str], options: TranslateOptions, trace: bool, finish, own_batch: bool = False
     ) -> Any:
         """What `finish(results)` makes of the sentences' Results, decoded in a batch with whatever else is waiting
-        (alone, in batches of its own size, when `own_batch`)."""
+        (alone, in batches of its own size, when `own_batch`); this thread (the text pipeline's) waits for it."""
+        with self._answerable():
+            job = self._submit(request, sentences, options, trace, finish, own_batch)
+            return finish([]) if job is None else self.batcher.wait(job)
+
+    async def decode(
+        self, request, sentences: list[str], options: TranslateOptions, trace: bool, finish, own_batch: bool = False
+    ) -> Any:
+        """decode_here, awaited in the event loop."""
+        with self._answerable():
+            job = self._submit(request, sentences, options, trace, finish, own_batch)
+            return finish([]) if job is None else await self.batcher.answer(job)
+
+    def _submit(self, request, sentences: list[str], options, trace: bool, finish, own_batch: bool) -> Job | None:
+        """The sentences queued as one job (counted in the request's log line); None: nothing for the model
+        (blank lines, markup only)."""
         if not hasattr(request.state, "log"):
             request.state.log = {}
         note = request.state.log  # a request of the text pipeline may decode more than once: counted together
         note["sentences"] = note.get("sentences", 0) + len(sentences)
-        if not sentences:  # blank lines, markup only: nothing for the model
-            return finish([])
+        if not sentences:
+            return None
 
         def finished(results: list, call: int) -> Any:
             note["decode_call"] = call
             return finish(results)
 
         presence = getattr(request.state, "presence", None)
+        return self.batcher.submit(sentences, options, trace, finished, presence, own_batch)
+
+    @contextlib.contextmanager
+    def _answerable(self):
+        """The batcher's refusals as the HTTP errors a client reads."""
         try:
-            return await self.batcher.submit(sentences, options, trace, finished, presence, own_batch)
+            yield
         except QueueFull:
             retry = str(self.settings.retry_after_s)
             raise ApiError(

@@ -31,6 +31,12 @@ class ServeSettings:
     announce: bool = False  # tell this user's `tt translate` where the server is (serve.announce)
 
     @property
+    def job_sentences(self) -> int:
+        """The most sentences the text pipeline hands the batcher as one job: a full request's worth, the most
+        the queue is sure to hold (problems() wants queue_size >= max_sentences)."""
+        return self.max_sentences
+
+    @property
     def max_body_bytes(self) -> int:
         # Room for max_chars characters written as \uXXXX\uXXXX escapes, plus the other fields.
         return 12 * self.max_chars + 65536
