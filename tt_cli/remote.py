@@ -2,8 +2,9 @@
 
     which server: --local or TT_SERVER= (empty): none · $TT_SERVER: that one · else the servers this
     user announced (tt_cli.serve.announce) for the very model the command would load
-    ──GET /health: alive, same model, no key needed──▶ Warm
-    lines ──the local path's chunks──▶ POST /v1/translate {q, the command's decoding, batch_size}
+    ──GET /health: alive, that model among its directions, no key needed──▶ Warm
+    lines ──the local path's chunks──▶ POST /v1/translate {q, the command's decoding, batch_size, the
+          direction's source and target}
           ──▶ one result per line: the --json record the server built, warnings numbered as here
 
 This module has the connection, the chunking (`served`) and the model views (--raw, --n-best,
@@ -116,10 +117,12 @@ class ServerError(TTError):
 
 
 class Warm:
-    """A running server that serves the model a command asked for."""
+    """A running server that serves the model a command asked for: as one of its directions, which every
+    request names (source, target)."""
 
-    def __init__(self, client: Client, url: str, health: dict) -> None:
+    def __init__(self, client: Client, url: str, health: dict, direction: dict) -> None:
         self.url = url
+        self.direction = {key: direction[key] for key in ("source", "target") if key in direction}
         limits = health.get("limits", {})
         self.max_sentences = int(limits.get("max_sentences", 0))
         self.max_chars = int(limits.get("max_chars", 0))
@@ -135,7 +138,7 @@ class Warm:
         gone, or an answer without them (a server of another version)."""
         for _ in range(BUSY_RETRIES):
             try:
-                reply = self.client.post("/v1/translate", body)
+                reply = self.client.post("/v1/translate", {**body, **self.direction})
             except (OSError, ValueError) as exc:
                 raise ServerError(f"the server at {self.url} stopped answering ({exc})") from None
             if reply.status != 503:
@@ -168,7 +171,7 @@ def connect(request: Request) -> Warm | None:
     if named:
         return _check(named.strip(), wanted, say=True)
     for info in servers():
-        if info.get("model_id") == wanted and not info.get("api_keys"):
+        if wanted in info.get("model_ids", [info.get("model_id")]) and not info.get("api_keys"):
             warm = _check(info["url"], wanted, say=False)
             if warm is not None:
                 return warm
@@ -197,14 +200,23 @@ def _check(url: str, wanted: str, say: bool) -> Warm | None:
         problem = problem or "not a tt server (GET /health)"
     elif health.get("api_keys"):
         problem = "it needs an API key"
-    elif health.get("model_id") != wanted:
+    elif (direction := _serving(health, wanted)) is None:
         quantized = f", --quantize {health['quantize']}" if health.get("quantize") else ""
         problem = f"it serves another model ({health.get('model')}{quantized})"
     if problem is None:
-        return Warm(client, url, health)
+        return Warm(client, url, health, direction)
     client.close()
     if say:
         print(f"tt: warning: $TT_SERVER={url}: {problem}; translating here", file=sys.stderr)
+    return None
+
+
+def _serving(health: dict, wanted: str) -> dict | None:
+    """The direction of a server's /health that serves the model `wanted` (one of its directions, or the
+    one model of a server that lists none), or None."""
+    for direction in health.get("directions", [health]):
+        if isinstance(direction, dict) and direction.get("model_id") == wanted:
+            return direction
     return None
 
 

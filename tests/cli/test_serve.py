@@ -248,13 +248,14 @@ def test_v1_warnings_are_numbered_within_the_request(client):
 def test_v1_model_is_the_card_and_the_defaults(client):
     reply = client.get("/v1/model")
     card = json.loads((ROOT / "weights" / "card.json").read_text(encoding="utf-8"))
-    assert reply.json() == {
+    record = {
         "model": str(ROOT / "weights"),
         "source": "fr",
         "target": "en",
         "decoding": {"method": "beam", "beam": 4, "alpha": 0.6, "quantize": None},
         "card": card,
     }
+    assert reply.json() == {**record, "directions": [record]}  # a server of one model: one direction
 
 
 # ----------------------------------------------------------------------------- bad requests

@@ -156,9 +156,10 @@ def test_a_full_queue_answers_503_with_retry_after_and_keeps_what_it_has(transla
         assert batching(url)["rejected"] == 1
 
 
-def test_a_request_past_the_timeout_gets_504_and_is_never_decoded(translator):
+@pytest.mark.parametrize("raw", [False, True], ids=["text pipeline (a thread waits)", "raw (the loop awaits)"])
+def test_a_request_past_the_timeout_gets_504_and_is_never_decoded(translator, raw):
     with serve(translator, timeout_s=0.2, batch_wait_s=1.0) as url:
-        reply = Client(url).post("/v1/translate", {"q": SENTENCES[0]})
+        reply = Client(url).post("/v1/translate", {"q": SENTENCES[0], "raw": raw})
         assert reply.status == 504 and reply.json() == {"error": "not translated within the server's timeout of 0.2 s"}
         wait_for(lambda: batching(url)["pending_sentences"] == 0)
         counts = batching(url)

@@ -72,10 +72,11 @@ def answer(data: bytes) -> tuple[int, dict, dict]:
 
 
 # ----------------------------------------------------------------------------- hanging up
-def test_a_client_that_hangs_up_stops_costing_decodes_and_is_logged_as_a_disconnect(translator):
+@pytest.mark.parametrize("raw", [False, True], ids=["text pipeline (a thread waits)", "raw (the loop awaits)"])
+def test_a_client_that_hangs_up_stops_costing_decodes_and_is_logged_as_a_disconnect(translator, raw):
     log = io.StringIO()
     with Background(translator, ServeSettings(batch_size=4, log=log)) as url:
-        sock = raw_post(url, json.dumps({"q": SENTENCES}).encode())
+        sock = raw_post(url, json.dumps({"q": SENTENCES, "raw": raw}).encode())
         wait_for(lambda: batching(url)["sentences"] >= 4)  # decoding has begun
         sock.close()
         wait_for(lambda: batching(url)["pending_sentences"] == 0)

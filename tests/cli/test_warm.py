@@ -178,9 +178,9 @@ def test_a_quantized_server_is_another_model_to_a_warm_call(monkeypatch, tmp_pat
         assert f"it serves another model ({ROOT / 'weights'}, --quantize int8); translating here" in result.stderr
         monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
         monkeypatch.delenv("TT_SERVER")
-        with announce.announced(quantized, int8.path, api_keys=False, quantize="int8"):
+        with announce.announced(quantized, [int8.path], api_keys=False, quantize="int8"):
             assert remote.connect(_request()) is None
-        with announce.announced(quantized, int8.path, api_keys=False):  # announced as fp32: asked, then refused
+        with announce.announced(quantized, [int8.path], api_keys=False):  # announced as fp32: asked, then refused
             assert remote.connect(_request()) is None
 
 
@@ -297,7 +297,7 @@ def test_an_announced_server_is_found_and_a_stale_one_ignored(monkeypatch, trans
     stale.parent.mkdir(mode=0o700)
     stale.write_text(json.dumps({"url": url, "pid": int(dead.stdout), "model_id": announce.model_id(ROOT / "weights")}))
     assert remote.connect(_request()) is None and not stale.exists()  # its process is gone: removed
-    with announce.announced(url, translator.path, api_keys=False) as path:
+    with announce.announced(url, [translator.path], api_keys=False) as path:
         assert path.parent == tmp_path / "tt" and json.loads(path.read_text())["url"] == url
         assert remote.connect(_request()).url == url
         before = decode_calls(url)

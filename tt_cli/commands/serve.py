@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -68,7 +69,7 @@ def serve(
         ),
     ] = None,
 ) -> None:
-    """Serve translations over HTTP: LibreTranslate's API (POST /translate, /detect, /translate_file; GET /languages, /frontend/settings) and tt's own (POST /v1/translate: the --json record; GET /v1/model), with GET /health. Concurrent requests are decoded together in batches. Needs the serve extra: pip install -e ".\\[serve]".
+    """Serve translations over HTTP, every shipped direction (fr→en, en→fr) unless --model or --from/--to names one: LibreTranslate's API (POST /translate, /detect, /translate_file; GET /languages, /frontend/settings) and tt's own (POST /v1/translate: the --json record; GET /v1/model), with GET /health. Concurrent requests are decoded together in batches. Needs the serve extra: pip install -e ".\\[serve]".
 
     The log (one JSON object per line: each request, server events) goes to stderr. Ctrl-C or SIGTERM stops accepting, answers what is in flight, then exits.
 
@@ -90,7 +91,7 @@ def serve(
     problems = settings.problems() + ([f"--port must be 0..65535, got {port}"] if not 0 <= port <= 65535 else [])
     if problems:
         raise fail("; ".join(problems), EXIT_USAGE)
-    model = model_of_direction(model, source, target)  # a direction nobody shipped: one line, before the port
+    models = served_models(model_of_direction(model, source, target))  # a direction nobody shipped: one line
     try:
         from tt_cli.serve.server import listen, run
     except ImportError as exc:
@@ -98,24 +99,37 @@ def serve(
     from dataclasses import replace
 
     from core.api import Translator
-    from core.card import model_languages
     from tt_cli.serve.keys import read_keys
 
     if api_keys is not None:
         settings = replace(settings, api_keys=read_keys(api_keys))
-    with listen(host, port) as sock:  # before the model loads: a port in use fails at once
+    with listen(host, port) as sock:  # before the models load: a port in use fails at once
         set_threads(threads, few=False)
-        translator = Translator(
-            model,
-            device=device,
-            quantize=quantize.value if quantize else None,
-            beam=beam,
-            alpha=alpha,
-            method=method_of(greedy),
-            batch_size=batch_size,
-        )
-        source, target = model_languages(translator.path)
-        run(translator, replace(settings, source=source, target=target), sock)
+        translators = [  # one after the other
+            Translator(
+                path,
+                device=device,
+                quantize=quantize.value if quantize else None,
+                beam=beam,
+                alpha=alpha,
+                method=method_of(greedy),
+                batch_size=batch_size,
+            )
+            for path in models
+        ]
+        run(translators, settings, sock)
+
+
+def served_models(model: Path | None) -> list[Path | None]:
+    """The model directories to serve: --model, or that of --from/--to; with neither, $TT_MODEL where it is set,
+    else every shipped direction (fr→en first: the default of a request that names no language)."""
+    if model is not None or os.environ.get("TT_MODEL"):
+        return [model]
+    from core.checkpoint import shipped_models
+
+    shipped = shipped_models()
+    default = shipped.pop(("fr", "en"), None)
+    return [default, *shipped.values()] if default is not None else list(shipped.values())
 
 
 def cors_origins(given: list[str] | None) -> tuple[str, ...]:

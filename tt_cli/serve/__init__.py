@@ -10,8 +10,10 @@
               /frontend/settings; text, HTML and files through the text pipeline
     files     translated files kept until downloaded
     v1        POST /v1/translate (the `tt translate --json` record, or --raw's), GET /v1/model (the model card)
-    text      the text pipeline (core/text) in a thread of the server, its model calls through the batcher
-    service   what the endpoints share: the checks (key, language pair, size), the batcher, /health
+    text      the text pipeline (core/text) in a thread of the server, waiting there for its batcher jobs
+    service   what the endpoints share: the checks (key, size), the lanes and which one a request goes to,
+              /languages, /health
+    lanes     one per direction served: its model, its batcher, the text pipeline's helpers of that model
     body      a request's fields (query string, JSON, form, multipart), read with a deadline; ApiError
     presence  whether a request's client is still there (a hang-up stops its decoding)
     batcher   one worker thread decodes concurrent requests together (the model runs one call at a time)

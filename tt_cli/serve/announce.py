@@ -1,7 +1,7 @@
 """Where a running `tt serve` tells this user's other `tt` commands that it is there.
 
 `tt serve` writes one small JSON file per server while it runs — its URL, its process id and which
-model it serves — and removes it when it stops; `tt translate` reads them to send its lines to a
+models it serves, one per direction — and removes it when it stops; `tt translate` reads them to send its lines to a
 warm model instead of loading one. A server killed without its shutdown leaves its file behind: a
 file whose process is gone is stale, ignored and removed by the next reader.
 
@@ -61,15 +61,19 @@ def local_url(url: str) -> str:
 
 
 @contextlib.contextmanager
-def announced(url: str, model_dir: Path, *, api_keys: bool, quantize: str | None = None) -> Iterator[Path | None]:
-    """While the block runs, a file in runtime_dir() says a server at `url` serves `model_dir`.
-    A directory that cannot be made private leaves the server unannounced (None), not stopped."""
+def announced(
+    url: str, model_dirs: list[Path], *, api_keys: bool, quantize: str | None = None
+) -> Iterator[Path | None]:
+    """While the block runs, a file in runtime_dir() says a server at `url` serves the models of `model_dirs`
+    (one per direction; model_id: the first's, model_ids: all of them). A directory that cannot be made
+    private leaves the server unannounced (None), not stopped."""
     directory = _private_dir(create=True)
     if directory is None:
         yield None
         return
     path = directory / f"server-{os.getpid()}-{urlsplit(url).port}.json"
-    info = {"url": local_url(url), "pid": os.getpid(), "model_id": served_id(model_dir, quantize), "api_keys": api_keys}
+    ids = [served_id(model_dir, quantize) for model_dir in model_dirs]
+    info = {"url": local_url(url), "pid": os.getpid(), "model_id": ids[0], "model_ids": ids, "api_keys": api_keys}
     atomic_write_bytes(path, json.dumps(info).encode("utf-8"))
     try:
         yield path

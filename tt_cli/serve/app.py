@@ -7,6 +7,9 @@ client that hangs up gets nothing (there is nobody to answer) and is logged as a
     POST /translate, /detect, /translate_file; GET /languages, /frontend/settings, /download_file/NAME:
                           LibreTranslate's (with its status codes)
     POST /v1/translate    the --json record        GET /v1/model
+
+A server translates each direction it has a model for (service.Service.lane routes a request by its source
+and target); /languages, /health and /v1/model list them.
 """
 
 from __future__ import annotations
@@ -31,33 +34,38 @@ from tt_cli.serve.service import Service
 from tt_cli.serve.settings import ServeSettings
 
 
-def make_app(translator, settings: ServeSettings) -> Starlette:
-    """The app over a loaded core.api.Translator. Its lifespan starts the decode worker and, on
-    shutdown (after the server has answered every request in flight), lets it finish its queue."""
+def make_app(translators, settings: ServeSettings) -> Starlette:
+    """The app over loaded core.api.Translators: one, or a sequence of them, one per direction (the first
+    is the default). Its lifespan starts the decode workers and, on shutdown (after the server has
+    answered every request in flight), lets them finish their queues."""
     log = JsonLog(settings.log)
-    service = Service(translator, settings, log)
+    service = Service(translators if isinstance(translators, (list, tuple)) else [translators], settings, log)
 
     @contextlib.asynccontextmanager
     async def lifespan(app):
-        service.batcher.start()
+        for lane in service.lanes:
+            lane.batcher.start()
         # Announced while the server runs (before the log says so), and removed on shutdown, before
         # uvicorn re-raises a SIGTERM.
         keyed = bool(settings.api_keys)
+        models = [lane.translator.path for lane in service.lanes]
         with (
-            announced(settings.url, translator.path, api_keys=keyed, quantize=translator.quantize)
+            announced(settings.url, models, api_keys=keyed, quantize=service.default.translator.quantize)
             if settings.announce
             else contextlib.nullcontext()
         ):
             log(
                 "listening",
                 url=settings.url,
-                model=str(translator.path),
-                source=settings.source,
-                target=settings.target,
+                model=str(service.default.translator.path),
+                source=service.default.source,
+                target=service.default.target,
+                directions=[lane.arrow for lane in service.lanes],
             )
             yield
-        service.batcher.close()
-        log("stopped", **{k: v for k, v in service.batcher.snapshot().items() if k in ("decode_calls", "requests")})
+        for lane in service.lanes:
+            lane.batcher.close()
+        log("stopped", **{k: v for k, v in service.batching().items() if k in ("decode_calls", "requests")})
 
     routes = [
         Route("/health", _json(lambda request: service.health()), methods=["GET"]),

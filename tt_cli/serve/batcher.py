@@ -6,7 +6,11 @@ of steps does not grow), so the worker gathers what is waiting before each decod
     request ──submit──▶ queue ──worker: the oldest job waits up to batch_wait for company (or a full
     batch), then up to batch_size sentences of the waiting jobs with the same decoding options, those
     with the fewest sentences left first──▶ Translator.translate ──a job whose sentences are all
-    decoded: its `finish` (still in the worker: it may use the model)──▶ the request's future
+    decoded: its `finish` (still in the worker: it may use the model)──▶ the job's future
+
+The future is a concurrent.futures.Future, tied to no event loop: the text pipeline's thread blocks on it
+(`wait`), a handler in the event loop awaits it (`answer`), and the worker, a timeout or a hang-up settle
+it from whatever thread they run in.
 
 The model is called from this one thread only: one decode at a time, never two threads inside it.
 A job that waited its batch_wait while the worker was busy goes at once, so under load the batches
@@ -25,6 +29,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,8 +49,7 @@ class Job:
     options: TranslateOptions  # the request's decoding (the server's, with the request's fields on top)
     trace: bool  # attention wanted (the --json record's attention or alignment)
     finish: Callable[[list, int], Any]  # (the job's Results, decode call number) → the answer; runs in the worker
-    loop: asyncio.AbstractEventLoop
-    future: asyncio.Future
+    future: Future = field(default_factory=Future)  # settled with the answer, or the error the request answers with
     presence: Any = field(default_factory=Always)  # .gone: the client hung up
     own_batch: bool = False  # the request named its batch size: decoded alone, as tt translate --batch-size decodes
     arrived: float = field(default_factory=time.monotonic)
@@ -119,7 +123,7 @@ class Batcher:
                 "batch_wait_ms": self.settings.batch_wait_s * 1000,
             }
 
-    async def submit(
+    def submit(
         self,
         sentences: list[str],
         options: TranslateOptions,
@@ -127,11 +131,11 @@ class Batcher:
         finish: Callable[[list, int], Any],
         presence=None,
         own_batch: bool = False,
-    ):
-        """The answer `finish` makes of these sentences' Results. Raises QueueFull at once when they do not
-        fit, TimeoutError after settings.timeout_s, ClientGone when `presence` says the client left."""
-        loop = asyncio.get_running_loop()
-        job = Job(list(sentences), options, trace, finish, loop, loop.create_future(), presence or Always(), own_batch)
+    ) -> Job:
+        """The job of these sentences, queued: its future settles with the answer `finish` makes of their
+        Results, or with ClientGone when `presence` says the client left. Raises QueueFull at once when they
+        do not fit. Any thread may call it."""
+        job = Job(list(sentences), options, trace, finish, presence=presence or Always(), own_batch=own_batch)
         with self._cond:
             if self._closing or self._pending + len(job.sentences) > self.settings.queue_size:
                 self.stats.rejected += 1
@@ -140,11 +144,24 @@ class Batcher:
             self._queue.append(job)
             self._cond.notify_all()
         job.presence.on_gone(lambda: self._abandon(job, "gone"))
+        return job
+
+    def wait(self, job: Job) -> Any:
+        """The job's answer, blocking this thread (one of the text pipeline's); TimeoutError after
+        settings.timeout_s."""
         try:
-            return await asyncio.wait_for(job.future, self.settings.timeout_s)
-        except asyncio.TimeoutError:
+            return job.future.result(self.settings.timeout_s)
+        except TimeoutError:
             self._abandon(job, "timeout")
-            raise TimeoutError from None
+            raise
+
+    async def answer(self, job: Job) -> Any:
+        """The job's answer, awaited in the event loop; TimeoutError after settings.timeout_s."""
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(job.future), self.settings.timeout_s)
+        except TimeoutError:
+            self._abandon(job, "timeout")
+            raise
 
     def _abandon(self, job: Job, why: str) -> None:
         """Nobody waits for `job` any more: out of the queue now, unless the worker holds some of it (then the
@@ -157,7 +174,7 @@ class Batcher:
             if job.in_flight or job not in self._queue:
                 return
             self._drop(job)
-        _settle(job.future, None, ClientGone())  # in the event loop's thread, as submit and presence call this
+        _settle(job.future, None, ClientGone())
 
     def _drop(self, job: Job) -> None:
         """Take a job nobody waits for out of the queue and count it (the lock held)."""
@@ -210,7 +227,7 @@ class Batcher:
                 job.in_flight = True
                 room -= n
         for job in gone:
-            _tell(job, None, ClientGone())
+            _settle(job.future, None, ClientGone())
         return pieces
 
     def _waiting(self, key: tuple) -> int:
@@ -268,21 +285,14 @@ class Batcher:
             else:
                 answered.append((job, None, failed))
         for job, answer, failed in answered:
-            _tell(job, answer, failed)
+            _settle(job.future, answer, failed)
 
 
-def _tell(job: Job, answer: Any, error: BaseException | None) -> None:
-    """Settle a job's future from the worker thread."""
+def _settle(future: Future, answer: Any, error: BaseException | None) -> None:
     try:
-        job.loop.call_soon_threadsafe(_settle, job.future, answer, error)
-    except RuntimeError:  # the event loop is gone (the server stopped without waiting): nobody to tell
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(answer)
+    except InvalidStateError:  # settled already: the request timed out, or its handler stopped waiting
         pass
-
-
-def _settle(future: asyncio.Future, answer: Any, error: BaseException | None) -> None:
-    if future.done():  # the request timed out and stopped waiting
-        return
-    if error is not None:
-        future.set_exception(error)
-    else:
-        future.set_result(answer)

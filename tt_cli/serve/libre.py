@@ -16,9 +16,10 @@ translate`, blank lines and the blanks around a line kept. format html: each run
 block-level tags is one (inline tags such as <b> and <a> stay in it and come back around their
 translated text), everything else byte for byte (core.text.documents.parse_html).
 
-Fields come from the query string, a form, a multipart form or JSON alike (body.py). source "auto":
-each text of q is identified among the server's languages (core.text.language); one in the model's
-source language is translated, one already in the target language comes back as it is (as
+Fields come from the query string, a form, a multipart form or JSON alike (body.py). A request goes to
+the direction of its source and target (a server may serve several). source "auto": each text of q is
+identified among the server's languages (core.text.language); one in a language the server translates
+into the target is translated, one already in the target language comes back as it is (as
 LibreTranslate hands back a text whose language is the target), with `detectedLanguage` (confidence
 in percent, as LibreTranslate gives it). The answer decodes every character reference the input did
 not hold (LibreTranslate unescapes its output): "&" never comes back as "&amp;".
@@ -39,7 +40,6 @@ from core.text.language import name
 from core.text.pipeline import TextOptions
 from tt_cli.serve import text
 from tt_cli.serve.body import ApiError
-from tt_cli.serve.service import AS_IS, TRANSLATE
 from tt_cli.serve.settings import MAX_ALTERNATIVES
 
 # The files /translate_file takes: extension → (format of core.text.documents, media type of the answer).
@@ -59,13 +59,17 @@ async def translate(request) -> dict:
     alternatives = body.integer("alternatives", 0, 0, MAX_ALTERNATIVES, numeric_text=True)
     source, target = body.text("source"), body.text("target")
     detected = _detected(service, texts, source, target)
-    routes = [service.route(d["language"] if d else source, target) for d in detected]
-    documents = [(parse_html(t) if html else parse_lines(t)) if r == TRANSLATE else None for t, r in zip(texts, routes)]
+    lanes = [service.lane(d["language"] if d else source, target) for d in detected]
+    documents = [(parse_html(t) if html else parse_lines(t)) if lane else None for t, lane in zip(texts, lanes)]
     service.check_size(texts, [s for d in documents if d for s in d.segments])
-    versions = await _translate_documents(service, request, [d for d in documents if d], alternatives, html)
+    versions: dict[int, tuple[str, list[str]]] = {}  # each text's translations, by its place in q
+    for lane in dict.fromkeys(lane for lane in lanes if lane):  # with source auto, texts may go several ways
+        mine = [i for i, other in enumerate(lanes) if other is lane]
+        done = await _translate_documents(lane, request, [documents[i] for i in mine], alternatives, html)
+        versions.update(zip(mine, done))
     translated, others = [], []
-    for t, doc in zip(texts, documents):
-        best, runners_up = versions.pop(0) if doc else (t, [])
+    for i, t in enumerate(texts):
+        best, runners_up = versions.get(i, (t, []))
         translated.append(keep_source_entities(t, best))
         others.append([keep_source_entities(t, r) for r in runners_up])
     answer: dict = {"translatedText": translated if many else translated[0]}
@@ -81,7 +85,7 @@ def _detected(service, texts: list[str], source: str | None, target: str | None)
     if source != "auto":
         return [None] * len(texts)
     if target is None:
-        raise ApiError(400, f"missing target: this server translates {service.pair}")
+        raise ApiError(400, f"missing target: this server translates {service.pairs}")
     return [_guess(service.detect(t)[0]) for t in texts]
 
 
@@ -90,32 +94,33 @@ def _guess(guess) -> dict:
 
 
 async def _translate_documents(
-    service, request, documents: list[Document], alternatives: int, html: bool
+    lane, request, documents: list[Document], alternatives: int, html: bool
 ) -> list[tuple[str, list[str]]]:
     """Each document translated (its best rendering, and with `alternatives` the distinct renderings made
     of each sentence's runners-up in the beam), all segments through the batcher together."""
     segments = [s for d in documents for s in d.segments]
     # Alternatives are the runners-up of beam search: a server that decodes greedily searches a beam for them.
     n = alternatives + 1
-    beam = {"n_best": n, "beam": max(service.translator.options.beam, n), "method": "beam"} if alternatives else {}
-    options = service.options(beam)
+    beam = {"n_best": n, "beam": max(lane.translator.options.beam, n), "method": "beam"} if alternatives else {}
+    options = lane.options(beam)
     # An HTML page is a document: a heading or a list item without a final stop gets none.
-    text_options = TextOptions(follow_stop=html)
+    given = TextOptions(follow_stop=html)
 
     def work(translate_batch) -> list[list[str]]:
         """Every segment's translation made of each sentence's k-th hypothesis, for k = 0 (the best) .. n-1."""
         kth = text.hypotheses(translate_batch) if n > 1 else lambda k: translate_batch
+        text_options = lane.text_options(given)
         return [
             [
                 r.text
                 for r in text_chunks(
-                    [segments], kth(k), text_options, service.unknown, service.accents, aligner=service.aligner
+                    [segments], kth(k), text_options, lane.unknown, lane.accents, lane.pair, aligner=lane.aligner
                 )
             ]
             for k in range(n)
         ]
 
-    versions = await text.run(service, request, work, options, coverage=False) if segments else [[]] * n
+    versions = await text.run(lane, request, work, options, coverage=False) if segments else [[]] * n
     out, start = [], 0
     for doc in documents:
         mine = [version[start : start + len(doc.segments)] for version in versions]
@@ -153,12 +158,13 @@ async def translate_file(request) -> dict:
         raise ApiError(400, f"{upload.filename}: not UTF-8 (byte {exc.start})") from None
     source, target = body.text("source"), body.text("target")
     guessed = _detected(service, [content], source, target)[0]
-    if service.route(guessed["language"] if guessed else source, target) == AS_IS:
+    lane = service.lane(guessed["language"] if guessed else source, target)
+    if lane is None:
         translated = content
     else:
         document = _parse(content, fmt, upload.filename)
         service.check_size([content], document.segments)
-        translated = (await _translate_documents(service, request, [document], 0, fmt == "html"))[0][0]
+        translated = (await _translate_documents(lane, request, [document], 0, fmt == "html"))[0][0]
     stored = service.files.put(upload.filename, keep_source_entities(content, translated).encode("utf-8"), media)
     return {"translatedFileUrl": f"{str(request.base_url).rstrip('/')}/download_file/{stored}"}
 
@@ -197,7 +203,7 @@ async def frontend_settings(request) -> dict:
     """What LibreTranslate's web page asks a server for before it shows itself."""
     service = request.app.state.service
     settings = service.settings
-    target = settings.target
+    target = service.default.target
     return {
         "charLimit": settings.max_chars,
         "frontendTimeout": 500,

@@ -5,12 +5,14 @@ Once a request's body is read, the only thing its ASGI receive channel can still
 watch is over). A task waits for that; when it comes, `gone` turns true and each callback runs
 (the batcher drops the request's queued sentences and stops a decode that holds only sentences of
 requests whose clients are gone). The decode worker reads `gone` between steps, from its own thread:
-a plain attribute, written once.
+a plain attribute, written once. A callback may be added from any thread (the text pipeline submits its
+jobs from its own): a lock makes sure each runs once, then or when the client goes.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -26,6 +28,7 @@ class Presence:
         self.gone = False
         self._state = scope.setdefault("state", {})
         self._callbacks: list[Callable[[], Any]] = []
+        self._lock = threading.Lock()
         self._task: asyncio.Task | None = None
 
     @classmethod
@@ -42,26 +45,30 @@ class Presence:
 
     def left(self) -> None:
         """The client is gone (seen here, or by whoever read its body)."""
-        if self.gone:
-            return
-        self.gone = True
+        with self._lock:
+            if self.gone:
+                return
+            self.gone = True
+            callbacks, self._callbacks = self._callbacks, []
         self._state[GONE] = True
-        for callback in self._callbacks:
+        for callback in callbacks:
             callback()
 
     def on_gone(self, callback: Callable[[], Any]) -> None:
-        """Run `callback` in the event loop's thread when the client goes (at once if it has)."""
-        if self.gone:
-            callback()
-        else:
-            self._callbacks.append(callback)
+        """Run `callback` when the client goes (in the event loop's thread), or now if it has (in this one)."""
+        with self._lock:
+            if not self.gone:
+                self._callbacks.append(callback)
+                return
+        callback()
 
     def close(self) -> None:
         """Stop watching: the answer is about to go out."""
         if self._task is not None:
             self._task.cancel()
             self._task = None
-        self._callbacks.clear()
+        with self._lock:
+            self._callbacks.clear()
 
 
 class Always:

@@ -39,10 +39,10 @@ def url_of(sock: socket.socket) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
-def make_server(translator, settings: ServeSettings, sock: socket.socket, *, own_logging: bool) -> uvicorn.Server:
+def make_server(translators, settings: ServeSettings, sock: socket.socket, *, own_logging: bool) -> uvicorn.Server:
     settings = replace(settings, url=url_of(sock))
     config = uvicorn.Config(
-        make_app(translator, settings),
+        make_app(translators, settings),
         http=timed_protocol(settings.read_timeout_s, JsonLog(settings.log)),
         lifespan="on",
         log_config=uvicorn_log_config() if own_logging else None,
@@ -55,10 +55,10 @@ def make_server(translator, settings: ServeSettings, sock: socket.socket, *, own
     return uvicorn.Server(config)
 
 
-def run(translator, settings: ServeSettings, sock: socket.socket) -> None:
+def run(translators, settings: ServeSettings, sock: socket.socket) -> None:
     """Serve until SIGINT or SIGTERM, then finish what is in flight and return."""
     with _stop_quietly():
-        make_server(translator, settings, sock, own_logging=True).run(sockets=[sock])
+        make_server(translators, settings, sock, own_logging=True).run(sockets=[sock])
 
 
 @contextlib.contextmanager
@@ -76,11 +76,12 @@ def _stop_quietly():
 
 
 class Background:
-    """A server in a thread of this process: `with Background(translator, settings) as url: ...`."""
+    """A server in a thread of this process: `with Background(translators, settings) as url: ...` (one
+    Translator, or one per direction, as make_app takes them)."""
 
-    def __init__(self, translator, settings: ServeSettings, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, translators, settings: ServeSettings, host: str = "127.0.0.1", port: int = 0) -> None:
         self.sock = listen(host, port)
-        self.server = make_server(translator, settings, self.sock, own_logging=False)
+        self.server = make_server(translators, settings, self.sock, own_logging=False)
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
         self.url = url_of(self.sock)
 

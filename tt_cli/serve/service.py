@@ -1,48 +1,35 @@
-"""What every endpoint shares: the model, the batcher, the limits, the key check, the language pair."""
+"""What every endpoint shares: the lanes (one per direction served), the limits, the key check, the routing
+of a request to its lane."""
 
 from __future__ import annotations
 
-import json
 import time
-from dataclasses import replace
-from typing import Any
+from collections.abc import Sequence
 
-from core.api import source_accents, text_aligner, text_constrained
-from core.decode.method import TranslateOptions
-from core.errors import TTError
 from core.text.language import Guess, identify, name
-from core.text.protect import unknown_characters
-from tt_cli.serve.announce import served_id
-from tt_cli.serve.batcher import Batcher, QueueFull
 from tt_cli.serve.body import ApiError, Body, read_body
 from tt_cli.serve.files import Files
 from tt_cli.serve.keys import allowed, key_of
+from tt_cli.serve.lanes import Lane
 from tt_cli.serve.logs import JsonLog
 from tt_cli.serve.settings import ServeSettings
 
-# What to do with a text: translate it with the model, or hand it back as it is (it is in the target language).
-TRANSLATE, AS_IS = "translate", "as is"
-
 
 class Service:
-    def __init__(self, translator, settings: ServeSettings, log: JsonLog) -> None:
-        self.translator = translator
+    def __init__(self, translators: Sequence, settings: ServeSettings, log: JsonLog) -> None:
+        """One lane per translator, the first the default (a /v1/translate that names neither language)."""
+        self.lanes = [Lane(t, settings) for t in translators]
+        pairs = [lane.pair for lane in self.lanes]
+        if not pairs or len(set(pairs)) < len(pairs):
+            raise ValueError(f"a server needs one model per direction, got {', '.join(map('→'.join, pairs))}")
         self.settings = settings
         self.log = log
-        self.batcher = Batcher(translator, settings)
         self.started = time.monotonic()
-        self._align_rule = None
-        # The text pipeline's test for characters the model cannot write (it protects them).
-        self.unknown = unknown_characters(translator.loaded.tokenizer)
-        # The words it gives back their accents in a sentence typed without any (a French source only).
-        self.accents = source_accents(translator.loaded, (settings.source, settings.target))
         self.files = Files(settings.files_kept_s)  # /translate_file's answers, until downloaded
-        # Word links for the text pipeline (markup projected, a dropped span put back), as tt translate has them.
-        self.aligner = text_aligner(translator.loaded)
 
-    def constrained(self, options: TranslateOptions):
-        """Lexically constrained beam search for a request's glossary terms, with the request's beam and α."""
-        return text_constrained(self.translator.loaded, options)
+    @property
+    def default(self) -> Lane:
+        return self.lanes[0]
 
     # -- checks, in the order a handler makes them -------------------------------------------------------
     async def read(self, request) -> Body:
@@ -72,28 +59,37 @@ class Service:
         if not allowed(given, self.settings.api_keys):
             raise ApiError(403, "invalid API key")
 
-    def route(self, source: str | None, target: str | None, required: bool = True, as_is: bool = True) -> str:
-        """TRANSLATE when source→target is the model's pair, AS_IS when source is target and `as_is` (a text
-        already in the language asked for comes back as it is, as LibreTranslate answers); else a 400
-        naming the pair this server translates. Left out (where not `required`): the model's languages."""
-        ours = (self.settings.source, self.settings.target)
+    def lane(self, source: str | None, target: str | None, required: bool = True, as_is: bool = True) -> Lane | None:
+        """The lane that translates source→target; None when source is target and `as_is` (a text already in the
+        language asked for comes back as it is, as LibreTranslate answers); else a 400 naming the pairs this
+        server translates. A language left out (where not `required`) is the one lane that has the other, else
+        the default lane's."""
         for field, value in (("source", source), ("target", target)):
             if value is None and required:
-                raise ApiError(400, f"missing {field}: this server translates {self.pair}")
-        given = ((source or ours[0]).lower(), (target or ours[1]).lower())
-        if given == ours:
-            return TRANSLATE
-        if as_is and given[0] == given[1] and given[0] in ours:
-            return AS_IS
-        raise ApiError(400, f"{'→'.join(given)} is not supported: this server translates {self.pair}")
+                raise ApiError(400, f"missing {field}: this server translates {self.pairs}")
+        given = (source.lower() if source else None, target.lower() if target else None)
+        fits = [lane for lane in self.lanes if given[0] in (None, lane.source) and given[1] in (None, lane.target)]
+        chosen = self.default if self.default in fits else fits[0] if fits else None
+        if chosen is not None:
+            return chosen
+        wanted = (given[0] or self.default.source, given[1] or self.default.target)
+        if as_is and wanted[0] == wanted[1] and wanted[0] in self.languages_served:
+            return None
+        raise ApiError(400, f"{'→'.join(wanted)} is not supported: this server translates {self.pairs}")
 
     @property
-    def pair(self) -> str:
-        return f"{self.settings.source}→{self.settings.target}"
+    def pairs(self) -> str:
+        """The directions served, as an error message names them: "fr→en, en→fr"."""
+        return ", ".join(lane.arrow for lane in self.lanes)
+
+    @property
+    def languages_served(self) -> tuple[str, ...]:
+        """Every language a lane reads or writes, in the lanes' order."""
+        return tuple(dict.fromkeys(code for lane in self.lanes for code in lane.pair))
 
     def detect(self, text: str) -> list[Guess]:
         """The languages this server has, the likeliest for `text` first (core.text.language)."""
-        return identify(text, (self.settings.source, self.settings.target))
+        return identify(text, self.languages_served)
 
     def check_size(self, texts: list[str], sentences: list[str]) -> None:
         chars = sum(len(t) for t in texts)
@@ -108,82 +104,36 @@ class Service:
                 lt_status=400,
             )
 
-    def options(self, decoding: dict) -> TranslateOptions:
-        """A request's decoding: the server's (its --beam, --alpha, --greedy, --batch-size) with the request's
-        fields on top, checked (a 400 in the request's words)."""
-        try:
-            return replace(self.translator.options, **{"batch_size": self.settings.batch_size, **decoding}).validate()
-        except TTError as exc:
-            raise ApiError(400, str(exc).replace("--", "").replace("n-best", "n_best")) from None
-
-    # -- the work --------------------------------------------------------------------------------------
-    async def decode(
-        self, request, sentences: list[str], options: TranslateOptions, trace: bool, finish, own_batch: bool = False
-    ) -> Any:
-        """What `finish(results)` makes of the sentences' Results, decoded in a batch with whatever else is waiting
-        (alone, in batches of its own size, when `own_batch`)."""
-        if not hasattr(request.state, "log"):
-            request.state.log = {}
-        note = request.state.log  # a request of the text pipeline may decode more than once: counted together
-        note["sentences"] = note.get("sentences", 0) + len(sentences)
-        if not sentences:  # blank lines, markup only: nothing for the model
-            return finish([])
-
-        def finished(results: list, call: int) -> Any:
-            note["decode_call"] = call
-            return finish(results)
-
-        presence = getattr(request.state, "presence", None)
-        try:
-            return await self.batcher.submit(sentences, options, trace, finished, presence, own_batch)
-        except QueueFull:
-            retry = str(self.settings.retry_after_s)
-            raise ApiError(
-                503, "the server is busy (its queue is full); retry later", {"Retry-After": retry}, lt_status=429
-            ) from None
-        except TimeoutError:
-            raise ApiError(
-                504, f"not translated within the server's timeout of {self.settings.timeout_s:g} s"
-            ) from None
-        except TTError as exc:
-            raise ApiError(400, str(exc)) from None
-
-    def align_rule(self):
-        """The model's word-alignment rule, read once (in the worker thread, like everything model-side)."""
-        if self._align_rule is None:
-            from core.align.links import load_rule
-
-            cfg = self.translator.loaded.cfg
-            self._align_rule = load_rule(self.translator.path).check(cfg.n_decoder_layers, cfg.h)
-        return self._align_rule
-
     # -- what the server tells about itself -----------------------------------------------------------
     def languages(self) -> list[dict]:
-        """What this server translates: the model's pair (LibreTranslate's /languages)."""
-        src, tgt = self.settings.source, self.settings.target
+        """What this server translates (LibreTranslate's /languages): each language with the targets it has."""
         return [
-            {"code": src, "name": name(src), "targets": [tgt]},
-            {"code": tgt, "name": name(tgt), "targets": []},
+            {"code": code, "name": name(code), "targets": [lane.target for lane in self.lanes if lane.source == code]}
+            for code in self.languages_served
         ]
 
-    def card(self) -> dict | None:
-        path = self.translator.path / "card.json"
-        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    def batching(self) -> dict:
+        """The batchers' counters, summed over the lanes (the largest batch: the largest of any)."""
+        snapshots = [lane.batcher.snapshot() for lane in self.lanes]
+        total = {key: sum(s[key] for s in snapshots) for key in snapshots[0]}
+        return (
+            total
+            | {key: snapshots[0][key] for key in ("queue_size", "batch_size", "batch_wait_ms")}
+            | {"largest_batch": max(s["largest_batch"] for s in snapshots)}
+        )
 
     def health(self) -> dict:
         import torch
 
+        default = self.default.health()
         return {
             "status": "ok",
-            "model": str(self.translator.path),
-            # What a warm `tt translate` compares with its --model (a quantized model is another one).
-            "model_id": served_id(self.translator.path, self.translator.quantize),
-            "quantize": self.translator.quantize,
-            "source": self.settings.source,
-            "target": self.settings.target,
+            # The default direction's model, as a server of one model has always said it...
+            **{key: default[key] for key in ("model", "model_id", "quantize", "source", "target")},
+            "directions": [lane.health() for lane in self.lanes],  # ...and every direction it serves
             "threads": torch.get_num_threads(),
             "uptime_s": round(time.monotonic() - self.started, 1),
-            "batching": self.batcher.snapshot(),
+            "batching": self.batching(),
             "limits": {
                 "max_chars": self.settings.max_chars,
                 "max_sentences": self.settings.max_sentences,

@@ -25,12 +25,16 @@ class ServeSettings:
     # Origins a browser page may call from: any, as LibreTranslate answers; empty = no CORS headers.
     cors_origins: tuple[str, ...] = ("*",)
     files_kept_s: float = 600.0  # how long a translated file (/translate_file) can be downloaded
-    source: str = "fr"  # the model's language pair
-    target: str = "en"
     log: TextIO | None = None  # where the JSON-lines log goes (None = stderr)
     retry_after_s: int = 1  # the Retry-After of a 503
     url: str = ""  # where the server listens, for the log
     announce: bool = False  # tell this user's `tt translate` where the server is (serve.announce)
+
+    @property
+    def job_sentences(self) -> int:
+        """The most sentences the text pipeline hands the batcher as one job: a full request's worth, the most
+        the queue is sure to hold (problems() wants queue_size >= max_sentences)."""
+        return self.max_sentences
 
     @property
     def max_body_bytes(self) -> int:

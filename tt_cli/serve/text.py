@@ -3,13 +3,13 @@
 The pipeline (core/text, entered through core.api.text_chunks) is plain Python that calls its
 translate_batch once or more per request — the sentences, the text inside inline elements, second
 tries for a sentence that lost a placeholder. It runs in a thread of the server's pool, and each of
-those calls is a job for the batcher: sentences of concurrent requests are still decoded together,
-and the model is still called from the batcher's one thread.
+those calls hands the batcher a job and waits for its future, in that thread: one hop there and back.
+Sentences of concurrent requests are still decoded together, and the model is still called from the
+batcher's one thread.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TypeVar
@@ -24,17 +24,16 @@ T = TypeVar("T")
 
 
 async def run(
-    service, request, work: Callable[[Callable], T], options: TranslateOptions, coverage: bool, own_batch: bool = False
+    lane, request, work: Callable[[Callable], T], options: TranslateOptions, coverage: bool, own_batch: bool = False
 ) -> T:
-    """work(translate_batch), in a thread; translate_batch decodes through the batcher with `options` (and the
+    """work(translate_batch), in a thread; translate_batch decodes through the lane's batcher with `options` (and the
     attention the coverage signal needs when `coverage`; alone, in batches of its own size, when `own_batch`)."""
-    loop = asyncio.get_running_loop()
     if options.n_best == 1:  # the beam's hypotheses for the pipeline to choose from, as tt translate's
         options = replace(options, n_best=hypotheses_wanted(options.method, options.beam))
     # A request that names its batch size is decoded as translate_lines decodes a list (chunks of four
     # batches), so its records are tt translate's to the last digit; any other goes in pieces the queue holds.
-    settings = service.settings
-    size = min(4 * options.batch_size, settings.queue_size) if own_batch else settings.max_sentences
+    settings = lane.settings
+    size = min(4 * options.batch_size, settings.queue_size) if own_batch else settings.job_sentences
 
     def finish(results: list) -> list:
         return for_text(results, coverage)
@@ -42,8 +41,7 @@ async def run(
     def translate_batch(sentences: list[str]) -> list:
         out = []
         for start in range(0, len(sentences), size):
-            job = service.decode(request, sentences[start : start + size], options, coverage, finish, own_batch)
-            out += asyncio.run_coroutine_threadsafe(job, loop).result()
+            out += lane.decode_here(request, sentences[start : start + size], options, coverage, finish, own_batch)
         return out
 
     return await run_in_threadpool(work, translate_batch)

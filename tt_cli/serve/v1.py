@@ -7,9 +7,11 @@
                         → {translations: [one --json record per item of q, in order],
                            warnings: [{index, message}],   (what `tt translate` prints on stderr)
                            confidences: [each line's confidence, unrounded]}   (not with raw)
-    GET  /v1/model      → {model, source, target, decoding: the server's defaults, card: card.json or null}
+    GET  /v1/model      → {model, source, target, decoding: the server's defaults, card: card.json or null}: the
+                          default direction's; directions: [the same for each direction served]
 
-Each item of q is one line of `tt translate`'s input and gets exactly the record `tt translate --json`
+source and target pick the direction (one left out: the direction that has the other, else the default,
+the first served: fr→en where it is). Each item of q is one line of `tt translate`'s input and gets exactly the record `tt translate --json`
 prints for it ("index" is its position in q); a blank item gives an empty translation, as a blank
 line does. By default that is the text pipeline's record (sentences, protected spans, confidences;
 split, protect, case, terms — a glossary's pairs —, follow_stop — a document's segments, whose
@@ -41,10 +43,10 @@ TEXT_FIELDS = ("split", "protect", "names", "case", "accents", "terms", "follow_
 async def translate(request) -> dict:
     service = request.app.state.service
     body, texts, _ = await service.accept(request, blank=True)
-    service.route(body.text("source"), body.text("target"), required=False, as_is=False)
+    lane = service.lane(body.text("source"), body.text("target"), required=False, as_is=False)
     attention = body.text("attention", "none", ("none", "cross", "all"))
     align = body.flag("align", False)
-    options = _options(body, service)
+    options = _options(body, lane, service.settings.max_sentences)
     # A request that names its batch size is decoded alone, in batches of that size, as tt translate --batch-size.
     own_batch = body.integer("batch_size", None, 1, service.settings.max_sentences) is not None
     service.check_size(texts, texts)
@@ -55,11 +57,11 @@ async def translate(request) -> dict:
             raise ApiError(
                 400, f"{fields}: options of the text pipeline, not of raw (nor n_best > 1, attention, align)"
             )
-        return await _raw(service, request, texts, options, own_batch, attention, align)
-    return await _text(service, request, body, texts, options, own_batch)
+        return await _raw(lane, request, texts, options, own_batch, attention, align)
+    return await _text(lane, request, body, texts, options, own_batch)
 
 
-def _options(body: Body, service) -> TranslateOptions:
+def _options(body: Body, lane, max_sentences: int) -> TranslateOptions:
     """The request's decoding: the server's, with the request's fields on top (method, or the CLI's two
     flags greedy and sample)."""
     decoding = {
@@ -75,7 +77,7 @@ def _options(body: Body, service) -> TranslateOptions:
             ("top_k", body.integer("top_k", None, 0, 1 << 20)),
             ("top_p", body.number("top_p", None)),
             ("seed", body.integer("seed", None, 0, (1 << 63) - 1)),
-            ("batch_size", body.integer("batch_size", None, 1, service.settings.max_sentences)),
+            ("batch_size", body.integer("batch_size", None, 1, max_sentences)),
         )
         if value is not None
     }
@@ -86,12 +88,12 @@ def _options(body: Body, service) -> TranslateOptions:
         if "method" in decoding and (greedy or sample):
             raise ApiError(400, "method and greedy/sample: give one of them")
         decoding.setdefault("method", method_of(greedy, sample))
-    return service.options(decoding)
+    return lane.options(decoding)
 
 
-async def _text(service, request, body: Body, texts: list[str], options: TranslateOptions, own_batch: bool) -> dict:
+async def _text(lane, request, body: Body, texts: list[str], options: TranslateOptions, own_batch: bool) -> dict:
     """The text pipeline's record of each line (`tt translate --json`)."""
-    text_options = TextOptions(
+    given = TextOptions(
         split=body.flag("split", True),
         protect=body.flag("protect", True),
         names=body.flag("names", True),
@@ -103,17 +105,16 @@ async def _text(service, request, body: Body, texts: list[str], options: Transla
     coverage = body.flag("coverage", True)
 
     def work(translate_batch) -> dict:
-        pair = (service.settings.source, service.settings.target)  # a line in the wrong language is warned of
         results = list(
             text_chunks(
                 [texts],
                 translate_batch,
-                text_options,
-                service.unknown,
-                service.accents,
-                pair,
-                aligner=service.aligner,
-                constrained=service.constrained(options),
+                lane.text_options(given),
+                lane.unknown,
+                lane.accents,
+                lane.pair,  # a line in the wrong language is warned of
+                aligner=lane.aligner,
+                constrained=lane.constrained(options),
             )
         )
         return {
@@ -122,38 +123,27 @@ async def _text(service, request, body: Body, texts: list[str], options: Transla
             "confidences": [r.confidence for r in results],  # what --flag-below compares, before rounding
         }
 
-    return await text.run(service, request, work, options, coverage, own_batch)
+    return await text.run(lane, request, work, options, coverage, own_batch)
 
 
 async def _raw(
-    service, request, texts: list[str], options: TranslateOptions, own_batch: bool, attention: str, align: bool
+    lane, request, texts: list[str], options: TranslateOptions, own_batch: bool, attention: str, align: bool
 ) -> dict:
     """The model's own record of each line as given (`tt translate --json --raw`)."""
 
     def finish(results: list) -> dict:  # in the worker thread: --align may run the model again
-        rule = service.align_rule() if align else False
-        model = service.translator.loaded.model
+        rule = lane.align_rule() if align else False
+        model = lane.translator.loaded.model
         records, warnings = [], []
         for i, t in enumerate(results):
             records.append(translation_json(dataclasses.replace(t, index=i), attention, rule or None, model))
             warnings += [{"index": i, "message": w} for w in t.warnings]
         return {"translations": records, "warnings": warnings}
 
-    return await service.decode(request, texts, options, attention != "none" or align, finish, own_batch)
+    return await lane.decode(request, texts, options, attention != "none" or align, finish, own_batch)
 
 
 async def model(request) -> dict:
-    service = request.app.state.service
-    options = service.translator.options
-    return {
-        "model": str(service.translator.path),
-        "source": service.settings.source,
-        "target": service.settings.target,
-        "decoding": {
-            "method": options.method,
-            "beam": options.beam,
-            "alpha": options.alpha,
-            "quantize": service.translator.quantize,
-        },
-        "card": service.card(),
-    }
+    """The default direction's record, as a server of one model gives it, and every direction's."""
+    lanes = request.app.state.service.lanes
+    return {**lanes[0].model(), "directions": [lane.model() for lane in lanes]}
