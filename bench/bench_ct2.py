@@ -20,8 +20,8 @@ pipes, timed inside the worker). They are started as scripts, not by `multiproce
 re-imports this file (and torch with it) in every child: torch's OpenMP threads beside CTranslate2's own
 made CTranslate2 2–3× slower at batch 1 (2026-11-27, bench/README.md). This process computes every length
 limit before the timing starts and runs torch on one thread, so nothing of its own runs beside the engines.
-tt's engines start with the OpenMP setting every tt command makes (GOMP_SPINCOUNT, tt_cli/__init__.py),
-CTranslate2's with the environment as it was.
+Both engines start with the OpenMP setting every tt command makes (GOMP_SPINCOUNT, tt_cli/__init__.py;
+CTranslate2 links the same GNU libgomp): `engine_env`.
 The engines take turns a whole pass over a row's batches each, in the opposite order every other
 round, and the best of `--rounds` passes counts: engines interleaved batch by batch ran each call
 among the previous engine's threads still spinning (OpenMP's wait after a parallel region), which
@@ -58,6 +58,8 @@ from core.checkpoint import load_model  # noqa: E402
 from core.decode import beam, search  # noqa: E402
 
 SHARED = Path(os.environ.get("TT_SHARED_DATA", "/work/shared/data"))
+# The environment as the user gave it, before importing tt_cli sets tt's OpenMP default in os.environ.
+USER_ENV = dict(os.environ)
 
 
 def held_out(model_dir: Path) -> tuple[list[str], list[str]]:
@@ -105,6 +107,16 @@ def prove(loaded, translator, spec: dict, batches: list[list[list[int]]], limits
     return f"proof on {n} sentences: greedy outputs identical; teacher-forced log-probs max |tt - CT2| = {worst:.1e}"
 
 
+def engine_env() -> dict[str, str]:
+    """Every engine's environment: the user's, with the OpenMP wait every tt command sets (GOMP_SPINCOUNT,
+    tt_cli/__init__.py) unless the user named one. Both engines run on GNU libgomp; with its default wait
+    (300,000 spins) CTranslate2 float32 ran 11–24x slower on a shared 2-core machine (bench/README.md), which
+    measured its OpenMP threads spinning away each other's core, not its kernels."""
+    from tt_cli import with_openmp_default
+
+    return with_openmp_default(USER_ENV)
+
+
 def limits_for(loaded) -> Callable[[list[list[int]]], int]:
     """The length limit CTranslate2 gets for a batch: tt's largest for its sentences."""
 
@@ -118,16 +130,13 @@ class Engines:
     """The engines' worker processes, started once and given the same batches in turn."""
 
     def __init__(self, names: list[str], model_dir: Path, ct2_dir: Path, spec_file: Path, threads: int) -> None:
-        theirs_env = dict(os.environ)
-        from tt_cli import with_openmp_default
-
-        ours_env = with_openmp_default(theirs_env)  # tt's engines: the OpenMP setting every tt command makes
+        env = engine_env()  # the same for both engines
         self.procs: dict[str, subprocess.Popen] = {}
         for name in names:
             if name.startswith("CT2 "):
-                args, env = [BENCH / "ct2_worker.py", ct2_dir / name[4:], name[4:], threads, spec_file], theirs_env
+                args = [BENCH / "ct2_worker.py", ct2_dir / name[4:], name[4:], threads, spec_file]
             else:
-                args, env = [BENCH / "tt_worker.py", model_dir, name[3:], threads], ours_env
+                args = [BENCH / "tt_worker.py", model_dir, name[3:], threads]
             cmd = [sys.executable, *map(str, args)]
             self.procs[name] = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
         for name in names:
@@ -185,6 +194,11 @@ def main() -> None:
     )
     parser.add_argument("--rows", default="greedy1,greedy64,beam64")
     parser.add_argument("--rounds", type=int, default=2, help="passes per engine and row; the best counts")
+    parser.add_argument(
+        "--standalone",
+        action="store_true",
+        help="after each row, time CTranslate2 alone (bench/ct2_standalone.py) on the row's batches and compare",
+    )
     args = parser.parse_args()
     import ctranslate2
     import sacrebleu
@@ -227,6 +241,7 @@ def main() -> None:
     spec_file = tmp / "spec.json"
     spec_file.write_text(json.dumps(spec), encoding="utf-8")
     engines = Engines(names, model_dir, tmp, spec_file, args.threads)
+    alone: dict[str, list[str]] = {}
     print(
         f"threads {args.threads}; load average {os.getloadavg()[0]:.2f}; {len(ids)} held-out sentences; "
         f"tt fast mode: {args.fast}; torch {torch.__version__}, ctranslate2 {ctranslate2.__version__}; "
@@ -242,7 +257,8 @@ def main() -> None:
                 batches = [[ids[i] for i in subset[s : s + size]] for s in range(0, len(subset), size)]
             else:
                 batches = [[ids[i]] for i in subset]
-            results = timed(engines, method, batches, [limits_of(b) for b in batches], args.rounds)
+            limits = [limits_of(b) for b in batches]
+            results = timed(engines, method, batches, limits, args.rounds)
             ref_rate = len(subset) / results["CT2 float32"][0]
             tt_out = results["tt fp32 unpacked"][2]
             refs_row = [refs[i] for i in subset]
@@ -256,9 +272,46 @@ def main() -> None:
                     f"| {same}/{len(outs)} |",
                     flush=True,
                 )
+            if args.standalone:
+                alone[name] = standalone(tmp, spec, method, batches, limits, args.threads, args.rounds, results)
     finally:
         engines.close()
+    for name, lines in alone.items():
+        for line in lines:
+            print(f"{name}: {line}")
     print(f"load average after: {os.getloadavg()[0]:.2f}")
+
+
+def standalone(
+    tmp: Path, spec: dict, method: str, batches: list, limits: list[int], threads: int, rounds: int, results: dict
+) -> list[str]:
+    """CTranslate2 timed alone (bench/ct2_standalone.py, a process of its own, while the engines wait on their
+    pipes) on the row's batches, beside the bench's figure for it: the harness must not change CTranslate2's rate."""
+    vocab = spec["vocab"]
+    jobs = tmp / "jobs.json"
+    jobs.write_text(
+        json.dumps(
+            {
+                "method": method,
+                "batches": [[[vocab[i] for i in ids] for ids in batch] for batch in batches],
+                "limits": limits,
+                "banned": [[vocab[spec["pad_id"]]], [vocab[spec["bos_id"]]]],
+            }
+        ),
+        encoding="utf-8",
+    )
+    lines = []
+    n = sum(len(b) for b in batches)
+    for q in ("float32", "int8"):
+        cmd = [sys.executable, str(BENCH / "ct2_standalone.py"), str(tmp / q), q, str(threads), str(jobs), str(rounds)]
+        run = subprocess.run(cmd, check=True, capture_output=True, text=True, env=engine_env())
+        alone = json.loads(run.stdout)
+        bench_rate = n / results[f"CT2 {q}"][0]
+        lines.append(
+            f"CT2 {q} standalone {alone['rate']:.1f} sent/s, in the bench {bench_rate:.1f} "
+            f"(bench / standalone {bench_rate / alone['rate']:.3f})"
+        )
+    return lines
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Faster inference copies of a model.
+"""Faster inference copies of a model, and the products the fused decoding path computes with them.
 
 - `packed_model`: fp32 as before, with every Linear layer computed by oneDNN on weights packed once
   into its blocked layout. The same function (only the summation order differs), and on this project's
@@ -9,6 +9,10 @@
   0.3 of fp32 (tests/core/model/test_quantize.py; bench/bench_ct2.py measures speed).
 
 `fast_model` returns a converted copy; `packed_model` a copy or, asked to, the model itself changed.
+
+- `stacked_product`: one frozen x Wᵀ + b over the rows of one or more of a model's Linear layers, on the kernel
+  its kind computes fastest — `Product` (fp32: MKL's `addmm` on Wᵀ, or oneDNN on a packed copy) or
+  `Int8Product` (fbgemm's int8 kernels). core/model/step.py builds the decoding steps from them.
 """
 
 from __future__ import annotations
@@ -142,3 +146,104 @@ def fast_model(model: nn.Module, mode: str) -> nn.Module:
         from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
 
         return quantize_dynamic(fast, {nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8)
+
+
+def linear_kind(layer: nn.Module) -> str | None:
+    """ "plain" (fp32 nn.Linear), "packed" (PackedLinear), "int8" (fast_model's, zero points 0), or None: a
+    layer the fused path has no product for (bf16)."""
+    if type(layer) is nn.Linear:
+        return "plain" if layer.weight.dtype == torch.float32 else None
+    if type(layer) is PackedLinear:
+        return "packed"
+    if type(layer).__module__.startswith("torch.ao.nn.quantized.dynamic"):  # fast_model(model, "int8")
+        weight = layer.weight()
+        return "int8" if weight.dtype == torch.qint8 and not bool(int8_scales(weight)[1].any()) else None
+    return None
+
+
+def int8_scales(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A quantized weight's scale and zero point per output row (a per-tensor one repeated)."""
+    if weight.qscheme() in (torch.per_channel_affine, torch.per_channel_symmetric):
+        return weight.q_per_channel_scales().double(), weight.q_per_channel_zero_points()
+    rows = weight.size(0)
+    return torch.full((rows,), weight.q_scale(), dtype=torch.float64), torch.full((rows,), weight.q_zero_point())
+
+
+class Product:
+    """x Wᵀ + b for the step's (N, in) rows, on a frozen copy of the weight.
+
+    `scale` multiplies weight and bias (1/√d_k folded into W^Q). Products of two rows or more and at least
+    `PACK_MIN_MACS` multiply-adds go to oneDNN on a packed copy when `packed`; the rest, and everything
+    off the CPU, to one `addmm` on Wᵀ.
+    """
+
+    def __init__(
+        self, weight: torch.Tensor, bias: torch.Tensor | None, *, packed: nn.Module | bool, scale: float = 1.0
+    ) -> None:
+        weight = weight.detach() * scale if scale != 1.0 else weight.detach()
+        bias = None if bias is None else bias.detach() * scale if scale != 1.0 else bias.detach()
+        self.weight_t, self.bias = weight.t().contiguous(), bias  # (in, out), (out,)
+        self.in_features, self.out_features = weight.size(1), weight.size(0)
+        self.packed: nn.Module | None = None
+        if isinstance(packed, PackedLinear) and scale == 1.0:
+            self.packed = packed  # the model's own layer: one packed copy, made once, for both paths
+        elif packed and weight.device.type == "cpu":
+            linear = nn.Linear(self.in_features, self.out_features, bias=bias is not None, device=weight.device)
+            linear.weight = nn.Parameter(weight, requires_grad=False)
+            if bias is not None:
+                linear.bias = nn.Parameter(bias, requires_grad=False)
+            self.packed = PackedLinear(linear)  # packs on first use: a single sentence's steps never do
+        # One row never goes to oneDNN: on this project's AVX2 CPU, MKL reads a one-row product's Wᵀ ~1.5x
+        # faster (bench/README.md); the 16k-piece generator is above PACK_MIN_MACS even at one row.
+        self.min_rows = max(2, -(-PACK_MIN_MACS // (self.in_features * self.out_features)))
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        if self.packed is not None and x.size(0) >= self.min_rows:
+            # Straight to oneDNN: the step's rows are 2-D fp32 on the CPU, and no hook is registered on the
+            # fused path, so the module call and its checks (~15 µs, 20 times a step) are skipped.
+            return onednn_linear(x, self.packed.packed(), self.bias)
+        if self.bias is None:
+            return torch.mm(x, self.weight_t)
+        return torch.addmm(self.bias, x, self.weight_t)  # (N, out)
+
+
+class Int8Product:
+    """x Wᵀ + b for the step's (N, in) rows on int8 weights with one scale per output row (`--quantize int8`):
+    the rows of one or more of the model's dynamically quantized Linear layers, stacked as their fp32 weights
+    are on the other paths. The input is quantized per call, as the layers themselves do it
+    (`quantized::linear_dynamic`, fbgemm's reduced range), so a stacked product gives each layer's own outputs.
+    `scale` multiplies a part's weight scales and bias (1/√d_k folded into W^Q: a power of two, so exact).
+    """
+
+    def __init__(self, parts: list[tuple[nn.Module, float]]) -> None:
+        ints, scales, biases = [], [], []
+        for linear, scale in parts:
+            weight, bias = linear.weight(), linear.bias()  # zero points are 0 (linear_kind checked)
+            ints.append(weight.int_repr())
+            scales.append(int8_scales(weight)[0] * scale)
+            biases.append(torch.zeros(weight.size(0)) if bias is None else bias.detach() * scale)
+        int_repr, row_scales = torch.cat(ints), torch.cat(scales)
+        self.in_features, self.out_features = int_repr.size(1), int_repr.size(0)
+        with warnings.catch_warnings():  # torch.ao's quantized tensors announce their move to torchao
+            warnings.simplefilter("ignore")
+            weight = torch._make_per_channel_quantized_tensor(
+                int_repr, row_scales, torch.zeros_like(row_scales, dtype=torch.long), 0
+            )
+            self.params = torch.ops.quantized.linear_prepack(weight, torch.cat(biases))
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.ops.quantized.linear_dynamic(x, self.params, True)  # (N, out)
+
+
+def stacked_product(parts: list[tuple[nn.Module, float]], kind: str) -> Product | Int8Product:
+    """One product for the rows of the model layers `parts` ((layer, scale), stacked in order). A single
+    layer of a packed model lends its own packed copy."""
+    if kind == "int8":
+        return Int8Product(parts)
+    packed = kind == "packed"
+    if len(parts) == 1:
+        linear, scale = parts[0]
+        return Product(linear.weight, linear.bias, packed=linear if packed else False, scale=scale)
+    weight = torch.cat([linear.weight * scale for linear, scale in parts])
+    bias = torch.cat([linear.bias * scale for linear, scale in parts])
+    return Product(weight, bias, packed=packed)

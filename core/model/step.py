@@ -9,8 +9,11 @@ operations a decoder step. At batch 1 a step is that overhead plus reading the w
   and every decoder layer's cross-attention W^K W^V of the memory as one product;
 - every product on a transposed copy of its weight, Wᵀ (in × out), as one `addmm`: on the CPU, MKL
   reads a one-row product's weight 1.3–1.5× faster that way than through `F.linear`. Large products of
-  a packed model (core/model/fast.py) go to oneDNN on its packed weights instead, and an int8 model's
-  (`fast_model(model, "int8")`, `--quantize int8`) to fbgemm's int8 kernels on its own int8 weights;
+  a packed model go to oneDNN on its packed weights instead, and an int8 model's
+  (`fast_model(model, "int8")`, `--quantize int8`) to fbgemm's int8 kernels on its own int8 weights
+  (the products: core/model/fast.py);
+- each sub-layer's variant (cached or beam-slot self-attention; absorbed, one-query or grouped
+  cross-attention) chosen once per step, not per layer;
 - attention written out for the one new query, on (N·h, T, d_k) views of the caches: 1/√d_k folded
   into W^Q, the source padding as an additive bias made once per batch, no masks built per step; for
   a single sentence of an fp32 model, W^Q and W^O of the cross-attention multiplied into its keys and values;
@@ -30,116 +33,16 @@ from __future__ import annotations
 import math
 import threading
 import weakref
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from core.model.attention import KVCache
-from core.model.fast import PACK_MIN_MACS, PackedLinear, onednn_linear
+from core.model.fast import linear_kind, stacked_product
 from core.model.masks import padding_mask
 from core.model.transformer import BeamSlots, DecoderState, Encoded, Transformer
-
-
-def _linear_kind(layer: nn.Module) -> str | None:
-    if type(layer) is nn.Linear:
-        return "plain" if layer.weight.dtype == torch.float32 else None
-    if type(layer) is PackedLinear:
-        return "packed"
-    if type(layer).__module__.startswith("torch.ao.nn.quantized.dynamic"):  # fast_model(model, "int8")
-        weight = layer.weight()
-        return "int8" if weight.dtype == torch.qint8 and not bool(_int8_scales(weight)[1].any()) else None
-    return None
-
-
-def _int8_scales(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """A quantized weight's scale and zero point per output row (a per-tensor one repeated)."""
-    if weight.qscheme() in (torch.per_channel_affine, torch.per_channel_symmetric):
-        return weight.q_per_channel_scales().double(), weight.q_per_channel_zero_points()
-    rows = weight.size(0)
-    return torch.full((rows,), weight.q_scale(), dtype=torch.float64), torch.full((rows,), weight.q_zero_point())
-
-
-class Product:
-    """x Wᵀ + b for the step's (N, in) rows, on a frozen copy of the weight.
-
-    `scale` multiplies weight and bias (1/√d_k folded into W^Q). Products of two rows or more and at least
-    `PACK_MIN_MACS` multiply-adds go to oneDNN on a packed copy when `packed`; the rest, and everything
-    off the CPU, to one `addmm` on Wᵀ.
-    """
-
-    def __init__(
-        self, weight: torch.Tensor, bias: torch.Tensor | None, *, packed: nn.Module | bool, scale: float = 1.0
-    ) -> None:
-        weight = weight.detach() * scale if scale != 1.0 else weight.detach()
-        bias = None if bias is None else bias.detach() * scale if scale != 1.0 else bias.detach()
-        self.weight_t, self.bias = weight.t().contiguous(), bias  # (in, out), (out,)
-        self.in_features, self.out_features = weight.size(1), weight.size(0)
-        self.packed: nn.Module | None = None
-        if isinstance(packed, PackedLinear) and scale == 1.0:
-            self.packed = packed  # the model's own layer: one packed copy, made once, for both paths
-        elif packed and weight.device.type == "cpu":
-            linear = nn.Linear(self.in_features, self.out_features, bias=bias is not None, device=weight.device)
-            linear.weight = nn.Parameter(weight, requires_grad=False)
-            if bias is not None:
-                linear.bias = nn.Parameter(bias, requires_grad=False)
-            self.packed = PackedLinear(linear)  # packs on first use: a single sentence's steps never do
-        # One row never goes to oneDNN: on this project's AVX2 CPU, MKL reads a one-row product's Wᵀ ~1.5x
-        # faster (bench/README.md); the 16k-piece generator is above PACK_MIN_MACS even at one row.
-        self.min_rows = max(2, -(-PACK_MIN_MACS // (self.in_features * self.out_features)))
-
-    def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        if self.packed is not None and x.size(0) >= self.min_rows:
-            # Straight to oneDNN: the step's rows are 2-D fp32 on the CPU, and no hook is registered on the
-            # fused path, so the module call and its checks (~15 µs, 20 times a step) are skipped.
-            return onednn_linear(x, self.packed.packed(), self.bias)
-        if self.bias is None:
-            return torch.mm(x, self.weight_t)
-        return torch.addmm(self.bias, x, self.weight_t)  # (N, out)
-
-
-class Int8Product:
-    """x Wᵀ + b for the step's (N, in) rows on int8 weights with one scale per output row (`--quantize int8`):
-    the rows of one or more of the model's dynamically quantized Linear layers, stacked as their fp32 weights
-    are on the other paths. The input is quantized per call, as the layers themselves do it
-    (`quantized::linear_dynamic`, fbgemm's reduced range), so a stacked product gives each layer's own outputs.
-    `scale` multiplies a part's weight scales and bias (1/√d_k folded into W^Q: a power of two, so exact).
-    """
-
-    def __init__(self, parts: list[tuple[nn.Module, float]]) -> None:
-        import warnings
-
-        ints, scales, biases = [], [], []
-        for linear, scale in parts:
-            weight, bias = linear.weight(), linear.bias()  # zero points are 0 (_linear_kind checked)
-            ints.append(weight.int_repr())
-            scales.append(_int8_scales(weight)[0] * scale)
-            biases.append(torch.zeros(weight.size(0)) if bias is None else bias.detach() * scale)
-        int_repr, row_scales = torch.cat(ints), torch.cat(scales)
-        self.in_features, self.out_features = int_repr.size(1), int_repr.size(0)
-        with warnings.catch_warnings():  # torch.ao's quantized tensors announce their move to torchao
-            warnings.simplefilter("ignore")
-            weight = torch._make_per_channel_quantized_tensor(
-                int_repr, row_scales, torch.zeros_like(row_scales, dtype=torch.long), 0
-            )
-            self.params = torch.ops.quantized.linear_prepack(weight, torch.cat(biases))
-
-    def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.ops.quantized.linear_dynamic(x, self.params, True)  # (N, out)
-
-
-def _stacked(parts: list[tuple[nn.Module, float]], kind: str) -> Product | Int8Product:
-    """One product for the rows of the model layers `parts` ((layer, scale), stacked in order). A single
-    layer of a packed model lends its own packed copy."""
-    if kind == "int8":
-        return Int8Product(parts)
-    packed = kind == "packed"
-    if len(parts) == 1:
-        linear, scale = parts[0]
-        return Product(linear.weight, linear.bias, packed=linear if packed else False, scale=scale)
-    weight = torch.cat([linear.weight * scale for linear, scale in parts])
-    bias = torch.cat([linear.bias * scale for linear, scale in parts])
-    return Product(weight, bias, packed=packed)
 
 
 class _Layer:
@@ -148,10 +51,10 @@ class _Layer:
     def __init__(self, layer: nn.Module, kind: str) -> None:
         sa, ca, ffn = layer.self_attn, layer.cross_attn, layer.ffn
         d, scale = sa.w_q.in_features, 1.0 / math.sqrt(sa.d_k)
-        self.qkv = _stacked([(sa.w_q, scale), (sa.w_kv, 1.0)], kind)  # (3d, d): Q scaled, then K, V
-        self.self_out, self.cross_out = _stacked([(sa.w_o, 1.0)], kind), _stacked([(ca.w_o, 1.0)], kind)
-        self.cross_q = _stacked([(ca.w_q, scale)], kind)
-        self.w_1, self.w_2 = _stacked([(ffn.w_1, 1.0)], kind), _stacked([(ffn.w_2, 1.0)], kind)
+        self.qkv = stacked_product([(sa.w_q, scale), (sa.w_kv, 1.0)], kind)  # (3d, d): Q scaled, then K, V
+        self.self_out, self.cross_out = stacked_product([(sa.w_o, 1.0)], kind), stacked_product([(ca.w_o, 1.0)], kind)
+        self.cross_q = stacked_product([(ca.w_q, scale)], kind)
+        self.w_1, self.w_2 = stacked_product([(ffn.w_1, 1.0)], kind), stacked_product([(ffn.w_2, 1.0)], kind)
         self.norms = [n.norm for n in (layer.self_attn_norm, layer.cross_attn_norm, layer.ffn_norm)]
         self.d = d
 
@@ -161,9 +64,9 @@ class _EncoderLayer:
 
     def __init__(self, layer: nn.Module, kind: str) -> None:
         sa, ffn = layer.self_attn, layer.ffn
-        self.qkv = _stacked([(sa.w_q, 1.0 / math.sqrt(sa.d_k)), (sa.w_kv, 1.0)], kind)  # (3d, d)
-        self.out = _stacked([(sa.w_o, 1.0)], kind)
-        self.w_1, self.w_2 = _stacked([(ffn.w_1, 1.0)], kind), _stacked([(ffn.w_2, 1.0)], kind)
+        self.qkv = stacked_product([(sa.w_q, 1.0 / math.sqrt(sa.d_k)), (sa.w_kv, 1.0)], kind)  # (3d, d)
+        self.out = stacked_product([(sa.w_o, 1.0)], kind)
+        self.w_1, self.w_2 = stacked_product([(ffn.w_1, 1.0)], kind), stacked_product([(ffn.w_2, 1.0)], kind)
         self.norms = [layer.self_attn_norm.norm, layer.ffn_norm.norm]
 
 
@@ -208,8 +111,8 @@ class FusedStep:
         self.layers = [_Layer(layer, kind) for layer in model.decoder_layers]
         self.encoder_layers = [_EncoderLayer(layer, kind) for layer in model.encoder_layers]
         # Every decoder layer's W^K W^V of the memory stacked: the cross-attention caches in one product.
-        self.cross_kv = _stacked([(layer.cross_attn.w_kv, 1.0) for layer in model.decoder_layers], kind)
-        self.generator = _stacked([(model.generator, 1.0)], kind)
+        self.cross_kv = stacked_product([(layer.cross_attn.w_kv, 1.0) for layer in model.decoder_layers], kind)
+        self.generator = stacked_product([(model.generator, 1.0)], kind)
         self.key = _weights_key(model)
         self.watched: list[nn.Module] = []  # the modules whose hooks would send decoding through them
         self._bias_for: tuple[torch.Tensor, torch.Tensor | None] | None = None
@@ -300,50 +203,78 @@ class FusedStep:
         the group's new keys and values go into their sentence's slots for this step, and each query
         reads the slots of its own prefix (`BeamSlots.ancestry`)."""
         model, cfg = self.model, self.cfg
-        n, h, d_k, offset = tgt.size(0), cfg.h, cfg.d_k, state.length
-        sources = n // group
+        n, offset = tgt.size(0), state.length
         if offset + 1 > cfg.max_len:
             raise ValueError(f"target reaches {offset + 1} pieces; this model takes at most {cfg.max_len}")
         embed = model.tgt_embed
         x = torch.add(
             model.tgt_pos.positions(1, offset), F.embedding(tgt.view(n), embed.table.weight), alpha=embed.scale
         )
-        src_bias = self._source_bias(enc.src_mask)  # (N·h, 1, S) or None
-        # Absorbing W^Q and W^O into the memory is fp32 arithmetic: int8 layers keep their own products.
-        absorbed = self._absorbed(state) if n == 1 and src_bias is None and self.kind != "int8" else None
-        prefix = None if state.beams is None else self._prefix_bias(state.beams, offset, sources, group)
+        self_attention = self._self_attention(state, n, group)
+        cross_attention = self._cross_attention(enc, state, n, group)
         for i, layer in enumerate(self.layers):
-            d = layer.d
-            qkv = layer.qkv(self._norm(x, layer.norms[0]) if self.pre else x)  # (N, 3d)
-            cache = state.self_attn[i]
-            if prefix is None:
-                cache.append_pair(qkv[:, d:].view(n, 2, h, d_k).transpose(0, 1))  # K, V: (2, N, h, d_k)
-                k, v = cache.flat_heads()  # (N·h, T, d_k)
-                heads = _attend(qkv[:, :d].reshape(n * h, 1, d_k), k, v, None).view(n, d)
-            else:  # the beams' keys and values go into their sentence's slots: (2, N/group, group, h, d_k)
-                cache.append_slots(qkv[:, d:].view(sources, group, 2, h, d_k).permute(2, 0, 1, 3, 4), state.beams.k)
-                k, v = cache.flat_heads()  # (N/group·h, slots, d_k)
-                q = qkv[:, :d].view(sources, group, h, d_k).transpose(1, 2).reshape(sources * h, group, d_k)
-                heads = _attend_grouped(q, k, v, prefix).view(sources, h, group, d_k).transpose(1, 2).reshape(n, d)
-            x = self._residual(x, layer.self_out(heads), layer.norms[0])
+            qkv = layer.qkv(self._norm(x, layer.norms[0]) if self.pre else x)  # (N, 3d): Q scaled, K, V
+            x = self._residual(x, layer.self_out(self_attention(i, qkv)), layer.norms[0])
             y = self._norm(x, layer.norms[1]) if self.pre else x
-            if absorbed is None:
-                k, v = state.cross_attn[i].flat_heads()  # (N/group·h, S, d_k)
-                q = layer.cross_q(y)  # (N, d)
-                if group == 1:
-                    attended = _attend(q.view(n * h, 1, d_k), k, v, src_bias).view(n, d)
-                else:  # a source's group of queries at once: (N/group·h, group, d_k)
-                    q = q.view(sources, group, h, d_k).transpose(1, 2).reshape(sources * h, group, d_k)
-                    heads = _attend(q, k, v, src_bias).view(sources, h, group, d_k)
-                    attended = heads.transpose(1, 2).reshape(n, d)
-                attended = layer.cross_out(attended)
-            else:
-                attended = absorbed[i](y)
-            x = self._residual(x, attended, layer.norms[1])
+            x = self._residual(x, cross_attention(i, y), layer.norms[1])
             y = self._norm(x, layer.norms[2]) if self.pre else x
             x = self._residual(x, layer.w_2(layer.w_1(y).relu_()), layer.norms[2])
         state.length += 1
         return self.generator(model.decoder_norm(x))  # (N, vocab)
+
+    def _self_attention(self, state: DecoderState, n: int, group: int) -> Callable[[int, torch.Tensor], torch.Tensor]:
+        """This step's self-attention, chosen once for all layers: (layer i, its qkv (N, 3d)) -> the heads (N, d)
+        before W^O, the layer's cache grown by this step's keys and values."""
+        h, d_k, d = self.cfg.h, self.cfg.d_k, self.cfg.d_model
+        caches = state.self_attn
+        if state.beams is None:
+
+            def attend(i: int, qkv: torch.Tensor) -> torch.Tensor:
+                cache = caches[i]
+                cache.append_pair(qkv[:, d:].view(n, 2, h, d_k).transpose(0, 1))  # K, V: (2, N, h, d_k)
+                k, v = cache.flat_heads()  # (N·h, T, d_k)
+                return _attend(qkv[:, :d].reshape(n * h, 1, d_k), k, v, None).view(n, d)
+
+            return attend
+        # Beam search: the group's keys and values go into their sentence's slots, each query reading its prefix.
+        beams, sources = state.beams, n // group
+        prefix = self._prefix_bias(beams, state.length, sources, group)  # (N/group, 1, group, slots so far)
+
+        def attend_slots(i: int, qkv: torch.Tensor) -> torch.Tensor:
+            cache = caches[i]
+            cache.append_slots(qkv[:, d:].view(sources, group, 2, h, d_k).permute(2, 0, 1, 3, 4), beams.k)
+            k, v = cache.flat_heads()  # (N/group·h, slots, d_k)
+            q = qkv[:, :d].view(sources, group, h, d_k).transpose(1, 2).reshape(sources * h, group, d_k)
+            heads = _attend_grouped(q, k, v, prefix)  # (N/group·h, group, d_k)
+            return heads.view(sources, h, group, d_k).transpose(1, 2).reshape(n, d)
+
+        return attend_slots
+
+    def _cross_attention(
+        self, enc: Encoded, state: DecoderState, n: int, group: int
+    ) -> Callable[[int, torch.Tensor], torch.Tensor]:
+        """This step's cross-attention, chosen once for all layers: (layer i, its input y (N, d)) -> the
+        sub-layer's output (N, d), W^O applied."""
+        src_bias = self._source_bias(enc.src_mask)  # (N·h, 1, S) or None
+        # Absorbing W^Q and W^O into the memory is fp32 arithmetic: int8 layers keep their own products.
+        if n == 1 and src_bias is None and self.kind != "int8":
+            absorbed = self._absorbed(state)
+            return lambda i, y: absorbed[i](y)
+        h, d_k, d = self.cfg.h, self.cfg.d_k, self.cfg.d_model
+        layers, caches, sources = self.layers, state.cross_attn, n // group
+
+        def attend(i: int, y: torch.Tensor) -> torch.Tensor:
+            k, v = caches[i].flat_heads()  # (N·h, S, d_k)
+            q = layers[i].cross_q(y).view(n * h, 1, d_k)
+            return layers[i].cross_out(_attend(q, k, v, src_bias).view(n, d))
+
+        def attend_grouped(i: int, y: torch.Tensor) -> torch.Tensor:
+            k, v = caches[i].flat_heads()  # (N/group·h, S, d_k): a source's group of queries read it at once
+            q = layers[i].cross_q(y).view(sources, group, h, d_k).transpose(1, 2).reshape(sources * h, group, d_k)
+            heads = _attend(q, k, v, src_bias).view(sources, h, group, d_k)
+            return layers[i].cross_out(heads.transpose(1, 2).reshape(n, d))
+
+        return attend if group == 1 else attend_grouped
 
     def _absorbed(self, state: DecoderState) -> list[_AbsorbedCross]:
         """The cross-attention of every layer for a single sentence, made once per sentence (kept on
@@ -459,7 +390,7 @@ def fused_step(model: Transformer) -> FusedStep | None:
     if _hooked(watched):
         return None
     linears = _read_linears(model)
-    kinds = {_linear_kind(m) for m in linears}
+    kinds = {linear_kind(m) for m in linears}
     if len(kinds) != 1 or None in kinds:
         return None
     with torch.no_grad():
