@@ -1,6 +1,6 @@
 """Faster inference copies of a model, and the products the fused decoding path computes with them.
 
-- `packed_model`: fp32 as before, with every Linear layer computed by oneDNN on weights packed once
+- `packed_model`: the fp32 model with every Linear layer computed by oneDNN on weights packed once
   into its blocked layout. The same function (only the summation order differs), and on this project's
   CPU (AMD Zen 5) 1.5–2.5× faster for the model's GEMMs than torch's default fp32 path, MKL
   (bench/README.md). It also differentiates with respect to its input, for attribution.
