@@ -169,6 +169,10 @@ def int8_scales(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.full((rows,), weight.q_scale(), dtype=torch.float64), torch.full((rows,), weight.q_zero_point())
 
 
+# A one-row product split across cores needs outputs to split; below this the split's own cost wins.
+ONE_ROW_MIN_OUT = 256
+
+
 class Product:
     """x Wᵀ + b for the step's (N, in) rows, on a frozen copy of the weight.
 
@@ -196,15 +200,34 @@ class Product:
         # One row never goes to oneDNN: on this project's AVX2 CPU, MKL reads a one-row product's Wᵀ ~1.5x
         # faster (bench/README.md); the 16k-piece generator is above PACK_MIN_MACS even at one row.
         self.min_rows = max(2, -(-PACK_MIN_MACS // (self.in_features * self.out_features)))
+        self._columns: dict[int, torch.Tensor] = {}  # threads → Wᵀ's columns in that many blocks (one_row)
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         if self.packed is not None and x.size(0) >= self.min_rows:
             # Straight to oneDNN: the step's rows are 2-D fp32 on the CPU, and no hook is registered on the
             # fused path, so the module call and its checks (~15 µs, 20 times a step) are skipped.
             return onednn_linear(x, self.packed.packed(), self.bias)
+        if x.size(0) == 1 and x.device.type == "cpu":
+            threads = torch.get_num_threads()
+            if threads > 1 and self.out_features % threads == 0 and self.out_features >= ONE_ROW_MIN_OUT:
+                return self.one_row(x, threads)
         if self.bias is None:
             return torch.mm(x, self.weight_t)
         return torch.addmm(self.bias, x, self.weight_t)  # (N, out)
+
+    def one_row(self, x: torch.Tensor, threads: int) -> torch.Tensor:
+        """x Wᵀ + b for one row on `threads` cores. A one-row product reads the whole weight for a few
+        multiply-adds each, so its time is the time to read Wᵀ, and torch computes it on one thread whatever
+        torch.get_num_threads() says (MKL's one-row gemm). Wᵀ's columns cut into `threads` blocks, one bmm
+        reads a block on each core: 1.3–2.6× faster at 2 threads for this model's products (bench/README.md,
+        *One row on every core*), each output the same dot product in the same order."""
+        blocks = self._columns.get(threads)
+        if blocks is None:  # (threads, in, out/threads), made once per thread count
+            blocks = self.weight_t.view(self.in_features, threads, -1).permute(1, 0, 2).contiguous()
+            self._columns[threads] = blocks
+        y = torch.bmm(x.expand(threads, 1, self.in_features), blocks)  # (threads, 1, out/threads)
+        y = y.transpose(0, 1).reshape(1, self.out_features)
+        return y if self.bias is None else y.add_(self.bias)
 
 
 class Int8Product:
