@@ -82,3 +82,27 @@ def test_packed_decoding_and_attribution_match_fp32(model, always_packed):
         plain.target, fast_.target, atol=1e-4
     )
     assert used_onednn(packed) and all(m._packed_t is not None for m in packed.modules() if type(m) is PackedLinear)
+
+
+def test_a_one_row_product_is_read_on_every_thread_and_gives_the_same_row():
+    """Product.one_row: at 2 threads a single row goes through Wᵀ cut into 2 column blocks (one bmm), the same
+    outputs as addmm to float rounding; 1 thread, several rows, or outputs that do not split keep addmm."""
+    from core.model.fast import Product
+
+    torch.manual_seed(0)
+    weight, bias, x = torch.randn(512, 256), torch.randn(512), torch.randn(1, 256)
+    product = Product(weight, bias, packed=False)
+    expected = torch.addmm(bias, x, weight.t())
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        assert torch.allclose(product(x), expected, atol=1e-4) and set(product._columns) == {2}
+        assert torch.allclose(product(torch.cat([x, x])), torch.cat([expected, expected]), atol=1e-4)
+        odd = Product(torch.randn(257, 256), None, packed=False)
+        odd(x)
+        assert not odd._columns  # 257 outputs do not split in 2: addmm
+        torch.set_num_threads(1)
+        fresh = Product(weight, bias, packed=False)
+        assert torch.allclose(fresh(x), expected, atol=1e-4) and not fresh._columns
+    finally:
+        torch.set_num_threads(before)
