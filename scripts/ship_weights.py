@@ -497,16 +497,31 @@ def corpus_scale(card: dict) -> bool:
     return any("europarl" in str(d) for ft in fine_tunes(card) for d in ft["train_config"].get("data", []))
 
 
+NEWER_DATA = {  # a corpus a later run added: its line in the card's Data section
+    "hansard": "- **Hansards of the 36th Parliament of Canada** (Germann 2001, USC/ISI release): 1.26 M French–English pairs of\n"
+    "  House and Senate debates; pairs with a side in a held-out test set removed.",
+    "opensubtitles": "- **OpenSubtitles2018** (Lison & Tiedemann 2016/2018) dialogue, as extracted for the Large-contrastive pronoun\n"
+    "  test set (Lopes et al. 2020): 65 k French–English pairs.",
+    "ntrex128": "- **NTREX-128** (Federmann et al. 2022): 1,997 WMT19 news sentences with professional French translated from\n"
+    "  English, with the news training sets.",
+}
+
+
 def render_more_data(card: dict) -> str:
     if not corpus_scale(card):
         return ""
-    return """- **Europarl v7** French–English (Koehn 2005, *Europarl: A Parallel Corpus for Statistical Machine Translation*,
+    used = " ".join(str(d) for ft in fine_tunes(card) for d in ft["train_config"].get("data", []))
+    newer = "".join(line + "\n" for key, line in NEWER_DATA.items() if key in used)
+    return (
+        newer
+        + """- **Europarl v7** French–English (Koehn 2005, *Europarl: A Parallel Corpus for Statistical Machine Translation*,
   MT Summit X): ≈2.0 M sentence pairs of European Parliament proceedings, cleaned as docs/data.md says.
 - **WMT news test sets** (shared tasks of the Workshop on Statistical Machine Translation): news-test2008,
   newssyscomb2009, newstest2009–2011 and newsdiscusstest2015 as training data; newstest2012 and newstest2013
   held out (decoding choices and development).
 - **FLORES-101** dev (Goyal et al. 2022), for evaluation only.
 """
+    )
 
 
 def render_peers(card: dict) -> str:
