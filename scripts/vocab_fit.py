@@ -68,7 +68,7 @@ def sample(data: Path, seed: int, new_corpora: bool = False) -> list[str]:
     return [side for p in chosen for side in (p.src, p.tgt)] + mono
 
 
-def unknown_characters(tokenizer: Tokenizer, lines: list[str]) -> int:
+def characters_lost(tokenizer: Tokenizer, lines: list[str]) -> int:
     """Characters of `lines` the vocabulary writes as <unk> (none with byte fallback)."""
     from core.model.config import UNK_ID
 
@@ -125,7 +125,7 @@ def main() -> None:
     print("|---|---:|" + "---:|" * (len(header) + 1))
     for name, tk in tokenizers.items():
         cells = [f"{pieces_per_word(tk, data / f'{p}.{lang}'):.2f}" for p in MEASURED.values() for lang in ("fr", "en")]
-        print(f"| {name} | {tk.vocab_size:,} | " + " | ".join(cells) + f" | {unknown_characters(tk, checked):,} |")
+        print(f"| {name} | {tk.vocab_size:,} | " + " | ".join(cells) + f" | {characters_lost(tk, checked):,} |")
     print("pieces per word (whitespace-separated words)", file=sys.stderr)
 
 

@@ -275,15 +275,17 @@ def align(
         scores = rule_scores(att, rule)  # (J, I)
         links = extract_links(scores, rule.threshold, rule.bidirectional)
         if reverse is not None:
-            back_scores = rule_scores(reverse[k], reverse_rule)  # (I, J): the reverse model's rows are source words
-            back = {
-                (link.target, link.source)
-                for link in extract_links(back_scores, reverse_rule.threshold, reverse_rule.bidirectional)
-            }
+            back_scores, back = _reverse_links(reverse[k], reverse_rule)
             kept = symmetrize({(i, j) for i, j, _ in links}, back, symmetrization)
             links = [Link(i, j, float(scores[j, i] + back_scores[i, j]) / 2) for i, j in sorted(kept)]
         result.append(links)
     return result
+
+
+def _reverse_links(reverse: PairAttention, rule: AlignRule) -> tuple[torch.Tensor, set[tuple[int, int]]]:
+    """A target→source model's scores (I, J) for a pair, and its links as (source i, target j)."""
+    scores = rule_scores(reverse, rule)  # the reverse model's rows are source words
+    return scores, {(link.target, link.source) for link in extract_links(scores, rule.threshold, rule.bidirectional)}
 
 
 def candidate_rules(n_layers: int, h: int, full_context: bool = False) -> list[AlignRule]:
@@ -373,7 +375,7 @@ def load_rule(model_dir: str | Path | None) -> AlignRule:
 
 def save_rule(
     model_dir: str | Path,
-    ranking: list[tuple[AlignRule, AlignmentScore]] | list[dict],
+    ranking: list[tuple[AlignRule, AlignmentScore]],
     found_on: dict,
     symmetrize: dict | None = None,
 ) -> Path:
@@ -381,13 +383,8 @@ def save_rule(
     the two directions combine where that was measured better (`symmetrize`)."""
     from core.files import atomic_write_bytes
 
-    rows = [
-        row if isinstance(row, dict) else {**asdict(row[0]), **_rounded(row[1])}
-        for row in ranking  # (rule, score) as ranked, or the rows of a stored file kept as they are
-    ]
-    best = rows[0]
-    rule = {name: best[name] for name in asdict(DEFAULT_RULE)}
-    data = {"format": RULE_FORMAT, "version": 1, "rule": rule, "found_on": found_on}
+    rows = [{**asdict(r), **{k: round(v, 4) for k, v in asdict(s).items() if isinstance(v, float)}} for r, s in ranking]
+    data = {"format": RULE_FORMAT, "version": 1, "rule": asdict(ranking[0][0]), "found_on": found_on}
     if symmetrize is not None:
         data["symmetrize"] = symmetrize
     # One line per ranked rule: the file stays short enough to read.
@@ -395,10 +392,6 @@ def save_rule(
     path = Path(model_dir) / RULE_FILE
     atomic_write_bytes(path, text.encode("utf-8"))
     return path
-
-
-def _rounded(score: AlignmentScore) -> dict:
-    return {k: round(v, 4) for k, v in asdict(score).items() if isinstance(v, float)}
 
 
 def rank_symmetrizations(
@@ -410,9 +403,11 @@ def rank_symmetrizations(
 ) -> list[tuple[str, AlignmentScore]]:
     """Each way of combining the two directions' links (core.align.aer.SYMMETRIZATIONS), scored against
     gold links, best (lowest AER, then higher recall) first."""
+    ahead = [{(i, j) for i, j, _ in links} for links in align(forward, rule)]
+    back = [_reverse_links(att, reverse_rule)[1] for att in reverse]  # each direction's links, found once
     scored = []
     for method in SYMMETRIZATIONS:
-        links = [{(i, j) for i, j, _ in pair} for pair in align(forward, rule, reverse, reverse_rule, method)]
+        links = [symmetrize(f, b, method) for f, b in zip(ahead, back)]
         scored.append((method, score_links(links, gold)))
     return sorted(scored, key=lambda r: (r[1].aer, -r[1].recall))
 
