@@ -184,7 +184,7 @@ def with_model_placeholders(loaded: LoadedModel, text: TextOptions | None) -> Te
     if text.proper is None:
         encode = loaded.tokenizer.encode
         text = replace(text, proper=names_by_pieces(lambda word: len(encode(word))))
-    tokens = placeholder_tokens(loaded.path)
+    tokens = placeholder_tokens(loaded.path, loaded.metadata)
     if not tokens or text.scheme.name != "copy":  # a scheme asked for by name stays
         return text
     return replace(text, scheme=learned_scheme(tokens), fallbacks=(text.scheme, *text.fallbacks))

@@ -287,15 +287,46 @@ def load_model(
     return LoadedModel(model, tokenizer, directory, metadata)
 
 
-def placeholder_tokens(directory: str | Path) -> tuple[str, ...]:
+PLACEHOLDER_KEY = "placeholder_tokens"  # in card.json (a list) and in the weights' metadata (its JSON)
+
+
+def placeholder_metadata(tokens: tuple[str, ...]) -> dict[str, str]:
+    """The weights-file metadata that says a model was trained to copy `tokens` (none: nothing to say)."""
+    import json
+
+    return {PLACEHOLDER_KEY: json.dumps(list(tokens))} if tokens else {}
+
+
+def placeholder_tokens(directory: str | Path, metadata: dict[str, str] | None = None) -> tuple[str, ...]:
     """The placeholder pieces a model was trained to copy, as its card.json lists them
-    (`"placeholder_tokens": ["<ph0>", ...]`); () for a model without them (core/text then uses words the
-    model copies: docs/text.md, Which placeholder)."""
+    (`"placeholder_tokens": ["<ph0>", ...]`), else as its weights' metadata does (`metadata`, read from the
+    directory's weights file when not given: a run directory has no card); () for a model without them
+    (core/text then uses words the model copies: docs/text.md, Which placeholder)."""
     import json
 
     card = Path(directory) / "card.json"
     try:
-        tokens = json.loads(card.read_text(encoding="utf-8")).get("placeholder_tokens") or []
+        found = json.loads(card.read_text(encoding="utf-8")).get(PLACEHOLDER_KEY)
     except (OSError, ValueError, AttributeError):
+        found = None
+    if found is None:
+        if metadata is None:
+            metadata = _weights_metadata(Path(directory) / WEIGHTS_FILE)
+        try:
+            found = json.loads(metadata.get(PLACEHOLDER_KEY) or "[]")
+        except ValueError:
+            found = []
+    if not isinstance(found, list):
         return ()
-    return tuple(t for t in tokens if isinstance(t, str) and t.strip())
+    return tuple(t for t in found if isinstance(t, str) and t.strip())
+
+
+def _weights_metadata(path: Path) -> dict[str, str]:
+    """The metadata of a safetensors file (its header alone); {} when there is none to read."""
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            return f.metadata() or {}
+    except (SafetensorError, OSError):
+        return {}

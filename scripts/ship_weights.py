@@ -33,7 +33,14 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from core.checkpoint import load_model, save_model  # noqa: E402
+from core.checkpoint import (  # noqa: E402
+    PLACEHOLDER_KEY,
+    LoadedModel,
+    load_model,
+    placeholder_metadata,
+    placeholder_tokens,
+    save_model,
+)
 from core.data.readers import heldout_range, read_corpus, write_aligned  # noqa: E402
 from core.train.state import list_checkpoints, read_trainer_info  # noqa: E402
 from core.train.trainer import average_checkpoints  # noqa: E402
@@ -268,6 +275,17 @@ def hard_translations(card: dict) -> tuple[bool, list[list[str]]]:
     cards measured before the pipeline's column have three."""
     rows = card["limits"]["hard"]
     return all(len(row) == 4 for row in rows), [row[:2] + row[3:] for row in rows]
+
+
+def save_shipped(candidate: Path, out: Path, chosen: str) -> tuple[LoadedModel, tuple[str, ...]]:
+    """The chosen model written to `out` in fp16, the placeholders it learned (tt train --placeholders) in its
+    weights' metadata, so the samples and limits translated before card.json is written use them too; returns the
+    model and those placeholders (for the card's `placeholder_tokens`)."""
+    loaded = load_model(candidate)
+    tokens = placeholder_tokens(candidate, loaded.metadata)
+    metadata = {"selected": chosen, **placeholder_metadata(tokens)}
+    save_model(loaded.model, loaded.tokenizer, out, dtype=torch.float16, extra_metadata=metadata)
+    return loaded, tokens
 
 
 def render_limits(card: dict) -> str:
@@ -866,9 +884,8 @@ def main() -> None:  # noqa: C901 - a script's main: its steps in order
         tvs, tvr, _ = tatoeba_split(tmp, vlo, vhi, "kept")
         kept = {name: eval_json(path, tvs, tvr) for name, path in {**candidates, "shipped": ROOT / "weights"}.items()}
         chosen = choose_keeping(valid, kept, kept["shipped"]["bleu"] - args.keep_tatoeba)
-    loaded = load_model(candidates[chosen])
     args.out.mkdir(exist_ok=True)
-    save_model(loaded.model, loaded.tokenizer, args.out, dtype=torch.float16, extra_metadata={"selected": chosen})
+    loaded, placeholders = save_shipped(candidates[chosen], args.out, chosen)
 
     tsrc, tref, n_test = tatoeba_split(tmp, tlo, thi, "test")
     m30k = SHARED / "multi30k/test_2016_flickr"
@@ -945,6 +962,7 @@ def main() -> None:  # noqa: C901 - a script's main: its steps in order
         "size_bytes": (args.out / "model.safetensors").stat().st_size,
         "parameters": loaded.model.num_parameters(),
         "limits": measure_limits(args.out),
+        **({PLACEHOLDER_KEY: list(placeholders)} if placeholders else {}),  # core.api's placeholders come first
     }
     if fine_tune:
         card["base"], card["fine_tune"] = base, record

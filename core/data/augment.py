@@ -14,7 +14,8 @@ from core.data.readers import Pair
 from core.text.accents import strip_accents
 
 
-def _draw(text: str, salt: str, seed: int) -> float:
+def draw(text: str, salt: str, seed: int) -> float:
+    """A number in [0, 1) fixed by `text`, `salt` and `seed`: which pairs get a treatment, by hash."""
     digest = hashlib.blake2b(f"{salt}|{seed}|{text}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big") / 2**64
 
@@ -27,11 +28,11 @@ def augmented(pairs: Sequence[Pair], case_share: float, accent_share: float, see
     if case_share <= 0 and accent_share <= 0:
         return out
     for p in pairs:
-        if case_share > 0 and _draw(p.src, "upper", seed) < case_share:
+        if case_share > 0 and draw(p.src, "upper", seed) < case_share:
             out.append(Pair(p.src.upper(), p.tgt.upper(), p.origin))
-        if case_share > 0 and _draw(p.src, "lower", seed) < case_share:
+        if case_share > 0 and draw(p.src, "lower", seed) < case_share:
             out.append(Pair(p.src.lower(), p.tgt, p.origin))
-        if accent_share > 0 and _draw(p.src, "accents", seed) < accent_share:
+        if accent_share > 0 and draw(p.src, "accents", seed) < accent_share:
             bare = strip_accents(p.src)
             if bare != p.src:
                 out.append(Pair(bare, p.tgt, p.origin))

@@ -49,10 +49,12 @@ class Tokenizer:
         model_type: str = "unigram",
         max_sentences: int = 2_000_000,
         byte_fallback: bool = False,
+        user_symbols: tuple[str, ...] = (),
     ) -> Tokenizer:
         """Train on raw sentences (both languages together, so the vocabulary can be shared). byte_fallback: a
         character the vocabulary lacks is written as its UTF-8 bytes (256 pieces of the vocabulary) instead
-        of <unk>, so the model can copy it and no character is lost."""
+        of <unk>, so the model can copy it and no character is lost. user_symbols: pieces always kept whole
+        (the placeholders of core/data/placeholders.py), right after the special ids."""
         import sentencepiece as spm
 
         buffer = io.BytesIO()
@@ -84,10 +86,30 @@ class Tokenizer:
                 minloglevel=2,
                 hard_vocab_limit=False,
                 byte_fallback=byte_fallback,
+                user_defined_symbols=list(user_symbols),
             )
         except RuntimeError as exc:
             raise TokenizerError(f"SentencePiece training failed: {exc}") from None
         return cls(buffer.getvalue())
+
+    def with_pieces(self, pieces: Iterable[str]) -> Tokenizer:
+        """This vocabulary with each of `pieces` it lacks appended as a user-defined symbol (always one piece,
+        never split): every existing id keeps its piece, so a model trained on this vocabulary keeps its
+        embeddings and grows rows for the new ids (core.model.grow.grow_vocab). Itself when nothing is missing."""
+        from sentencepiece import sentencepiece_model_pb2 as model_pb2
+
+        missing = [p for p in dict.fromkeys(pieces) if self.sp.piece_to_id(p) == UNK_ID and p != "<unk>"]
+        if not missing:
+            return self
+        proto = model_pb2.ModelProto()
+        proto.ParseFromString(self.proto)
+        for piece in missing:
+            proto.pieces.append(
+                model_pb2.ModelProto.SentencePiece(
+                    piece=piece, score=0.0, type=model_pb2.ModelProto.SentencePiece.USER_DEFINED
+                )
+            )
+        return Tokenizer(proto.SerializeToString())
 
     def save(self, path: str | Path) -> None:
         Path(path).write_bytes(self.proto)

@@ -19,6 +19,13 @@ import torch
 from core.model.config import ModelConfig
 
 
+def _to_grow(state: dict[str, torch.Tensor], size: int, wanted: int, refusal: str) -> dict[str, torch.Tensor] | None:
+    """A copy of `state` to grow from `size` to `wanted`; None when they are equal. ValueError(refusal) to shrink."""
+    if wanted < size:
+        raise ValueError(refusal)
+    return dict(state) if wanted > size else None
+
+
 def widen_ffn(
     state: dict[str, torch.Tensor], cfg: ModelConfig, d_ff: int, *, seed: int = 0, draw: bool = True
 ) -> tuple[ModelConfig, dict[str, torch.Tensor]]:
@@ -27,11 +34,11 @@ def widen_ffn(
     New rows of W1 are Xavier-uniform for the wider matrix (a generator seeded with `seed`), or zero with
     draw=False (units that are simply absent: what averaging with a wider model needs); new entries of b1 and the
     new columns of W2 are zero. Raises ValueError when `d_ff` is narrower than the model's."""
-    if d_ff < cfg.d_ff:
-        raise ValueError(f"--d-ff {d_ff} would narrow the model's FFN ({cfg.d_ff}); it can only grow")
-    grown = dict(state)
-    if d_ff == cfg.d_ff:
-        return cfg, grown
+    grown = _to_grow(
+        state, cfg.d_ff, d_ff, f"--d-ff {d_ff} would narrow the model's FFN ({cfg.d_ff}); it can only grow"
+    )
+    if grown is None:
+        return cfg, dict(state)
     gen = torch.Generator().manual_seed(seed)
     extra = d_ff - cfg.d_ff
     bound = math.sqrt(6.0 / (cfg.d_model + d_ff))  # nn.init.xavier_uniform_ for a (d_ff, d_model) weight
@@ -48,3 +55,31 @@ def widen_ffn(
         elif name.endswith("ffn.w_2.weight"):  # (d_model, d_ff)
             grown[name] = torch.cat([tensor, tensor.new_zeros(tensor.size(0), extra)], dim=1)
     return replace(cfg, d_ff=d_ff), grown
+
+
+def grow_vocab(
+    state: dict[str, torch.Tensor], cfg: ModelConfig, vocab_size: int, *, seed: int = 0
+) -> tuple[ModelConfig, dict[str, torch.Tensor]]:
+    """The config and weights of `cfg`'s model with a vocabulary of `vocab_size`: the pieces a tokenizer appended
+    (core.data.tokenizer.Tokenizer.with_pieces) get new rows; `state` is not changed.
+
+    Each new row of an embedding table and of the output projection is that matrix's mean row plus noise at a
+    tenth of its spread: the mean keeps a new piece's logit near the average, so the model's outputs barely move
+    (one more term of average size in a softmax over thousands), and the noise lets the new pieces tell each
+    other apart. Tied matrices (share_embeddings, §3.4) get the same rows. Every old id keeps its row. Raises
+    ValueError when `vocab_size` is smaller than the model's."""
+    refusal = f"the vocabulary has {vocab_size} pieces, fewer than the model's {cfg.vocab_size}"
+    grown = _to_grow(state, cfg.vocab_size, vocab_size, refusal)
+    if grown is None:
+        return cfg, dict(state)
+    gen = torch.Generator().manual_seed(seed)
+    rows: dict[int, torch.Tensor] = {}  # by storage: tied matrices share one set of new rows
+    for name, tensor in state.items():
+        if not (name.endswith("embed.table.weight") or name == "generator.weight"):
+            continue
+        if tensor.data_ptr() not in rows:  # (vocab, d_model)
+            table = tensor.float()
+            noise = torch.randn(vocab_size - cfg.vocab_size, table.size(1), generator=gen) * table.std() * 0.1
+            rows[tensor.data_ptr()] = (table.mean(0, keepdim=True) + noise).to(tensor.dtype)
+        grown[name] = torch.cat([tensor, rows[tensor.data_ptr()]])  # (vocab_size, d_model)
+    return replace(cfg, vocab_size=vocab_size), grown

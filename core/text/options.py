@@ -34,6 +34,10 @@ class Scheme:
     copies: bool = False
     people: tuple[str, ...] = PEOPLE_POOL  # for names (runs of capitalised words)
 
+    def stands_in(self, kind: str) -> bool:
+        """Whether a span of this kind gets a placeholder (else it stays in the text for the model to copy)."""
+        return not (self.copies and kind in COPIED_KINDS)
+
     def pool(self, kind: str) -> tuple[str, ...]:
         if kind in NUMERIC_KINDS:
             return self.numbers

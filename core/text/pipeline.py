@@ -39,7 +39,15 @@ from core.text.documents import Document
 from core.text.markup import Mark, line_regions, project, strip_inline
 from core.text.options import TextOptions, hypotheses_wanted
 from core.text.place import place_lost
-from core.text.protect import ELEMENT_TEXT, Protected, Restored, Scheme, find_spans, protect, restore
+from core.text.protect import (
+    ELEMENT_TEXT,
+    Protected,
+    Restored,
+    Scheme,
+    protect,
+    restore,
+    spans_to_protect,
+)
 from core.text.results import Decoded, SentenceResult, TextResult
 from core.text.split import MAX_SENTENCE_CHARS, clause_spans, join_sentences, sentence_spans
 
@@ -94,11 +102,7 @@ def _spellable(text: str, unknown, keep: frozenset[str]) -> str:
 
 def _prepare(line_no: int, sentence: str, options: TextOptions, model: _Model, scheme: Scheme) -> _Prepared:
     unknown, accents = model.unknown, model.accents
-    kinds = None if options.protect else ("term",)
-    names = options.protect and options.names and case_shape(sentence) == NATURAL  # a headline capitalises every word
-    found = find_spans(
-        sentence, terms=options.terms, unknown=unknown if options.protect else None, kinds=kinds, names=names
-    )
+    found = spans_to_protect(sentence, options, unknown)
     protected = protect(sentence, found, scheme, terms_in_text=model.constrained is not None)
     # Placeholders, and the words of a name left for the model to copy, keep their case and accents.
     copied_words = {w for s in protected.spans if s.copied for w in s.placeholder.split()}

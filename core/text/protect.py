@@ -24,9 +24,11 @@ dropped is reported in `lost`, one it repeated is put back once and reported in 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from core.text.accents import strip_accents
+from core.text.case import NATURAL, case_shape
 from core.text.glossary import plural
 
 # The placeholder schemes live with the pipeline's options (plain data, no patterns to compile).
@@ -39,6 +41,7 @@ from core.text.options import (  # noqa: F401 - imported from here by callers
     NUMERIC_KINDS,
     SCHEMES,
     Scheme,
+    TextOptions,
 )
 from core.text.spans import ELEMENT_TEXT, Span, find_spans, unknown_characters  # noqa: F401 - callers import them here
 
@@ -104,6 +107,25 @@ def _edges(text: str, spans: list[Span]) -> tuple[int, int, int]:
     return head, tail_start, len(text) if tail_end is None else tail_end
 
 
+def spans_to_protect(sentence: str, options: TextOptions, unknown: Callable[[str], bool] | None = None) -> list[Span]:
+    """The spans the pipeline protects in one sentence, as `options` ask: every kind (only glossary terms with
+    protect off), names in a sentence of natural case (a headline capitalises every word). Training with
+    placeholders (core/data/placeholders.py) finds its spans here too, so the model learns the ones it is given."""
+    kinds = None if options.protect else ("term",)
+    names = options.protect and options.names and case_shape(sentence) == NATURAL
+    return find_spans(
+        sentence, terms=options.terms, unknown=unknown if options.protect else None, kinds=kinds, names=names
+    )
+
+
+def spaced(text: str, start: int, end: int, placeholder: str) -> str:
+    """`placeholder` for text[start:end], with a space on a side where a word touches it: glued to a word
+    (ligne<br/>et) it would read as part of that word."""
+    glued_before = start > 0 and text[start - 1].isalnum()
+    glued_after = end < len(text) and text[end].isalnum()
+    return " " * glued_before + placeholder + " " * glued_after
+
+
 def protect(text: str, spans: list[Span], scheme: Scheme = DEFAULT_SCHEME, terms_in_text: bool = False) -> Protected:
     """`text` with each span replaced by a placeholder of its kind that does not already occur in it.
 
@@ -119,7 +141,7 @@ def protect(text: str, spans: list[Span], scheme: Scheme = DEFAULT_SCHEME, terms
     out, last, used = [], head, set()
     placed = []
     for span in spans:
-        if scheme.copies and span.kind in COPIED_KINDS:
+        if not scheme.stands_in(span.kind):
             placed.append(replace(span, placeholder=span.original, copied=True))  # stays in the text
             continue
         if terms_in_text and span.kind == "term":
@@ -131,10 +153,7 @@ def protect(text: str, spans: list[Span], scheme: Scheme = DEFAULT_SCHEME, terms
         placeholder = pool[0]
         used.add(placeholder)
         out.append(text[last : span.start])
-        # a placeholder glued to a word (ligne<br/>et) would read as one word: spaces keep it apart
-        glued_before = span.start > 0 and text[span.start - 1].isalnum()
-        glued_after = span.end < len(text) and text[span.end].isalnum()
-        out.append(" " * glued_before + placeholder + " " * glued_after)
+        out.append(spaced(text, span.start, span.end, placeholder))
         last = span.end
         placed.append(Span(span.kind, span.start, span.end, span.original, span.output, placeholder))
     out.append(text[last:tail_start])

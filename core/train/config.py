@@ -35,6 +35,9 @@ class TrainConfig:
     spm_sample: int = 1_000_000  # sentences the tokenizer is trained on, drawn as the mixing draws
     noise_case: float = 0.0  # share of pairs added in capitals and with a lower-case source (core/data/augment.py)
     noise_accents: float = 0.0  # share of pairs added with an accent-less source
+    # share of training pairs whose protected spans (URLs, dates, code…) become <ph0>… on both sides
+    # (core/data/placeholders.py); > 0 puts the pieces in the vocabulary and the model's card
+    placeholders: float = 0.0
     valid_per_mille: int = 10  # held out for validation (by sentence hash) when --valid is not given
     test_per_mille: int = 0  # held out as a test set, written to the run directory as test.<lang>
     max_tokens: int = 4096  # batch budget: source + target pieces, padding included

@@ -23,6 +23,7 @@ from core.data.augment import augmented
 from core.data.cache import ConcatExamples, TokenShard, cache_key, file_identity, open_shard, write_shard
 from core.data.clean import RULES, CleanRules, clean_pairs, drop_duplicates
 from core.data.mix import is_identity, mix_counts
+from core.data.placeholders import PLACEHOLDER_TOKENS, with_placeholders
 from core.data.readers import (
     Example,
     Pair,
@@ -38,6 +39,7 @@ from core.data.readers import (
 from core.data.tokenizer import Tokenizer
 from core.errors import DataError
 from core.files import atomic_write_bytes, make_dir
+from core.text.protect import unknown_characters
 from core.train.config import TrainConfig
 
 
@@ -133,6 +135,8 @@ def prepare_data(cfg: TrainConfig, run_dir: Path, is_main: bool = True, reuse_to
         tokenizer = Tokenizer.load(cfg.spm_model)
     elif reuse_tokenizer and spm_path.exists():  # the run's own tokenizer
         tokenizer = Tokenizer.load(spm_path)
+    if tokenizer is not None and cfg.placeholders:  # a vocabulary made without them (a shipped model's) grows
+        tokenizer = tokenizer.with_pieces(PLACEHOLDER_TOKENS)
     cache_dir = Path(cfg.cache_dir) if cfg.cache_dir else run_dir / "cache"
     # A shard's name hashes the corpus files' bytes: computed once per tokenizer, not again on a cache miss.
     names = [_shard_name(cfg, c, tokenizer) for c in corpora] if tokenizer else []
@@ -177,6 +181,8 @@ def _shard_name(cfg: TrainConfig, corpus: Corpus, tokenizer: Tokenizer) -> str:
             )
         },
     }
+    if cfg.placeholders:  # only then: the caches of runs without placeholders keep their names
+        parts["placeholders"] = cfg.placeholders
     safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in corpus.name)
     return f"{safe}-{cache_key(parts)}"
 
@@ -236,13 +242,19 @@ def _train_tokenizer(cfg: TrainConfig, splits: list[_Split]) -> Tokenizer:
     if not sentences:
         raise DataError("the training data holds no sentence pairs")
     return Tokenizer.train(
-        sentences, cfg.vocab_size, max_sentences=max(len(sentences), 101), byte_fallback=cfg.byte_fallback
+        sentences,
+        cfg.vocab_size,
+        max_sentences=max(len(sentences), 101),
+        byte_fallback=cfg.byte_fallback,
+        user_symbols=PLACEHOLDER_TOKENS if cfg.placeholders else (),
     )
 
 
 def _encode_shard(cfg: TrainConfig, tokenizer: Tokenizer, split: _Split, directory: Path) -> TokenShard:
     bos, eos = tokenizer.sp.bos_id(), tokenizer.sp.eos_id()
-    pairs = split.train + augmented(split.train, cfg.noise_case, cfg.noise_accents, cfg.seed)
+    # Placeholders replace their pairs; the case and accent copies are of the pairs as written (<PH0> is no piece).
+    placed = with_placeholders(split.train, cfg.placeholders, cfg.seed, unknown_characters(tokenizer))
+    pairs = placed + augmented(split.train, cfg.noise_case, cfg.noise_accents, cfg.seed)
     src_ids, tgt_ids = [], []
     too_long = ratio = 0
     for start in range(0, len(pairs), 100_000):  # in slices: the id lists of 2 M pairs at once would not be small
@@ -258,6 +270,7 @@ def _encode_shard(cfg: TrainConfig, tokenizer: Tokenizer, split: _Split, directo
     counts = {
         **split.counts,
         "augmented": len(pairs) - len(split.train),
+        "placeholders": sum(a is not b for a, b in zip(placed, split.train)),
         "too_many_pieces": too_long,
         "piece_ratio": ratio,
         "train_pairs": len(src_ids),
@@ -324,7 +337,15 @@ def _assemble(cfg: TrainConfig, tokenizer: Tokenizer, shards: list[TokenShard], 
         "skipped_duplicate": totals["duplicate"],
         "cleaning": {
             k: totals[k]
-            for k in (*RULES, "oe_restored", "entities_decoded", "too_many_pieces", "piece_ratio", "augmented")
+            for k in (
+                *RULES,
+                "oe_restored",
+                "entities_decoded",
+                "too_many_pieces",
+                "piece_ratio",
+                "augmented",
+                "placeholders",
+            )
         },
         "corpora": {
             s.meta["corpus"]: {"train": len(s), "per_epoch": counts[i] if counts else len(s)}

@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from core.checkpoint import load_model, read_weights, save_model
+from core.checkpoint import load_model, placeholder_metadata, placeholder_tokens, read_weights, save_model
 from core.data.tokenizer import Tokenizer
 from core.errors import CheckpointError, ConfigError
 from core.files import atomic_write_bytes
@@ -68,15 +68,17 @@ def write_checkpoint(
     cuda_device: torch.device | None = None,
     scaler: Any = None,
     keep_last: int = 0,
+    metadata: dict[str, str] | None = None,
 ) -> Path:
-    """Write checkpoints/step_N (model dir + optimizer/RNG state + `info`), then prune to `keep_last`."""
+    """Write checkpoints/step_N (model dir, its weights with `metadata`, + optimizer/RNG state + `info`), then
+    prune to `keep_last`."""
     from safetensors.torch import save_file
 
     root = run_dir / CHECKPOINTS
     final = root / checkpoint_name(step)
     tmp = root / f".tmp_{checkpoint_name(step)}"
     shutil.rmtree(tmp, ignore_errors=True)
-    save_model(model, tokenizer, tmp)
+    save_model(model, tokenizer, tmp, extra_metadata=metadata)
     tensors: dict[str, torch.Tensor] = {"rng.cpu": torch.get_rng_state()}
     if cuda_device is not None:
         tensors["rng.cuda"] = torch.cuda.get_rng_state(cuda_device)
@@ -193,7 +195,8 @@ def average_checkpoints(paths: list[Path], out: str | Path, weights: list[float]
                 total[k] = total[k] + v.double() * share if k in total else v.double() * share
     model = Transformer(cfg)
     model.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in total.items()})
-    metadata = {"averaged": ",".join(Path(p).name for p in paths)}
+    # the placeholders the first model learned (the others share its vocabulary, so they are its run's too)
+    metadata = {"averaged": ",".join(Path(p).name for p in paths), **placeholder_metadata(placeholder_tokens(paths[0]))}
     if weights is not None:
         metadata["weights"] = ",".join(f"{w:g}" for w in shares)
     return save_model(model, first.tokenizer, out, extra_metadata=metadata)

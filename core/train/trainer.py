@@ -22,8 +22,9 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from core.checkpoint import save_model
+from core.checkpoint import placeholder_metadata, save_model
 from core.data.mix import epoch_indices
+from core.data.placeholders import PLACEHOLDER_TOKENS
 from core.data.readers import collate, token_batches
 from core.device import autocast_context, describe_cpu, resolve_device, resolve_precision
 from core.errors import CheckpointError, ConfigError, DataError
@@ -169,6 +170,7 @@ class Trainer:
             if not self.is_main:
                 self.data = prepare_data(cfg, self.run_dir, False, reuse_tokenizer=True)
         if init:
+            init = self.fit_vocab(*init)
             self.model_cfg = init[0]
         elif self.resume and cfg.init_from:  # from the weights file's metadata; the weights load below
             self.model_cfg = checkpoint_config(self.latest_checkpoint())
@@ -250,6 +252,22 @@ class Trainer:
                 raise ConfigError(f"--init-from {cfg.init_from}: {exc}") from None
         return model_cfg, state
 
+    def fit_vocab(
+        self, model_cfg: ModelConfig, state: dict[str, torch.Tensor]
+    ) -> tuple[ModelConfig, dict[str, torch.Tensor]]:
+        """--init-from with pieces the run's vocabulary added (--placeholders): the model grows their rows."""
+        from core.model.grow import grow_vocab
+
+        try:
+            return grow_vocab(state, model_cfg, self.data.tokenizer.vocab_size, seed=self.cfg.seed)
+        except ValueError as exc:
+            raise ConfigError(f"--init-from {self.cfg.init_from}: {exc}") from None
+
+    @property
+    def model_metadata(self) -> dict[str, str]:
+        """What every model this run writes says of itself beyond its config: the placeholders it learned."""
+        return placeholder_metadata(PLACEHOLDER_TOKENS if self.cfg.placeholders else ())
+
     # -- checkpoints ---------------------------------------------------------------------------
     def checkpoints(self) -> list[Path]:
         return list_checkpoints(self.run_dir)
@@ -278,6 +296,7 @@ class Trainer:
             cuda_device=self.device if self.device.type == "cuda" else None,
             scaler=self.scaler,
             keep_last=self.cfg.keep_last,
+            metadata=self.model_metadata,
         )
         self.emit("checkpoint", self.step, path=str(final))
         return final
@@ -358,7 +377,8 @@ class Trainer:
         improved = self.best_score is None or score > self.best_score
         if improved:
             self.best_score = score
-            save_model(self.model, self.data.tokenizer, self.run_dir, extra_metadata={"step": str(self.step)})
+            metadata = {"step": str(self.step), **self.model_metadata}
+            save_model(self.model, self.data.tokenizer, self.run_dir, extra_metadata=metadata)
         self.emit("valid", self.step, best=improved, **scores, **self.clocks())
         if self.world > 1:
             torch.distributed.barrier()
@@ -582,7 +602,8 @@ class Trainer:
             if self.is_main and (not self.checkpoints() or self.checkpoints()[-1].name != f"step_{self.step:08d}"):
                 self.save_checkpoint()
             if self.is_main and (not cfg.valid_every or not (self.run_dir / "model.safetensors").exists()):
-                save_model(self.model, self.data.tokenizer, self.run_dir)  # no validation: the last weights
+                # no validation: the last weights
+                save_model(self.model, self.data.tokenizer, self.run_dir, extra_metadata=self.model_metadata)
             self.emit("end", self.step, status=status, elapsed=self.elapsed_before + time.time() - self.t_start)
         finally:
             for sig, handler in previous_handlers.items():

@@ -275,6 +275,18 @@ def train(
         float,
         typer.Option(help="Share of pairs added with the accents of the source dropped.", rich_help_panel="Data"),
     ] = 0.0,
+    placeholders: Annotated[
+        float,
+        typer.Option(
+            help="Share of training pairs (0-1, e.g. 0.15) whose URLs, e-mail, dates, times, code, markup… found in "
+            "both sides become <ph0>…<ph9> there, pieces the model learns to copy and tt translate then uses "
+            "(its card lists them). With --init-from a shipped model, its vocabulary and embeddings grow by the "
+            "10 pieces.",
+            min=0.0,
+            max=1.0,
+            rich_help_panel="Data",
+        ),
+    ] = 0.0,
     valid_per_mille: Annotated[
         int,
         typer.Option(

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
 from core.checkpoint import load_model
-from core.model.grow import widen_ffn
+from core.model.grow import grow_vocab, widen_ffn
 from core.model.transformer import Transformer
 
 
@@ -42,3 +44,33 @@ def test_the_ffn_never_narrows_and_equal_width_changes_nothing():
         widen_ffn(state, cfg, cfg.d_ff - 1)
     same_cfg, same = widen_ffn(state, cfg, cfg.d_ff)
     assert same_cfg == cfg and all(torch.equal(same[k], state[k]) for k in state)
+
+
+def test_a_larger_vocabulary_keeps_every_old_row_and_the_old_pieces_logits():
+    """The shipped en→fr model given the placeholder pieces (core.data.tokenizer.Tokenizer.with_pieces): new rows
+    in the one tied matrix, the old ones untouched, and the scores of the old pieces exactly what they were."""
+    from core.data.placeholders import PLACEHOLDER_TOKENS
+
+    loaded = load_model(Path(__file__).resolve().parents[3] / "weights" / "en-fr")
+    cfg, state = loaded.cfg, loaded.model.state_dict()
+    tokenizer = loaded.tokenizer.with_pieces(PLACEHOLDER_TOKENS)
+    big_cfg, big_state = grow_vocab(state, cfg, tokenizer.vocab_size, seed=1)
+    assert big_cfg.vocab_size == cfg.vocab_size + 10 == tokenizer.vocab_size
+    table = big_state["src_embed.table.weight"]
+    assert torch.equal(table[: cfg.vocab_size], state["src_embed.table.weight"])
+    new = table[cfg.vocab_size :]
+    assert torch.allclose(new.mean(0), state["src_embed.table.weight"].mean(0), atol=0.05)
+    assert torch.cdist(new, new).masked_fill(torch.eye(10, dtype=torch.bool), 1.0).min() > 0  # each its own
+    big = Transformer(big_cfg).eval()
+    big.load_state_dict(big_state)
+    assert big.generator.weight is big.src_embed.table.weight is big.tgt_embed.table.weight  # still tied
+    src = torch.tensor([tokenizer.encode("See <ph0> tonight.") + [cfg.eos_id]])
+    old_src = torch.tensor([loaded.tokenizer.encode("See you tonight.") + [cfg.eos_id]])
+    tgt = torch.tensor([[cfg.bos_id] + tokenizer.encode("À ce soir.")])
+    with torch.inference_mode():
+        before, after = loaded.model.eval()(old_src, tgt), big(old_src, tgt)[..., : cfg.vocab_size]
+        assert torch.allclose(before, after, atol=1e-4), (before - after).abs().max()
+        assert big(src, tgt).isfinite().all()
+    assert grow_vocab(state, cfg, cfg.vocab_size)[0] == cfg
+    with pytest.raises(ValueError, match="fewer than the model's"):
+        grow_vocab(state, cfg, cfg.vocab_size - 1)
