@@ -200,17 +200,20 @@ class Product:
         # One row never goes to oneDNN: on this project's AVX2 CPU, MKL reads a one-row product's Wᵀ ~1.5x
         # faster (bench/README.md); the 16k-piece generator is above PACK_MIN_MACS even at one row.
         self.min_rows = max(2, -(-PACK_MIN_MACS // (self.in_features * self.out_features)))
-        self._columns: dict[int, torch.Tensor] = {}  # threads → Wᵀ's columns in that many blocks (one_row)
+        self.on_cpu = weight.device.type == "cpu"
+        # threads → Wᵀ's columns and the bias in that many blocks (one_row)
+        self._columns: dict[int, tuple[torch.Tensor, torch.Tensor | None]] = {}
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        if self.packed is not None and x.size(0) >= self.min_rows:
-            # Straight to oneDNN: the step's rows are 2-D fp32 on the CPU, and no hook is registered on the
-            # fused path, so the module call and its checks (~15 µs, 20 times a step) are skipped.
-            return onednn_linear(x, self.packed.packed(), self.bias)
-        if x.size(0) == 1 and x.device.type == "cpu":
+        rows = x.size(0)
+        if rows == 1 and self.on_cpu:
             threads = torch.get_num_threads()
             if threads > 1 and self.out_features % threads == 0 and self.out_features >= ONE_ROW_MIN_OUT:
                 return self.one_row(x, threads)
+        elif self.packed is not None and rows >= self.min_rows:
+            # Straight to oneDNN: the step's rows are 2-D fp32 on the CPU, and no hook is registered on the
+            # fused path, so the module call and its checks (~15 µs, 20 times a step) are skipped.
+            return onednn_linear(x, self.packed.packed(), self.bias)
         if self.bias is None:
             return torch.mm(x, self.weight_t)
         return torch.addmm(self.bias, x, self.weight_t)  # (N, out)
@@ -220,14 +223,18 @@ class Product:
         multiply-adds each, so its time is the time to read Wᵀ, and torch computes it on one thread whatever
         torch.get_num_threads() says (MKL's one-row gemm). Wᵀ's columns cut into `threads` blocks, one bmm
         reads a block on each core: 1.3–2.6× faster at 2 threads for this model's products (bench/README.md,
-        *One row on every core*), each output the same dot product in the same order."""
+        *One row on every core*), each output the same dot product plus its bias, as addmm computes it.
+        Block j's outputs are columns [j·out/threads, (j+1)·out/threads), so the (threads, 1, out/threads)
+        result is already the row in order: three operations (expand, baddbmm, view) and no copy."""
         blocks = self._columns.get(threads)
-        if blocks is None:  # (threads, in, out/threads), made once per thread count
-            blocks = self.weight_t.view(self.in_features, threads, -1).permute(1, 0, 2).contiguous()
-            self._columns[threads] = blocks
-        y = torch.bmm(x.expand(threads, 1, self.in_features), blocks)  # (threads, 1, out/threads)
-        y = y.transpose(0, 1).reshape(1, self.out_features)
-        return y if self.bias is None else y.add_(self.bias)
+        if blocks is None:  # Wᵀ's columns and the bias in `threads` blocks, made once per thread count
+            columns = self.weight_t.view(self.in_features, threads, -1).permute(1, 0, 2).contiguous()
+            bias = None if self.bias is None else self.bias.view(threads, 1, -1)
+            blocks = self._columns[threads] = (columns, bias)  # (threads, in, out/threads), (threads, 1, out/threads)
+        columns, bias = blocks
+        x = x.expand(threads, 1, self.in_features)
+        y = torch.bmm(x, columns) if bias is None else torch.baddbmm(bias, x, columns)  # (threads, 1, out/threads)
+        return y.view(1, self.out_features)
 
 
 class Int8Product:

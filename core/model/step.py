@@ -55,7 +55,7 @@ class _Layer:
         self.self_out, self.cross_out = stacked_product([(sa.w_o, 1.0)], kind), stacked_product([(ca.w_o, 1.0)], kind)
         self.cross_q = stacked_product([(ca.w_q, scale)], kind)
         self.w_1, self.w_2 = stacked_product([(ffn.w_1, 1.0)], kind), stacked_product([(ffn.w_2, 1.0)], kind)
-        self.norms = [n.norm for n in (layer.self_attn_norm, layer.cross_attn_norm, layer.ffn_norm)]
+        self.norms = [_norm_args(n.norm) for n in (layer.self_attn_norm, layer.cross_attn_norm, layer.ffn_norm)]
         self.d = d
 
 
@@ -67,7 +67,7 @@ class _EncoderLayer:
         self.qkv = stacked_product([(sa.w_q, 1.0 / math.sqrt(sa.d_k)), (sa.w_kv, 1.0)], kind)  # (3d, d)
         self.out = stacked_product([(sa.w_o, 1.0)], kind)
         self.w_1, self.w_2 = stacked_product([(ffn.w_1, 1.0)], kind), stacked_product([(ffn.w_2, 1.0)], kind)
-        self.norms = [layer.self_attn_norm.norm, layer.ffn_norm.norm]
+        self.norms = [_norm_args(layer.self_attn_norm.norm), _norm_args(layer.ffn_norm.norm)]
 
 
 class _AbsorbedCross:
@@ -113,6 +113,12 @@ class FusedStep:
         # Every decoder layer's W^K W^V of the memory stacked: the cross-attention caches in one product.
         self.cross_kv = stacked_product([(layer.cross_attn.w_kv, 1.0) for layer in model.decoder_layers], kind)
         self.generator = stacked_product([(model.generator, 1.0)], kind)
+        # The embeddings, positions and final norms, read once here rather than through the modules every step.
+        self.src_table, self.src_scale = model.src_embed.table.weight, model.src_embed.scale
+        self.tgt_table, self.tgt_scale = model.tgt_embed.table.weight, model.tgt_embed.scale
+        self.tgt_positions = model.tgt_pos.positions(model.tgt_pos.max_len)  # (max_len, d): a view of the table
+        # The stacks' final norms: pre-norm only (post-norm's are nn.Identity, None here).
+        self.encoder_norm, self.decoder_norm = _norm_args(model.encoder_norm), _norm_args(model.decoder_norm)
         self.key = _weights_key(model)
         self.watched: list[nn.Module] = []  # the modules whose hooks would send decoding through them
         self._bias_for: tuple[torch.Tensor, torch.Tensor | None] | None = None
@@ -132,8 +138,7 @@ class FusedStep:
         bias = None  # the padding as an additive mask, made once for every layer; none without padding
         if not bool(src_mask.all()):
             bias = torch.zeros(src_mask.shape, device=src.device).masked_fill_(~src_mask, float("-inf"))
-        embed = model.src_embed
-        x = torch.add(model.src_pos.positions(s), F.embedding(src, embed.table.weight), alpha=embed.scale)  # (B, S, d)
+        x = torch.add(model.src_pos.positions(s), F.embedding(src, self.src_table), alpha=self.src_scale)  # (B, S, d)
         x = x.view(b * s, d)
         for layer in self.encoder_layers:
             qkv = layer.qkv(self._norm(x, layer.norms[0]) if self.pre else x)  # (B·S, 3d)
@@ -142,7 +147,8 @@ class FusedStep:
             x = self._residual(x, layer.out(heads.transpose(1, 2).reshape(b * s, d)), layer.norms[0])
             y = self._norm(x, layer.norms[1]) if self.pre else x
             x = self._residual(x, layer.w_2(layer.w_1(y).relu_()), layer.norms[1])
-        return Encoded(model.encoder_norm(x).view(b, s, d), src_mask, None)
+        x = x if self.encoder_norm is None else torch.layer_norm(x, *self.encoder_norm)
+        return Encoded(x.view(b, s, d), src_mask, None)
 
     def start_state(self, enc: Encoded, capacity: int = 0, beam: int = 0) -> DecoderState:
         """`Transformer.start_state`: empty self-attention caches for `capacity` positions, and the
@@ -202,14 +208,11 @@ class FusedStep:
         queries rather than copied per row. With `state.beams` the self-attention caches do the same:
         the group's new keys and values go into their sentence's slots for this step, and each query
         reads the slots of its own prefix (`BeamSlots.ancestry`)."""
-        model, cfg = self.model, self.cfg
+        cfg = self.cfg
         n, offset = tgt.size(0), state.length
         if offset + 1 > cfg.max_len:
             raise ValueError(f"target reaches {offset + 1} pieces; this model takes at most {cfg.max_len}")
-        embed = model.tgt_embed
-        x = torch.add(
-            model.tgt_pos.positions(1, offset), F.embedding(tgt.view(n), embed.table.weight), alpha=embed.scale
-        )
+        x = torch.add(self.tgt_positions[offset], F.embedding(tgt.view(n), self.tgt_table), alpha=self.tgt_scale)
         self_attention = self._self_attention(state, n, group)
         cross_attention = self._cross_attention(enc, state, n, group)
         for i, layer in enumerate(self.layers):
@@ -220,7 +223,8 @@ class FusedStep:
             y = self._norm(x, layer.norms[2]) if self.pre else x
             x = self._residual(x, layer.w_2(layer.w_1(y).relu_()), layer.norms[2])
         state.length += 1
-        return self.generator(model.decoder_norm(x))  # (N, vocab)
+        x = x if self.decoder_norm is None else torch.layer_norm(x, *self.decoder_norm)
+        return self.generator(x)  # (N, vocab)
 
     def _self_attention(self, state: DecoderState, n: int, group: int) -> Callable[[int, torch.Tensor], torch.Tensor]:
         """This step's self-attention, chosen once for all layers: (layer i, its qkv (N, 3d)) -> the heads (N, d)
@@ -311,12 +315,20 @@ class FusedStep:
         return bias
 
     @staticmethod
-    def _norm(x: torch.Tensor, norm: nn.LayerNorm) -> torch.Tensor:
-        return F.layer_norm(x, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
+    def _norm(x: torch.Tensor, norm: tuple) -> torch.Tensor:
+        return torch.layer_norm(x, *norm)  # F.layer_norm without its Python wrapper
 
-    def _residual(self, x: torch.Tensor, sub: torch.Tensor, norm: nn.LayerNorm) -> torch.Tensor:
+    def _residual(self, x: torch.Tensor, sub: torch.Tensor, norm: tuple) -> torch.Tensor:
         y = x + sub
-        return y if self.pre else self._norm(y, norm)
+        return y if self.pre else torch.layer_norm(y, *norm)
+
+
+def _norm_args(norm: nn.Module) -> tuple | None:
+    """A LayerNorm's arguments to torch.layer_norm after the input (its parameters themselves, so an update in
+    place reaches the step); None for an nn.Identity."""
+    if isinstance(norm, nn.Identity):
+        return None
+    return norm.normalized_shape, norm.weight, norm.bias, norm.eps
 
 
 def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
@@ -348,14 +360,30 @@ def _read_linears(model: Transformer) -> list[nn.Module]:
     return [*out, model._modules["generator"]]
 
 
+def _read_directly(model: Transformer) -> list[nn.Module]:
+    """The modules whose parameters the fused path reads as they are (not copied): the layer norms, the
+    embedding tables and the positions."""
+    m = model._modules
+    out = [m["src_embed"]._modules["table"], m["tgt_embed"]._modules["table"], m["src_pos"], m["tgt_pos"]]
+    out += [m["encoder_norm"], m["decoder_norm"]]
+    for stack, names in (("encoder_layers", _ENCODER_NORMS), ("decoder_layers", _DECODER_NORMS)):
+        for layer in m[stack]._modules.values():
+            out += [layer._modules[name]._modules["norm"] for name in names]
+    return out
+
+
+_ENCODER_NORMS = ("self_attn_norm", "ffn_norm")
+_DECODER_NORMS = ("self_attn_norm", "cross_attn_norm", "ffn_norm")
+
+
 def _weights_key(model: Transformer) -> tuple:
-    """Changes when one of those layers' weights is replaced (a new layer or parameter) or updated in
-    place (a training step). Inference tensors (made under torch.inference_mode) keep no version:
+    """Changes when one of the weights the step copies or reads is replaced (a new layer or parameter) or
+    updated in place (a training step). Inference tensors (made under torch.inference_mode) keep no version:
     they are never trained."""
     return tuple(
         (id(p), -1 if p.is_inference() else p._version)
-        for linear in _read_linears(model)
-        for p in linear._parameters.values()
+        for module in (*_read_linears(model), *_read_directly(model))
+        for p in module._parameters.values()
         if p is not None
     )
 

@@ -136,3 +136,20 @@ def test_eval_takes_the_direction(tmp_path):
     assert ok.exit_code == 0, ok.stderr
     wrong = CliRunner().invoke(app, ["eval", "--to", "de", "--src", str(src), "--ref", str(ref)])
     assert wrong.exit_code == 1 and "no ?→de model is shipped" in wrong.stderr
+
+
+def test_quantize_scores_the_int8_model_and_says_so(tiny_model_dir, files, monkeypatch):
+    """`tt eval --quantize int8` scores the model `tt translate --quantize int8` runs (int8 Linear layers, not the
+    packed fp32 ones), and the JSON names the mode; without it, the fp32 model and `null`."""
+    import core.model.fast as fast
+
+    converted = []
+    real = fast.fast_model
+    monkeypatch.setattr(fast, "fast_model", lambda model, mode: converted.append(mode) or real(model, mode))
+    args = ["--src", str(files / "src.fr"), "--ref", str(files / "ref.en"), "--greedy", "--json"]
+    int8 = evaluate(tiny_model_dir, *args, "--quantize", "int8")
+    assert int8.exit_code == 0, int8.stderr
+    assert converted == ["int8"] and json.loads(int8.stdout)["quantize"] == "int8"
+    fp32 = evaluate(tiny_model_dir, *args)
+    assert fp32.exit_code == 0, fp32.stderr
+    assert converted == ["int8"] and json.loads(fp32.stdout)["quantize"] is None

@@ -22,6 +22,7 @@ from tt_cli.options import (
     ErrorsOpt,
     GreedyOpt,
     ModelOpt,
+    QuantizeOpt,
     ThreadsOpt,
     load_model_for,
     model_of_direction,
@@ -59,6 +60,7 @@ def evaluate(
     greedy: GreedyOpt = False,
     batch_size: BatchOpt = 32,
     threads: ThreadsOpt = 0,
+    quantize: QuantizeOpt = None,
     output: Annotated[
         Optional[Path],
         typer.Option("--output", "-o", help="Also write the translations to FILE (atomically; - = stdout)."),
@@ -94,12 +96,25 @@ def evaluate(
         langpair = f"{source}-{target}"
     sources, references = _inputs(src, ref, testset, langpair, errors.value)
     set_threads(threads, few=False)
-    report = run(load_model_for(model, device), sources, references, options)
+    mode = quantize.value if quantize else None
+    report = run(_load(model, device, mode), sources, references, options, mode)
     if output is not None:
         from core.files import atomic_write_bytes
 
         atomic_write_bytes(output, "".join(h + "\n" for h in report.hypotheses).encode("utf-8"))
     (_write_json if json_out else _write_table)(report, options, testset and (testset, langpair))
+
+
+def _load(model: Path | None, device: str, quantize: str | None):
+    """The model to score, as `tt translate --quantize` runs it."""
+    loaded = load_model_for(model, device, packed=quantize is None)
+    if quantize is None:
+        return loaded
+    import dataclasses
+
+    from core.model.fast import fast_model
+
+    return dataclasses.replace(loaded, model=fast_model(loaded.model, quantize))
 
 
 def _inputs(src: Path | None, ref: list[Path] | None, testset: str | None, langpair: str, errors: str):
@@ -131,6 +146,7 @@ class Report:
     scores: Scores
     seconds: float
     model: Path
+    quantize: str | None = None  # the --quantize mode scored; None: the fp32 model
 
     @property
     def rate(self) -> float:
@@ -138,7 +154,7 @@ class Report:
         return len(self.hypotheses) / self.seconds if self.seconds > 0 else float("inf")
 
 
-def run(loaded, sources: list[str], references: list[list[str]], options) -> Report:
+def run(loaded, sources: list[str], references: list[list[str]], options, quantize: str | None = None) -> Report:
     """Translate `sources` (a progress bar on stderr when it is a terminal) and score them."""
     from core.decode.translate import translate_lines
     from core.evaluate import corpus_scores
@@ -157,7 +173,7 @@ def run(loaded, sources: list[str], references: list[list[str]], options) -> Rep
     seconds = time.perf_counter() - start
     if warnings:
         print(f"tt: warning: {warnings} input line(s) were cleaned or truncated (see tt translate)", file=sys.stderr)
-    return Report(hypotheses, corpus_scores(hypotheses, references), seconds, loaded.path)
+    return Report(hypotheses, corpus_scores(hypotheses, references), seconds, loaded.path, quantize)
 
 
 def _write_json(report: Report, options, testset: tuple[str, str] | None) -> None:
@@ -171,6 +187,7 @@ def _write_json(report: Report, options, testset: tuple[str, str] | None) -> Non
         "seconds": round(report.seconds, 3),
         "sentences_per_second": round(report.rate, 2),
         "model": str(report.model),
+        "quantize": report.quantize,
         **({"testset": testset[0], "langpair": testset[1]} if testset else {}),
         "decoding": {
             "method": options.search,
