@@ -280,3 +280,21 @@ def test_the_precision_section_follows_the_figures():
     close = {name: {**r, "int8": r["fp32"] - 0.1} for name, r in CARD["precision"]["sets"].items()}
     assert "default to it" in sw.render_precision({**CARD, "precision": {**CARD["precision"], "sets": close}})
     assert sw.render_precision(SCRATCH) == ""
+
+
+def test_the_precision_record_scores_each_set_in_int8(tmp_path):
+    """ship_weights --int8: each test set scored again by the real model through `tt eval --quantize int8`,
+    beside its fp32 score, with the default the rule gives."""
+    sw = ship_weights()
+    src, ref = tmp_path / "s.fr", tmp_path / "s.en"
+    src.write_text("Je suis étudiant.\nIl fait beau aujourd'hui.\nOù est la gare ?\n", encoding="utf-8")
+    ref.write_text("I am a student.\nThe weather is nice today.\nWhere is the station?\n", encoding="utf-8")
+    model = ROOT / "weights"
+    fp32 = sw.eval_json(model, src, ref)
+    assert fp32["quantize"] is None
+    record = sw.measure_precision(model, {"three": ({}, fp32, (src, ref))})
+    row = record["sets"]["three"]
+    assert row["fp32"] == fp32["bleu"] and row["fp32_seconds"] == fp32["seconds"]
+    assert 0 <= row["int8"] <= 100 and row["int8_seconds"] > 0
+    assert record["default"] == "fp32" and record["tolerance"] == sw.PRECISION_TOLERANCE
+    assert "threads" in record["machine"]
