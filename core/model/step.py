@@ -8,7 +8,8 @@ operations a decoder step. At batch 1 a step is that overhead plus reading the w
 - the self-attention's W^Q and stacked W^K W^V as one (d_model × 3·d_model) product, in both stacks,
   and every decoder layer's cross-attention W^K W^V of the memory as one product;
 - every product on a transposed copy of its weight, Wᵀ (in × out), as one `addmm`: on the CPU, MKL
-  reads a one-row product's weight 1.3–1.5× faster that way than through `F.linear`. Large products of
+  reads a one-row product's weight 1.3–1.5× faster that way than through `F.linear` — except where the
+  inputs outnumber the outputs (W_2), which read W's rows (core/model/fast.py, `Product`). Large products of
   a packed model go to oneDNN on its packed weights instead, and an int8 model's
   (`fast_model(model, "int8")`, `--quantize int8`) to fbgemm's int8 kernels on its own int8 weights
   (the products: core/model/fast.py);
