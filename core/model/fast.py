@@ -176,9 +176,8 @@ ONE_ROW_MIN_OUT = 256
 class Product:
     """x Wᵀ + b for the step's (N, in) rows, on a frozen copy of the weight.
 
-    `scale` multiplies weight and bias (1/√d_k folded into W^Q). Products of two rows or more and at least
-    `PACK_MIN_MACS` multiply-adds go to oneDNN on a packed copy when `packed`; the rest, and everything
-    off the CPU, to one `addmm` on Wᵀ.
+    `scale` multiplies weight and bias (1/√d_k folded into W^Q). Products of two rows or more go to oneDNN
+    on a packed copy when `packed`; one row (`one_row`), and everything off the CPU, to `addmm` on Wᵀ.
     """
 
     def __init__(
@@ -197,9 +196,10 @@ class Product:
             if bias is not None:
                 linear.bias = nn.Parameter(bias, requires_grad=False)
             self.packed = PackedLinear(linear)  # packs on first use: a single sentence's steps never do
-        # One row never goes to oneDNN: on this project's AVX2 CPU, MKL reads a one-row product's Wᵀ ~1.5x
-        # faster (bench/README.md); the 16k-piece generator is above PACK_MIN_MACS even at one row.
-        self.min_rows = max(2, -(-PACK_MIN_MACS // (self.in_features * self.out_features)))
+        # Two rows or more go to oneDNN whatever their size (not PackedLinear's PACK_MIN_MACS): on Zen 5, for 2–7
+        # rows of this model's shapes, 1.3–3× faster than MKL's addmm at 2 threads, 1.1–2× at 1, weights in
+        # cache or not (bench/README.md, *A few rows on oneDNN*) — a short sentence's encoder and the last
+        # rows of a batch. One row never goes there: `one_row`'s layouts read the weight as fast or faster.
         self.on_cpu = weight.device.type == "cpu"
         # One row's Wᵀ (in, out): a one-row product with more inputs than outputs (the FFN's W_2) reads W row by
         # row, one dot product per output (transposed, a view of W: no copy); the others read the contiguous Wᵀ,
@@ -217,7 +217,7 @@ class Product:
             if threads > 1 and self.out_features % threads == 0 and self.out_features >= ONE_ROW_MIN_OUT:
                 return self.one_row(x, threads)
             weight_t = self.one_row_t
-        elif self.packed is not None and rows >= self.min_rows:
+        elif self.packed is not None and rows > 1:
             # Straight to oneDNN: the step's rows are 2-D fp32 on the CPU, and no hook is registered on the
             # fused path, so the module call and its checks (~15 µs, 20 times a step) are skipped.
             return onednn_linear(x, self.packed.packed(), self.bias)

@@ -114,3 +114,22 @@ def test_a_one_row_product_is_read_on_every_thread_and_gives_the_same_row(out_fe
         assert torch.allclose(fresh(x), expected, atol=1e-4) and not fresh._blocks
     finally:
         torch.set_num_threads(before)
+
+
+@pytest.mark.skipif(not packing_available(), reason="oneDNN not built into this torch")
+def test_a_packed_product_of_two_rows_or_more_goes_to_onednn_whatever_its_size():
+    """Product on a packed model: one row stays on addmm's layouts (nothing packed), two rows or more go to oneDNN
+    even far below PACK_MIN_MACS (a short sentence's encoder), the same outputs as addmm to float rounding."""
+    from core.model.fast import Product
+
+    torch.manual_seed(3)
+    weight, bias = torch.randn(96, 64), torch.randn(96)
+    assert 2 * 64 * 96 < fast.PACK_MIN_MACS
+    product = Product(weight, bias, packed=True)
+    x = torch.randn(1, 64)
+    assert torch.allclose(product(x), torch.addmm(bias, x, weight.t()), atol=1e-4)
+    assert product.packed._packed is None
+    for rows in (2, 3, 7):
+        x = torch.randn(rows, 64)
+        assert torch.allclose(product(x), torch.addmm(bias, x, weight.t()), atol=1e-4), rows
+    assert product.packed._packed is not None
