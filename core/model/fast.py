@@ -174,7 +174,8 @@ ONE_ROW_MIN_OUT = 256
 
 
 class Product:
-    """x Wᵀ + b for the step's (N, in) rows, on a frozen copy of the weight.
+    """x Wᵀ + b for the step's (N, in) rows, on a frozen copy of the weight (where inputs outnumber outputs, one
+    row reads the weight itself: the step is rebuilt when a weight changes, core/model/step.py `_weights_key`).
 
     `scale` multiplies weight and bias (1/√d_k folded into W^Q). Products of two rows or more go to oneDNN
     on a packed copy when `packed`; one row (`one_row`), and everything off the CPU, to `addmm` on Wᵀ.
@@ -197,7 +198,7 @@ class Product:
                 linear.bias = nn.Parameter(bias, requires_grad=False)
             self.packed = PackedLinear(linear)  # packs on first use: a single sentence's steps never do
         # Two rows or more go to oneDNN whatever their size (not PackedLinear's PACK_MIN_MACS): on Zen 5, for 2–7
-        # rows of this model's shapes, 1.3–3× faster than MKL's addmm at 2 threads, 1.1–2× at 1, weights in
+        # rows of this model's shapes, 1.7–3.5× faster than MKL's addmm at 2 threads, 1.3–2.6× at 1, weights in
         # cache or not (bench/README.md, *A few rows on oneDNN*) — a short sentence's encoder and the last
         # rows of a batch. One row never goes there: `one_row`'s layouts read the weight as fast or faster.
         self.on_cpu = weight.device.type == "cpu"
