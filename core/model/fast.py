@@ -174,11 +174,11 @@ ONE_ROW_MIN_OUT = 256
 
 
 class Product:
-    """x Wᵀ + b for the step's (N, in) rows, on a frozen copy of the weight.
+    """x Wᵀ + b for the step's (N, in) rows, on a frozen copy of the weight (where inputs outnumber outputs, one
+    row reads the weight itself: the step is rebuilt when a weight changes, core/model/step.py `_weights_key`).
 
-    `scale` multiplies weight and bias (1/√d_k folded into W^Q). Products of two rows or more and at least
-    `PACK_MIN_MACS` multiply-adds go to oneDNN on a packed copy when `packed`; the rest, and everything
-    off the CPU, to one `addmm` on Wᵀ.
+    `scale` multiplies weight and bias (1/√d_k folded into W^Q). Products of two rows or more go to oneDNN
+    on a packed copy when `packed`; one row (`one_row`), and everything off the CPU, to `addmm` on Wᵀ.
     """
 
     def __init__(
@@ -197,43 +197,55 @@ class Product:
             if bias is not None:
                 linear.bias = nn.Parameter(bias, requires_grad=False)
             self.packed = PackedLinear(linear)  # packs on first use: a single sentence's steps never do
-        # One row never goes to oneDNN: on this project's AVX2 CPU, MKL reads a one-row product's Wᵀ ~1.5x
-        # faster (bench/README.md); the 16k-piece generator is above PACK_MIN_MACS even at one row.
-        self.min_rows = max(2, -(-PACK_MIN_MACS // (self.in_features * self.out_features)))
+        # Two rows or more go to oneDNN whatever their size (not PackedLinear's PACK_MIN_MACS): on Zen 5, for 2–7
+        # rows of this model's shapes, 1.7–3.5× faster than MKL's addmm at 2 threads, 1.3–2.6× at 1, weights in
+        # cache or not (bench/README.md, *A few rows on oneDNN*) — a short sentence's encoder and the last
+        # rows of a batch. One row never goes there: `one_row`'s layouts read the weight as fast or faster.
         self.on_cpu = weight.device.type == "cpu"
-        # threads → Wᵀ's columns and the bias in that many blocks (one_row)
-        self._columns: dict[int, tuple[torch.Tensor, torch.Tensor | None]] = {}
+        # One row's Wᵀ (in, out): a one-row product with more inputs than outputs (the FFN's W_2) reads W row by
+        # row, one dot product per output (transposed, a view of W: no copy); the others read the contiguous Wᵀ,
+        # each input's weights added into the row. Measured on Zen 5 at 1 and 2 threads, every in > out shape
+        # was 1.0–2.3× faster as dot products, every in ≤ out shape as good or better on Wᵀ (bench/README.md,
+        # *Each product in its layout*).
+        self.one_row_t = weight.t() if self.in_features > self.out_features else self.weight_t  # (in, out)
+        # threads → one row's Wᵀ and the bias in that many blocks of outputs (one_row)
+        self._blocks: dict[int, tuple[torch.Tensor, torch.Tensor | None]] = {}
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        rows = x.size(0)
+        rows, weight_t = x.size(0), self.weight_t
         if rows == 1 and self.on_cpu:
             threads = torch.get_num_threads()
             if threads > 1 and self.out_features % threads == 0 and self.out_features >= ONE_ROW_MIN_OUT:
                 return self.one_row(x, threads)
-        elif self.packed is not None and rows >= self.min_rows:
+            weight_t = self.one_row_t
+        elif self.packed is not None and rows > 1:
             # Straight to oneDNN: the step's rows are 2-D fp32 on the CPU, and no hook is registered on the
             # fused path, so the module call and its checks (~15 µs, 20 times a step) are skipped.
             return onednn_linear(x, self.packed.packed(), self.bias)
         if self.bias is None:
-            return torch.mm(x, self.weight_t)
-        return torch.addmm(self.bias, x, self.weight_t)  # (N, out)
+            return torch.mm(x, weight_t)
+        return torch.addmm(self.bias, x, weight_t)  # (N, out)
 
     def one_row(self, x: torch.Tensor, threads: int) -> torch.Tensor:
         """x Wᵀ + b for one row on `threads` cores. A one-row product reads the whole weight for a few
-        multiply-adds each, so its time is the time to read Wᵀ, and torch computes it on one thread whatever
-        torch.get_num_threads() says (MKL's one-row gemm). Wᵀ's columns cut into `threads` blocks, one bmm
-        reads a block on each core: 1.3–2.6× faster at 2 threads for this model's products (bench/README.md,
-        *One row on every core*), each output the same dot product plus its bias, as addmm computes it.
-        Block j's outputs are columns [j·out/threads, (j+1)·out/threads), so the (threads, 1, out/threads)
-        result is already the row in order: three operations (expand, baddbmm, view) and no copy."""
-        blocks = self._columns.get(threads)
-        if blocks is None:  # Wᵀ's columns and the bias in `threads` blocks, made once per thread count
-            columns = self.weight_t.view(self.in_features, threads, -1).permute(1, 0, 2).contiguous()
+        multiply-adds each, so its time is the time to read the weight, and torch computes it on one thread
+        whatever torch.get_num_threads() says (MKL's one-row gemm). The outputs cut into `threads` blocks, one
+        bmm reads a block of the weight on each core: 1.3–3× faster at 2 threads for this model's products
+        (bench/README.md, *One row on every core* and *Each product in its layout*), each output the same dot
+        product plus its bias, as addmm computes it. Block j's outputs are [j·out/threads, (j+1)·out/threads),
+        so the (threads, 1, out/threads) result is already the row in order: three operations (expand,
+        baddbmm, view) and no copy. Each block keeps `one_row_t`'s layout: W's rows as they are (a view), or
+        Wᵀ's columns copied into contiguous blocks."""
+        blocks = self._blocks.get(threads)
+        if blocks is None:  # the weight and the bias in `threads` blocks, made once per thread count
+            weight = self.one_row_t.view(self.in_features, threads, -1).permute(1, 0, 2)  # (threads, in, out/threads)
+            if self.one_row_t is self.weight_t:
+                weight = weight.contiguous()  # each block's columns together
             bias = None if self.bias is None else self.bias.view(threads, 1, -1)
-            blocks = self._columns[threads] = (columns, bias)  # (threads, in, out/threads), (threads, 1, out/threads)
-        columns, bias = blocks
+            blocks = self._blocks[threads] = (weight, bias)  # (threads, in, out/threads), (threads, 1, out/threads)
+        weight, bias = blocks
         x = x.expand(threads, 1, self.in_features)
-        y = torch.bmm(x, columns) if bias is None else torch.baddbmm(bias, x, columns)  # (threads, 1, out/threads)
+        y = torch.bmm(x, weight) if bias is None else torch.baddbmm(bias, x, weight)  # (threads, 1, out/threads)
         return y.view(1, self.out_features)
 
 

@@ -8,7 +8,8 @@ operations a decoder step. At batch 1 a step is that overhead plus reading the w
 - the self-attention's W^Q and stacked W^K W^V as one (d_model × 3·d_model) product, in both stacks,
   and every decoder layer's cross-attention W^K W^V of the memory as one product;
 - every product on a transposed copy of its weight, Wᵀ (in × out), as one `addmm`: on the CPU, MKL
-  reads a one-row product's weight 1.3–1.5× faster that way than through `F.linear`. Large products of
+  reads a one-row product's weight 1.3–1.5× faster that way than through `F.linear` — except where the
+  inputs outnumber the outputs (W_2), which read W's rows (core/model/fast.py, `Product`). Large products of
   a packed model go to oneDNN on its packed weights instead, and an int8 model's
   (`fast_model(model, "int8")`, `--quantize int8`) to fbgemm's int8 kernels on its own int8 weights
   (the products: core/model/fast.py);
@@ -83,8 +84,10 @@ class _AbsorbedCross:
         d = layer.d
         k, v = cache.flat_heads()  # (h, S, d_k): one row
         d_k, self.s, self.h = k.size(2), k.size(1), h
-        w_q = layer.cross_q.weight_t.view(d, h, d_k).transpose(0, 1)  # (h, d, d_k), 1/√d_k folded in
-        self.scores = torch.bmm(w_q, k.transpose(1, 2)).transpose(0, 1).reshape(d, h * self.s)  # (d, h·S)
+        # W^Q's rows per head, 1/√d_k folded in; the keys on the left: 2–3× faster than W^Qᵀ's columns per
+        # head times kᵀ (bench/README.md, *A few rows on oneDNN*)
+        w_q = layer.cross_q.weight_t.t().view(h, d_k, d)  # (h, d_k, d)
+        self.scores = torch.bmm(k, w_q).permute(2, 0, 1).reshape(d, h * self.s)  # (h, S, d) -> (d, h·S)
         self.score_bias = torch.bmm(layer.cross_q.bias.view(h, 1, d_k), k.transpose(1, 2)).view(h * self.s)
         self.values = torch.bmm(v, layer.cross_out.weight_t.view(h, d_k, d)).view(h * self.s, d)  # (h·S, d)
         self.out_bias = layer.cross_out.bias

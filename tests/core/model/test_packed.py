@@ -84,25 +84,52 @@ def test_packed_decoding_and_attribution_match_fp32(model, always_packed):
     assert used_onednn(packed) and all(m._packed_t is not None for m in packed.modules() if type(m) is PackedLinear)
 
 
-def test_a_one_row_product_is_read_on_every_thread_and_gives_the_same_row():
-    """Product.one_row: at 2 threads a single row goes through Wᵀ cut into 2 column blocks (one bmm), the same
-    outputs as addmm to float rounding; 1 thread, several rows, or outputs that do not split keep addmm."""
+@pytest.mark.parametrize("out_features, in_features", [(512, 256), (256, 256), (256, 1024), (8000, 256)])
+def test_a_one_row_product_is_read_on_every_thread_and_gives_the_same_row(out_features, in_features):
+    """Product.one_row: at 2 threads a single row goes through the weight cut into 2 blocks of outputs (one bmm),
+    the same outputs as addmm to float rounding, read as dot products over W's rows (a view, no copy) when the
+    inputs outnumber the outputs, else on Wᵀ's columns; 1 thread, several rows, or outputs that do not split
+    keep one addmm, the one row in the same layout."""
     from core.model.fast import Product
 
     torch.manual_seed(0)
-    weight, bias, x = torch.randn(512, 256), torch.randn(512), torch.randn(1, 256)
+    weight, bias, x = torch.randn(out_features, in_features), torch.randn(out_features), torch.randn(1, in_features)
     product = Product(weight, bias, packed=False)
     expected = torch.addmm(bias, x, weight.t())
+    dot_form = in_features > out_features
+    assert (product.one_row_t.data_ptr() == weight.data_ptr()) == dot_form  # W itself, or Wᵀ's copy
     before = torch.get_num_threads()
     try:
         torch.set_num_threads(2)
-        assert torch.allclose(product(x), expected, atol=1e-4) and set(product._columns) == {2}
+        assert torch.allclose(product(x), expected, atol=1e-4) and set(product._blocks) == {2}
+        blocks = product._blocks[2][0]  # (2, in, out/2)
+        assert blocks.shape == (2, in_features, out_features // 2)
+        assert (blocks.data_ptr() == weight.data_ptr()) == dot_form and blocks.is_contiguous() != dot_form
         assert torch.allclose(product(torch.cat([x, x])), torch.cat([expected, expected]), atol=1e-4)
-        odd = Product(torch.randn(257, 256), None, packed=False)
-        odd(x)
-        assert not odd._columns  # 257 outputs do not split in 2: addmm
+        odd = Product(torch.randn(257, in_features), None, packed=False)
+        assert torch.allclose(odd(x), x @ odd.weight_t, atol=1e-4)
+        assert not odd._blocks  # 257 outputs do not split in 2: addmm
         torch.set_num_threads(1)
         fresh = Product(weight, bias, packed=False)
-        assert torch.allclose(fresh(x), expected, atol=1e-4) and not fresh._columns
+        assert torch.allclose(fresh(x), expected, atol=1e-4) and not fresh._blocks
     finally:
         torch.set_num_threads(before)
+
+
+@pytest.mark.skipif(not packing_available(), reason="oneDNN not built into this torch")
+def test_a_packed_product_of_two_rows_or_more_goes_to_onednn_whatever_its_size():
+    """Product on a packed model: one row stays on addmm's layouts (nothing packed), two rows or more go to oneDNN
+    even far below PACK_MIN_MACS (a short sentence's encoder), the same outputs as addmm to float rounding."""
+    from core.model.fast import Product
+
+    torch.manual_seed(3)
+    weight, bias = torch.randn(96, 64), torch.randn(96)
+    assert 2 * 64 * 96 < fast.PACK_MIN_MACS
+    product = Product(weight, bias, packed=True)
+    x = torch.randn(1, 64)
+    assert torch.allclose(product(x), torch.addmm(bias, x, weight.t()), atol=1e-4)
+    assert product.packed._packed is None
+    for rows in (2, 3, 7):
+        x = torch.randn(rows, 64)
+        assert torch.allclose(product(x), torch.addmm(bias, x, weight.t()), atol=1e-4), rows
+    assert product.packed._packed is not None
