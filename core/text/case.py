@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import lru_cache
 
 UPPER, TITLE, NATURAL = "upper", "title", "natural"
 
@@ -21,10 +22,18 @@ _EN_SMALL = frozenset("a an and as at but by for from in into nor of on or over 
 _WORDS = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
 
 
+@lru_cache(maxsize=64)
+def _words_and(keep: frozenset[str]) -> re.Pattern[str]:
+    """The word pattern, with each placeholder of `keep` that is not a word itself (<ph0>, ⟨11⟩) one unit, so its
+    letters are neither a word of the shape nor cased (<ph0> must not become <PH0>)."""
+    units = sorted((k for k in keep if not _WORDS.fullmatch(k)), key=len, reverse=True)
+    return re.compile("|".join([*map(re.escape, units), _WORDS.pattern])) if units else _WORDS
+
+
 def case_shape(text: str, keep: frozenset[str] = frozenset()) -> str:
     """UPPER when every letter is a capital (four letters at least: PRIX, not OK), TITLE when every longer word of
     three or more starts with one, else NATURAL."""
-    words = [w for w in _WORDS.findall(text) if w not in keep]
+    words = [w for w in _words_and(keep).findall(text) if w not in keep]
     if words and sum(len(w) for w in words) >= 4 and all(w.isupper() for w in words):
         return UPPER
     content = [w for w in words if w.lower() not in _FR_SMALL | _EN_SMALL and len(w) > 1]
@@ -36,7 +45,7 @@ def case_shape(text: str, keep: frozenset[str] = frozenset()) -> str:
 
 def _map_words(text: str, keep: frozenset[str], fn) -> str:
     out, last = [], 0
-    for i, m in enumerate(_WORDS.finditer(text)):
+    for i, m in enumerate(_words_and(keep).finditer(text)):
         out.append(text[last : m.start()])
         word = m.group()
         out.append(word if word in keep else fn(i, word))
@@ -56,10 +65,11 @@ def natural_case(text: str, keep: frozenset[str] = frozenset(), proper: Callable
         return head + mark + last
 
     lowered = _map_words(text, keep, lower)
-    for i, ch in enumerate(lowered):
-        if ch.isalpha():
-            return lowered[:i] + ch.upper() + lowered[i + 1 :]
-    return lowered
+    first = next(_words_and(keep).finditer(lowered), None)
+    if first is None or not _WORDS.fullmatch(first.group()):  # no word, or a placeholder first (<ph0> est fermé)
+        return lowered
+    i = first.start()
+    return lowered[:i] + lowered[i].upper() + lowered[i + 1 :]
 
 
 def apply_case(text: str, shape: str, keep: frozenset[str] = frozenset()) -> str:

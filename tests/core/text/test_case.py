@@ -49,3 +49,14 @@ def test_natural_case_gives_names_their_capital_back_where_the_vocabulary_knows_
     assert natural_case(text, proper=proper) == "Été chaud à Paris et dans l'Europe du président"
     assert natural_case(text) == "Été chaud à paris et dans l'europe du président"  # without it: all lower
     assert natural_case("« PARIS »", frozenset({"PARIS"}), proper=lambda w: False) == "« PARIS »"  # kept as is
+
+
+def test_a_learned_placeholder_is_one_unit_whatever_its_letters():
+    """<ph0>'s letters are no word: the line stays ALL CAPS, is lowered around it, and it is not cased."""
+    keep = frozenset({"<ph0>", "<ph1>"})
+    assert case_shape("ÉCOLE FERMÉE LE <ph0>.", keep) == UPPER
+    assert case_shape("ÉCOLE FERMÉE LE <ph0>.") == NATURAL  # without keep, "ph" is a lower-case word
+    assert natural_case("ÉCOLE FERMÉE LE <ph0>.", keep) == "École fermée le <ph0>."
+    assert natural_case("<ph0> EST FERMÉ", keep) == "<ph0> est fermé"  # nothing before it to capitalise
+    assert apply_case("School closed on <ph0> and <ph1>.", UPPER, keep) == "SCHOOL CLOSED ON <ph0> AND <ph1>."
+    assert apply_case("<ph0> is closed today", TITLE, keep) == "<ph0> Is Closed Today"
