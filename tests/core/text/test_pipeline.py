@@ -69,14 +69,15 @@ def test_an_amount_is_one_span_with_its_currency_either_side(run):
         assert "€12.50" in r.text and not r.sentences[0].lost
     [code] = run(["Tapez `x=5$` puis 5 $."])
     assert [s.kind for s in code.sentences[0].spans] == ["code", "amount"]
-    assert "`x=5$`" in code.text and "$5" in code.text
+    # the amount comes out, or (no aligner here to place it) is reported lost, never dropped in silence
+    assert "`x=5$`" in code.text and ("$5" in code.text or [s.kind for s in code.sentences[0].lost] == ["amount"])
     [off] = run(["Il a payé 12,50 € pour deux cafés."], TextOptions(protect=False))
     assert off.sentences[0].model_input == "Il a payé 12,50 € pour deux cafés."
 
 
 def test_a_number_stays_for_the_model_and_gets_a_placeholder_only_where_it_is_lost(run, translator):
-    # The shipped model copies 25. Its best writes 31337 as "3137", but a runner-up of its beam keeps it. No
-    # hypothesis keeps 4711 ("We received 471 letters."): that sentence is translated again with a name in its place.
+    # The shipped model copies 25 and 31337 (the model before it wrote 31337 as "3137" and kept it only in a
+    # runner-up of its beam). No hypothesis keeps 4711: that sentence is translated again with a placeholder.
     lines = ["Il a 25 ans.", "L'usine emploie 31337 personnes.", "Nous avons reçu 4711 lettres."]
     alone = translator.translate(lines, n_best=4)
     results = run(lines)
@@ -94,7 +95,7 @@ def test_a_number_stays_for_the_model_and_gets_a_placeholder_only_where_it_is_lo
             assert number not in sentence.model_input and sentence.spans[0].placeholder in sentence.model_input
             paths.append("second try")
     if translator.path == ROOT / "weights":
-        assert paths == ["copied", "runner-up", "second try"]
+        assert paths == ["copied", "copied", "second try"]
 
 
 def test_a_name_stays_for_the_model_and_gets_a_person_placeholder_only_where_it_is_lost(run, translator):
