@@ -85,11 +85,15 @@ def shipped() -> Tokenizer:
     return Tokenizer.load(WEIGHTS / "en-fr" / "spm.model")
 
 
-def test_a_shipped_vocabulary_grows_by_the_placeholders_as_single_pieces(shipped):
-    grown = shipped.with_pieces(PLACEHOLDER_TOKENS)
-    assert grown.vocab_size == shipped.vocab_size + len(PLACEHOLDER_TOKENS)
-    assert UNK_ID in shipped.encode("<ph3>")  # the shipped vocabulary cannot write one
-    for i, token in enumerate(PLACEHOLDER_TOKENS):
+def test_a_shipped_vocabulary_grows_by_new_pieces_as_single_pieces(shipped):
+    """The shipped vocabulary already holds the placeholders (its model learned them); pieces it lacks are added
+    the same way they were."""
+    assert shipped.with_pieces(PLACEHOLDER_TOKENS) is shipped
+    new_pieces = tuple(f"<new{i}>" for i in range(10))
+    grown = shipped.with_pieces(new_pieces)
+    assert grown.vocab_size == shipped.vocab_size + len(new_pieces)
+    assert UNK_ID in shipped.encode("<new3>")  # the shipped vocabulary cannot write one
+    for i, token in enumerate(new_pieces):
         assert grown.piece_id(token) == shipped.vocab_size + i
         assert grown.encode_pieces(f"Voir {token}.")[-2:] == [token, "."]  # one piece, whole
         assert grown.encode(f"Voir {token}.").count(grown.piece_id(token)) == 1
@@ -97,8 +101,8 @@ def test_a_shipped_vocabulary_grows_by_the_placeholders_as_single_pieces(shipped
     assert all(grown.sp.id_to_piece(i) == shipped.sp.id_to_piece(i) for i in range(shipped.vocab_size))
     text = "See you at the station tomorrow, <b>not</b> today."
     assert grown.encode(text) == shipped.encode(text)
-    assert grown.decode(grown.encode("Voir <ph0>, puis (<ph1>).")) == "Voir <ph0>, puis (<ph1>)."
-    assert grown.with_pieces(PLACEHOLDER_TOKENS) is grown  # nothing missing: the same vocabulary
+    assert grown.decode(grown.encode("Voir <new0>, puis (<new1>).")) == "Voir <new0>, puis (<new1>)."
+    assert grown.with_pieces(new_pieces) is grown  # nothing missing: the same vocabulary
     assert Tokenizer(grown.proto).vocab_size == grown.vocab_size  # it serialises whole
 
 

@@ -53,7 +53,8 @@ def test_a_larger_vocabulary_keeps_every_old_row_and_the_old_pieces_logits():
 
     loaded = load_model(Path(__file__).resolve().parents[3] / "weights" / "en-fr")
     cfg, state = loaded.cfg, loaded.model.state_dict()
-    tokenizer = loaded.tokenizer.with_pieces(PLACEHOLDER_TOKENS)
+    assert loaded.tokenizer.with_pieces(PLACEHOLDER_TOKENS) is loaded.tokenizer  # it learned them already
+    tokenizer = loaded.tokenizer.with_pieces(tuple(f"<new{i}>" for i in range(10)))
     big_cfg, big_state = grow_vocab(state, cfg, tokenizer.vocab_size, seed=1)
     assert big_cfg.vocab_size == cfg.vocab_size + 10 == tokenizer.vocab_size
     table = big_state["src_embed.table.weight"]
