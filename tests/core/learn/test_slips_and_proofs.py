@@ -189,12 +189,15 @@ def test_the_learning_rate_curve_is_the_shipped_runs(shipped, live):
     assert o["Adam (core.train.trainer)"] == "β1 0.9, β2 0.98, ε 1e-09"
 
 
-def test_beam_ranks_by_score_and_the_length_penalty_reorders(shipped, live):
+def test_beam_ranks_by_score_log_p_over_the_length_penalty(shipped, live):
     b = live("beam")
     ranked = [k for k in b if k.startswith("beam 4 #")]
     scores = [float(k.rsplit("score ", 1)[1]) for k in ranked]
     logps = [float(re.search(r"log p (-?[\d.]+)", k).group(1)) for k in ranked]
-    assert scores == sorted(scores, reverse=True) and logps != sorted(logps, reverse=True)
+    penalties = [float(re.search(r"lp\(\d+\) ([\d.]+)", k).group(1)) for k in ranked]
+    assert scores == sorted(scores, reverse=True)  # ranked by the score, log p over the length penalty
+    assert all(abs(s - lp / pen) < 0.01 for s, lp, pen in zip(scores, logps, penalties))
+    assert len(set(penalties)) > 1  # hypotheses of different lengths, each divided by its own penalty
 
 
 def test_bleu_of_the_sentence_against_its_reference(live):
