@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 
+from core.card import LANGUAGES_KEY, model_languages
 from core.checkpoint import load_model, placeholder_metadata, placeholder_tokens, read_weights, save_model
 from core.data.tokenizer import Tokenizer
 from core.errors import CheckpointError, ConfigError
@@ -196,7 +197,11 @@ def average_checkpoints(paths: list[Path], out: str | Path, weights: list[float]
     model = Transformer(cfg)
     model.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in total.items()})
     # the placeholders the first model learned (the others share its vocabulary, so they are its run's too)
-    metadata = {"averaged": ",".join(Path(p).name for p in paths), **placeholder_metadata(placeholder_tokens(paths[0]))}
+    metadata = {
+        "averaged": ",".join(Path(p).name for p in paths),
+        LANGUAGES_KEY: "-".join(model_languages(paths[0])),
+        **placeholder_metadata(placeholder_tokens(paths[0])),
+    }
     if weights is not None:
         metadata["weights"] = ",".join(f"{w:g}" for w in shares)
     return save_model(model, first.tokenizer, out, extra_metadata=metadata)

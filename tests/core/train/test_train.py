@@ -413,6 +413,30 @@ def test_init_from_with_a_wider_ffn_grows_the_model_and_keeps_its_outputs(tmp_pa
         ).run()
 
 
+def test_a_run_says_its_direction_without_a_card(tmp_path):
+    """A run directory, its checkpoints and `tt average`'s output name the direction trained, so that
+    `tt translate --model RUN --from en --to fr` is accepted and the text pipeline reads English as the source."""
+    from typer.testing import CliRunner
+
+    from core.card import model_languages
+    from tt_cli.main import app
+
+    run = tmp_path / "enfr"
+    Trainer(tiny_cfg(run, max_steps=2, save_every=1, swap=True, valid_per_mille=0)).run()
+    checkpoint = list_checkpoints(run)[-1]
+    average = average_checkpoints(list_checkpoints(run), tmp_path / "avg")
+    assert [model_languages(d) for d in (run, checkpoint, average)] == [("en", "fr")] * 3
+    (run / "model.safetensors").unlink()  # a run written before its weights said so: its checkpoints' settings
+    assert model_languages(run) == ("en", "fr")
+    forward = tmp_path / "fren"
+    Trainer(tiny_cfg(forward, max_steps=1, valid_per_mille=0)).run()
+    assert model_languages(forward) == ("fr", "en")
+    refused = CliRunner().invoke(app, ["translate", "--model", str(average), "--from", "fr", "--to", "en", "Bonjour."])
+    assert refused.exit_code != 0 and "an en→fr model" in refused.stderr
+    ok = CliRunner().invoke(app, ["translate", "--model", str(average), "--from", "en", "--to", "fr", "Hello."])
+    assert ok.exit_code == 0, ok.stderr
+
+
 def test_swap_trains_the_other_direction(tmp_path):
     Trainer(tiny_cfg(tmp_path, max_steps=1, swap=True, valid_per_mille=0)).run()
     from core.data.readers import read_tsv
