@@ -104,7 +104,7 @@ def test_the_card_keeps_the_model_it_replaced():
     old = CARD["history"][0]
     assert not (WEIGHTS / "next").exists()
     assert set(old["test_sets"]) >= {"tatoeba-test", "multi30k-test2016", "newstest2013"}
-    assert old["model_config"] != CARD["model_config"]
+    assert old["commit"] and old["test_sets"] != CARD["test_sets"]  # another model's record, not this one's
     readme = (WEIGHTS / "README.md").read_text(encoding="utf-8")
     assert ship_weights().render_card(CARD) == readme
     assert f"`{old['commit']}`" in readme and f"{old['test_sets']['newstest2013']['bleu']:.1f}" in readme
