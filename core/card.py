@@ -22,24 +22,30 @@ def model_languages(path: Path) -> tuple[str, str]:
     except (OSError, ValueError, AttributeError):
         config = {}
     if not config:
-        found = _weights_languages(path / "model.safetensors")
-        if found:
-            return found
+        src, sep, tgt = str(weights_metadata(path / "model.safetensors").get(LANGUAGES_KEY, "")).partition("-")
+        if sep and src and tgt:
+            return src, tgt
         config = _run_config(path)
+    return config_languages(config)
+
+
+def config_languages(config: dict) -> tuple[str, str]:
+    """(source, target) of a run's training settings (src_lang, tgt_lang, swap), as the model it trains reads."""
     src, tgt = str(config.get("src_lang", "fr")), str(config.get("tgt_lang", "en"))
     return (tgt, src) if config.get("swap") else (src, tgt)
 
 
-def _weights_languages(weights: Path) -> tuple[str, str] | None:
-    """`languages` from a safetensors file's header, read as JSON (no torch): 8 bytes of length, then the header."""
+def weights_metadata(weights: Path) -> dict[str, str]:
+    """A safetensors file's metadata, from its header read as JSON (no torch: 8 bytes of length, then the header);
+    {} when there is none to read."""
     try:
         with open(weights, "rb") as f:
             size = int.from_bytes(f.read(8), "little")
             header = json.loads(f.read(size)) if 0 < size <= 100_000_000 else {}
-        src, sep, tgt = str((header.get("__metadata__") or {}).get(LANGUAGES_KEY, "")).partition("-")
+        metadata = header.get("__metadata__") or {}
     except (OSError, ValueError, AttributeError):
-        return None
-    return (src, tgt) if sep and src and tgt else None
+        return {}
+    return metadata if isinstance(metadata, dict) else {}
 
 
 def _run_config(path: Path) -> dict:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from core.card import default_model_dir, model_languages
+from core.card import default_model_dir, model_languages, weights_metadata
 from core.data.tokenizer import Tokenizer
 from core.errors import CheckpointError, ConfigError, TokenizerError, TTError
 from core.files import atomic_path, atomic_write_bytes, make_dir
@@ -311,7 +311,7 @@ def placeholder_tokens(directory: str | Path, metadata: dict[str, str] | None = 
         found = None
     if found is None:
         if metadata is None:
-            metadata = _weights_metadata(Path(directory) / WEIGHTS_FILE)
+            metadata = weights_metadata(Path(directory) / WEIGHTS_FILE)
         try:
             found = json.loads(metadata.get(PLACEHOLDER_KEY) or "[]")
         except ValueError:
@@ -319,14 +319,3 @@ def placeholder_tokens(directory: str | Path, metadata: dict[str, str] | None = 
     if not isinstance(found, list):
         return ()
     return tuple(t for t in found if isinstance(t, str) and t.strip())
-
-
-def _weights_metadata(path: Path) -> dict[str, str]:
-    """The metadata of a safetensors file (its header alone); {} when there is none to read."""
-    from safetensors import SafetensorError, safe_open
-
-    try:
-        with safe_open(str(path), framework="pt") as f:
-            return f.metadata() or {}
-    except (SafetensorError, OSError):
-        return {}

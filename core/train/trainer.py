@@ -22,7 +22,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from core.card import LANGUAGES_KEY
+from core.card import LANGUAGES_KEY, config_languages
 from core.checkpoint import placeholder_metadata, save_model
 from core.data.mix import epoch_indices
 from core.data.placeholders import PLACEHOLDER_TOKENS
@@ -268,9 +268,8 @@ class Trainer:
     def model_metadata(self) -> dict[str, str]:
         """What every model this run writes says of itself beyond its config: its direction (so a run directory
         translates the right way round without a card) and the placeholders it learned."""
-        src, tgt = (self.cfg.tgt_lang, self.cfg.src_lang) if self.cfg.swap else (self.cfg.src_lang, self.cfg.tgt_lang)
         return {
-            LANGUAGES_KEY: f"{src}-{tgt}",
+            LANGUAGES_KEY: "-".join(config_languages(vars(self.cfg))),
             **placeholder_metadata(PLACEHOLDER_TOKENS if self.cfg.placeholders else ()),
         }
 
