@@ -55,11 +55,19 @@ def test_greedy_translates_a_training_sentence(tiny_loaded, fixture_src):
     assert hyp.score == pytest.approx(sum(hyp.token_logprobs))
 
 
+@pytest.mark.parametrize("alone", [False, True], ids=["batch", "alone"])  # a batch of one has its own loop
 @pytest.mark.parametrize("max_output, min_len", [(8, 0), (40, 40)])  # 40 steps: a long cache
-def test_greedy_with_the_cache_equals_full_recomputation(max_output, min_len):
-    model, src = random_model(), random_src(16, [5, 3, 7])
-    cfg = model.cfg
-    for i, hyp in enumerate(greedy(model, src, max_output=max_output, min_len=min_len)):
+def test_greedy_with_the_cache_equals_full_recomputation(max_output, min_len, alone):
+    model, lengths = random_model(), [5, 3, 7]
+    src, cfg = random_src(16, lengths), model.cfg
+    if alone:  # each sentence by itself, unpadded
+        hyps = [
+            greedy(model, src[i : i + 1, : n + 1], max_output=max_output, min_len=min_len)[0]
+            for i, n in enumerate(lengths)
+        ]
+    else:
+        hyps = greedy(model, src, max_output=max_output, min_len=min_len)
+    for i, hyp in enumerate(hyps):
         # The tutorial way: re-run the decoder over the whole prefix every step.
         out = [cfg.bos_id]
         with torch.inference_mode():
