@@ -45,7 +45,8 @@ def weights_metadata(weights: Path) -> dict[str, str]:
         metadata = header.get("__metadata__") or {}
     except (OSError, ValueError, AttributeError):
         return {}
-    return metadata if isinstance(metadata, dict) else {}
+    # safetensors holds text values only; a hand-made header's others are not metadata
+    return {k: v for k, v in metadata.items() if isinstance(v, str)} if isinstance(metadata, dict) else {}
 
 
 def _run_config(path: Path) -> dict:

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.card import config_languages
 from core.data.augment import augmented
 from core.data.cache import ConcatExamples, TokenShard, cache_key, file_identity, open_shard, write_shard
 from core.data.clean import RULES, CleanRules, clean_pairs, drop_duplicates
@@ -284,7 +285,7 @@ def _encode_shard(cfg: TrainConfig, tokenizer: Tokenizer, split: _Split, directo
 
 def _write_test_sets(cfg: TrainConfig, run_dir: Path, splits: list[_Split]) -> None:
     # Named by language: with --swap the source side is the --tgt-lang text.
-    src_lang, tgt_lang = (cfg.tgt_lang, cfg.src_lang) if cfg.swap else (cfg.src_lang, cfg.tgt_lang)
+    src_lang, tgt_lang = config_languages(vars(cfg))
     for split in splits:
         if split.test:
             make_dir(run_dir)

@@ -391,3 +391,15 @@ def test_the_direction_picks_a_shipped_model_and_checks_a_given_one(tmp_path):
     assert model_for(reverse, "en", "fr") == reverse and model_for(reverse, None, "fr") == reverse
     with pytest.raises(ConfigError, match="an en→fr model, not fr→en"):
         model_for(reverse, "fr", "en")
+
+
+def test_a_header_with_non_text_metadata_gives_only_its_text(tmp_path):
+    """The torch-free header reader (core.card) keeps what safetensors calls metadata, text values only: a
+    hand-made header with a number where the placeholders' list goes reads as no placeholders, not a crash."""
+    from core.card import weights_metadata
+    from core.checkpoint import PLACEHOLDER_KEY, placeholder_tokens
+
+    header = json.dumps({"__metadata__": {"languages": "en-fr", PLACEHOLDER_KEY: 5}}).encode()
+    (tmp_path / "model.safetensors").write_bytes(len(header).to_bytes(8, "little") + header)
+    assert weights_metadata(tmp_path / "model.safetensors") == {"languages": "en-fr"}
+    assert placeholder_tokens(tmp_path) == ()
