@@ -410,9 +410,54 @@ earlier rule (mean of the last layer's heads, argmax) and {a["diagonal_aer"]:.1f
 """
 
 
-def render_continued(ft: dict) -> str:
-    """The card's section on one continued-training run: the model above trained further on the corpus-scale mix
-    (scripts/model_continue.sh, a run started with --init-from and without guided alignment)."""
+# What each --data entry of a continued run is, for the card's prose (the first match names it).
+CORPUS_NAMES = [
+    ("mixed", "mixed web English (its French machine-translated)"),
+    ("-bt", "back-translated news"),
+    ("europarl", "Europarl"),
+    ("hansard", "Canadian Hansards"),
+    ("tatoeba", "Tatoeba"),
+    ("multi30k", "Multi30k"),
+    ("news=", "WMT news"),
+    ("subtitles", "OpenSubtitles"),
+    ("/un/", "UN"),
+]
+
+
+def corpora_named(data: list[str]) -> str:
+    """'Europarl, Tatoeba and WMT news' for a run's --data entries."""
+    names = [next((name for key, name in CORPUS_NAMES if key in d.lower()), Path(d.split("=")[0]).name) for d in data]
+    names = list(dict.fromkeys(names))
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def run_length_flags(ft: dict, tc: dict) -> str:
+    """How the run was stopped, as its own flags said: steps (with the cool-down) where it had them, else time."""
+    if tc.get("max_steps"):
+        return f"--max-steps {tc['max_steps']}" + (f" --cooldown {tc['cooldown']}" if tc.get("cooldown") else "")
+    return f"--max-time {ft['train_seconds']}"
+
+
+def run_processes(run: Path) -> int:
+    """How many processes trained `run` (its last start's world size in metrics.jsonl; 1 without a record)."""
+    world = 1
+    try:
+        lines = (run / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return world
+    for line in lines:
+        if '"start"' in line:
+            try:
+                world = int(json.loads(line).get("world", world))
+            except (json.JSONDecodeError, TypeError, ValueError):
+                continue
+    return world
+
+
+def render_continued(ft: dict, before: tuple[str, str] = ("fr", "en")) -> str:
+    """The card's section on one continued-training run: the model above (translating `before`) trained further
+    on the corpus-scale mix (scripts/model_continue.sh, a run started with --init-from and without guided
+    alignment)."""
     tc = {**ft["train_config"], **ft["train_config"].get("model_overrides", {})}  # dropout lives with the model options
     grow = f" --d-ff {tc['d_ff']}" if tc.get("d_ff") else ""  # the FFN widened at the start (core/model/grow.py)
     data_flags = " \\\n  ".join(f"--data {d}" for d in tc["data"])
@@ -436,30 +481,36 @@ def render_continued(ft: dict) -> str:
             f" — the best dev BLEU among the candidates whose Tatoeba valid BLEU is at most {keep:g} below the shipped "
             f"model's (`--keep-tatoeba`; the model issue's bound on the everyday sets)"
         )
-    other = tc.get("src_lang", "fr") != "fr"  # trained the other way round from the model above
+    other = tc.get("src_lang", "fr") != "fr"  # an English→French run
     direction = f" --src-lang {tc['src_lang']} --tgt-lang {tc['tgt_lang']}" if other else ""
     turned = (
         f", turned round to translate {LANGUAGE_NAMES[tc['src_lang']]}→{LANGUAGE_NAMES[tc['tgt_lang']]} (the same "
         "pairs read the other way; its shared embeddings and layers are the starting point)"
-        if other
+        if (tc.get("src_lang", "fr"), tc.get("tgt_lang", "en")) != tuple(before)
         else ""
+    )
+    ship_out = f" --out weights/{tc['src_lang']}-{tc['tgt_lang']}{direction}" if other else ""
+    # one process unless the record says otherwise; records older than "processes" ran torchrun for fr→en
+    processes = ft.get("processes", 1 if other else 2)
+    extra = (f" --placeholders {tc['placeholders']:g}" if tc.get("placeholders") else "") + (
+        f" --precision {tc['precision']}" if tc.get("precision", "auto") != "auto" else ""
     )
     return f"""### Continued training on Europarl and news: {tc["out"]}
 
 The model above was then trained further{turned} from its own weights (`--init-from {tc["init_from"]}`: same architecture and
-vocabulary, a fresh optimizer) for {ft["train_steps"]} steps ({ft["train_seconds"] / 3600:.1f} h wall-clock, {"one process" if other else "2 processes"} of one thread,
-~{tc["max_tokens"]}-piece batches each, {tc["precision"]}) on Europarl, Tatoeba, Multi30k and WMT news mixed at temperature
+vocabulary, a fresh optimizer) for {ft["train_steps"]} steps ({ft["train_seconds"] / 3600:.1f} h wall-clock, {"one process" if processes == 1 else f"{processes} processes"} of one thread,
+~{tc["max_tokens"]}-piece batches each, {tc["precision"]}) on {corpora_named(tc["data"])} mixed at temperature
 {tc["mix_temperature"]:g}, with {tc["noise_case"]:g} of the pairs added in capitals (and again in lower case) and {tc["noise_accents"]:g} without
-accents (`bash scripts/model_continue.sh`; docs/model.md has the learning curve and why this path):
+accents ({"`bash scripts/model_continue.sh`; " if processes > 1 else ""}docs/model.md has the learning curve and why this path):
 
 ```
-{"tt" if other else "torchrun --standalone --nproc-per-node 2 -m tt_cli.main"} train --init-from {tc["init_from"]} --threads 1{direction} \\
+{"tt" if processes == 1 else f"torchrun --standalone --nproc-per-node {processes} -m tt_cli.main"} train --init-from {tc["init_from"]} --threads 1{direction} \\
   {data_flags} \\
   {weights} --mix-temperature {tc["mix_temperature"]:g} --valid {" ".join(tc["valid"])} \\
   --noise-case {tc["noise_case"]:g} --noise-accents {tc["noise_accents"]:g} --dropout {tc["dropout"]:g} --attention-dropout {tc["attention_dropout"]:g}{grow} \\
   --warmup {tc["warmup"]} --lr-scale {tc["lr_scale"]:g} --valid-every {tc["valid_every"]} --save-every {tc["save_every"]} \\
-  --keep-last {tc["keep_last"]} --max-time {ft["train_seconds"]} --out {tc["out"]}
-python scripts/ship_weights.py --run {tc["out"]} --last 5 --dev ../shared/data/news/newstest2013 --news{options}
+  --keep-last {tc["keep_last"]} {run_length_flags(ft, tc)}{extra} --out {tc["out"]}
+python scripts/ship_weights.py --run {tc["out"]} --last 5{ship_out} --dev ../shared/data/news/newstest2013 --news{options}
 ```
 
 Candidates scored on {ft.get("valid_set", "the validation set")} (`tt eval`'s defaults: beam 4, α 0.6):
@@ -475,9 +526,14 @@ Kept: **{ft["selected"]}**{rule}.
 def render_fine_tune(card: dict) -> str:
     """The card's sections on the runs that trained the model further with --init-from, earliest first; empty for
     a model trained from scratch."""
-    return "".join(
-        render_guided(ft) if ft["train_config"].get("align_links") else render_continued(ft) for ft in fine_tunes(card)
-    )
+    sections, before = [], tuple((card.get("base") or card).get("train_config", {}).get(k, d) for k, d in LANG_KEYS)
+    for ft in fine_tunes(card):
+        sections.append(render_guided(ft) if ft["train_config"].get("align_links") else render_continued(ft, before))
+        before = tuple(ft["train_config"].get(k, d) for k, d in LANG_KEYS)
+    return "".join(sections)
+
+
+LANG_KEYS = (("src_lang", "fr"), ("tgt_lang", "en"))
 
 
 def fine_tunes(card: dict) -> list[dict]:
@@ -977,6 +1033,7 @@ def main() -> None:  # noqa: C901 - a script's main: its steps in order
         "train_steps": info["step"],
         "train_seconds": round(info["elapsed"]),
         "train_config": info["train_config"],
+        "processes": run_processes(args.run),
     }
     if args.interpolate:
         record["interpolate"] = args.interpolate

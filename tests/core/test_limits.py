@@ -298,3 +298,20 @@ def test_the_precision_record_scores_each_set_in_int8(tmp_path):
     assert 0 <= row["int8"] <= 100 and row["int8_seconds"] > 0
     assert record["default"] == "fp32" and record["tolerance"] == sw.PRECISION_TOLERANCE
     assert "threads" in record["machine"]
+
+
+def test_a_continued_runs_section_says_what_ran():
+    """Each continued run's section in a card: turned round only where the run's direction differs from the model
+    it started from, the corpora it read, and the command with the run's own stopping rule and process count."""
+    sw = ship_weights()
+    en_fr = json.loads((ROOT / "weights" / "en-fr" / "card.json").read_text(encoding="utf-8"))
+    run = en_fr["fine_tune"]
+    assert run["train_config"]["src_lang"] == "en" and run["train_config"].get("max_steps")
+    same = sw.render_continued(run, ("en", "fr"))
+    assert "turned round" not in same and "turned round" in sw.render_continued(run, ("fr", "en"))
+    assert f"--max-steps {run['train_config']['max_steps']}" in same and "--max-time" not in same
+    assert "back-translated news" in same and "--out weights/en-fr --src-lang en --tgt-lang fr" in same
+    assert same.count("\ntt train ") == 1 and "torchrun" not in same
+    timed = {**run, "processes": 2, "train_config": {**run["train_config"], "max_steps": 0}}
+    two = sw.render_continued(timed, ("en", "fr"))
+    assert "torchrun --standalone --nproc-per-node 2" in two and f"--max-time {run['train_seconds']}" in two
