@@ -209,13 +209,11 @@ def average_checkpoints(paths: list[Path], out: str | Path, weights: list[float]
 
 def checkpoint_config(path: Path):
     """The config of the model in `path`, from its weights file's metadata alone (load_model's errors otherwise)."""
-    from safetensors import safe_open
-
+    from core.card import weights_metadata
     from core.checkpoint import WEIGHTS_FILE, config_from_metadata
 
     file = Path(path) / WEIGHTS_FILE
     try:
-        with safe_open(str(file), framework="pt") as f:
-            return config_from_metadata(file, f.metadata() or {})
+        return config_from_metadata(file, weights_metadata(file))
     except Exception:  # noqa: BLE001 - a missing or broken file: load_model says what is wrong
         return load_model(path).cfg

@@ -117,7 +117,9 @@ def test_accents_are_given_back_to_a_line_typed_without_them_unless_no_accents()
 
 
 def test_an_inline_element_keeps_its_closing_tag():
-    out = ok("Clique sur <b>Envoyer</b> maintenant.").stdout
+    # (the model of 2026-11-27 23:00 drops "maintenant" after the element in the tu-form, "Clique sur …": a word
+    # the model leaves out, not the pipeline; README's table shows such drops)
+    out = ok("Cliquez sur <b>Envoyer</b> maintenant.").stdout
     assert re.search(r"<b>\w[^<]*</b> now\.$", out.strip()), out  # the element, its words inside, the end after it
 
 

@@ -239,6 +239,7 @@ RIGHT = {
     "L'accord sur la zone économique européenne a été signé en août 1992.": {
         "The agreement on the European economic zone was signed in August 1992.",
         "The agreement on the European Economic Area was signed in August 1992.",
+        "The agreement on the European economic area was signed in August 1992.",
     },
     "L'animal n'a pas traversé la rue parce qu'il était fatigué.": {
         "The animal didn't cross the street because it was tired.",
