@@ -33,6 +33,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from core.card import config_languages  # noqa: E402
 from core.checkpoint import (  # noqa: E402
     PLACEHOLDER_KEY,
     LoadedModel,
@@ -43,6 +44,7 @@ from core.checkpoint import (  # noqa: E402
 )
 from core.data.readers import heldout_range, read_corpus, write_aligned  # noqa: E402
 from core.device import describe_cpu  # noqa: E402
+from core.train.runs import METRICS, read_run  # noqa: E402
 from core.train.state import list_checkpoints, read_trainer_info  # noqa: E402
 from core.train.trainer import average_checkpoints  # noqa: E402
 
@@ -438,22 +440,6 @@ def run_length_flags(ft: dict, tc: dict) -> str:
     return f"--max-time {ft['train_seconds']}"
 
 
-def run_processes(run: Path) -> int:
-    """How many processes trained `run` (its last start's world size in metrics.jsonl; 1 without a record)."""
-    world = 1
-    try:
-        lines = (run / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return world
-    for line in lines:
-        if '"start"' in line:
-            try:
-                world = int(json.loads(line).get("world", world))
-            except (json.JSONDecodeError, TypeError, ValueError):
-                continue
-    return world
-
-
 def render_continued(ft: dict, before: tuple[str, str] = ("fr", "en")) -> str:
     """The card's section on one continued-training run: the model above (translating `before`) trained further
     on the corpus-scale mix (scripts/model_continue.sh, a run started with --init-from and without guided
@@ -486,7 +472,7 @@ def render_continued(ft: dict, before: tuple[str, str] = ("fr", "en")) -> str:
     turned = (
         f", turned round to translate {LANGUAGE_NAMES[tc['src_lang']]}→{LANGUAGE_NAMES[tc['tgt_lang']]} (the same "
         "pairs read the other way; its shared embeddings and layers are the starting point)"
-        if (tc.get("src_lang", "fr"), tc.get("tgt_lang", "en")) != tuple(before)
+        if config_languages(tc) != before
         else ""
     )
     ship_out = f" --out weights/{tc['src_lang']}-{tc['tgt_lang']}{direction}" if other else ""
@@ -526,14 +512,11 @@ Kept: **{ft["selected"]}**{rule}.
 def render_fine_tune(card: dict) -> str:
     """The card's sections on the runs that trained the model further with --init-from, earliest first; empty for
     a model trained from scratch."""
-    sections, before = [], tuple((card.get("base") or card).get("train_config", {}).get(k, d) for k, d in LANG_KEYS)
+    sections, before = [], config_languages((card.get("base") or card).get("train_config", {}))
     for ft in fine_tunes(card):
         sections.append(render_guided(ft) if ft["train_config"].get("align_links") else render_continued(ft, before))
-        before = tuple(ft["train_config"].get(k, d) for k, d in LANG_KEYS)
+        before = config_languages(ft["train_config"])
     return "".join(sections)
-
-
-LANG_KEYS = (("src_lang", "fr"), ("tgt_lang", "en"))
 
 
 def fine_tunes(card: dict) -> list[dict]:
@@ -1033,7 +1016,7 @@ def main() -> None:  # noqa: C901 - a script's main: its steps in order
         "train_steps": info["step"],
         "train_seconds": round(info["elapsed"]),
         "train_config": info["train_config"],
-        "processes": run_processes(args.run),
+        "processes": read_run(args.run).processes if (args.run / METRICS).is_file() else 1,  # torchrun's world
     }
     if args.interpolate:
         record["interpolate"] = args.interpolate

@@ -98,6 +98,11 @@ class Run:
 
     # -- what a listing shows ------------------------------------------------------------------
     @property
+    def processes(self) -> int:
+        """How many processes its last start ran (torchrun's world size; 1 alone)."""
+        return self._world
+
+    @property
     def hours_unit(self) -> str:
         return "GPU" if self._gpu else "CPU"
 

@@ -64,7 +64,9 @@ def test_gpu_hours_are_wall_time_times_processes_over_resumed_starts():
     run = Run("g")
     for r in records("cuda:0", world=4)[:3]:  # 360 s of wall time on 4 GPUs
         run.add(r)
+    assert run.processes == 4
     run.add({"event": "start", "step": 10, "device": "cuda:0", "world": 2, "cpu": CPU, "resumed": True})
+    assert run.processes == 2  # the last start's, as a model card names the command
     run.add({"event": "step", "step": 11, "loss": 3.0, "elapsed": 720.0})  # 360 s more on 2 GPUs
     assert run.hours_unit == "GPU" and run.machines == [f"4 × CUDA GPU, {CPU}", f"2 × CUDA GPU, {CPU}"]
     assert run.train[-1].hours == pytest.approx((360 * 4 + 360 * 2) / 3600)
