@@ -799,7 +799,7 @@ def render_precision(card: dict) -> str:
     )
     return f"""## Precision
 
-The same model through `--quantize int8` (weights int8 per row, activations quantized per call) against fp32
+The same model through `--quantize int8` (weights int8 per output row, activations quantized per input row) against fp32
 (`{pr["command"]}`; beam 4, α 0.6; {pr["machine"]}):
 
 | set | fp32 BLEU | int8 BLEU | int8 − fp32 | int8 speed-up |

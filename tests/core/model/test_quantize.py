@@ -101,9 +101,9 @@ def test_the_cli_option(shipped, mode):
 @pytest.mark.data
 @pytest.mark.parametrize("mode", ["int8", "bf16"])
 def test_bleu_on_the_held_out_split_stays_close_to_fp32(shipped, mode):
-    """Greedy Tatoeba test: a faster mode moves BLEU by at most 1.5 (a broken quantizer costs far more). The shipped
-    fr->en model's int8 scores 1.09 below its fp32 here (the model before it: 0.53; beam, on the card: 0.56); the
-    cards hold the beam figures per set (docs/precision.md)."""
+    """Greedy Tatoeba test: a faster mode moves BLEU by at most 1.0 (a broken quantizer costs far more). The shipped
+    fr->en model's int8 scores 0.57 below its fp32 here with a range per activation row (1.09 with one range per
+    call, which this bound then had to allow 1.5 for); the cards hold the beam figures per set (docs/precision.md)."""
     import sacrebleu
 
     from core.data.readers import heldout_range, read_corpus
@@ -114,4 +114,25 @@ def test_bleu_on_the_held_out_split_stays_close_to_fp32(shipped, mode):
     sources, refs = [p.src for p in pairs], [[p.tgt for p in pairs]]
     fp32 = sacrebleu.corpus_bleu(translate(shipped, sources, method="greedy"), refs).score
     fast = sacrebleu.corpus_bleu(translate(shipped, sources, mode, method="greedy"), refs).score
-    assert abs(fast - fp32) <= 1.5, (mode, fp32, fast)
+    assert abs(fast - fp32) <= 1.0, (mode, fp32, fast)
+
+
+@torch.inference_mode()
+def test_int8_quantizes_each_row_of_a_call_with_its_own_range():
+    """An int8 layer's rows do not share one activation range: a quiet row beside a loud one (a short
+    sentence beside one with large activations, in a batch or a server's shared batch) keeps about the error it
+    has alone. With one range per call the quiet row's error would grow with the loud row's scale (here ~500×)."""
+    from core.model.fast import Int8Linear
+
+    torch.manual_seed(0)
+    linear = torch.nn.Linear(256, 512).eval()
+    layer = fast_model(torch.nn.Sequential(linear), "int8")[0]
+    assert type(layer) is Int8Linear
+    rows = [torch.randn(1, 256) * 0.1, torch.randn(1, 256) * 50, torch.randn(1, 256).relu() * 3]
+    together = layer(torch.cat(rows))
+    for i, x in enumerate(rows):
+        error_alone = (layer(x) - linear(x)).abs().max()
+        error_together = (together[i : i + 1] - linear(x)).abs().max()
+        assert 0 < error_together <= 2 * error_alone, (i, error_together, error_alone)
+    # 3-D input (batch, positions, features), as the modules receive it, row by row too
+    torch.testing.assert_close(layer(torch.stack([torch.cat(rows)])), together.unsqueeze(0))

@@ -202,15 +202,11 @@ def test_the_shipped_model_decodes_the_same_pieces_on_both_paths(monkeypatch, pa
     finally:
         handle.remove()
     assert not calls
-    if not int8:
-        assert fused == modules
-        return
-    # int8 quantizes each call's activations with one scale over all the rows of the call, so in a batch the
-    # other sentences move each one's numbers, and the two paths do not group a step's products alike: near
-    # ties may tip. One sentence at a time both paths give the same pieces.
-    assert fused[0] == modules[0]
-    for got, expected in zip(fused[1:], modules[1:]):
-        assert sum(a != b for a, b in zip(got, expected)) <= len(expected) // 10, (got, expected)
+    # int8 quantizes each row of a product's input with its own range (core/model/fast.py, `int8_rows`), so
+    # neither a batch's other sentences nor the two paths' grouping of a step's products move a sentence's pieces.
+    assert fused == modules
+    if int8:  # and a sentence alone comes out as it does in the batch
+        assert fused[0] == fused[1][:12]
 
 
 @pytest.mark.parametrize("kind", ["plain", "packed", "int8"])
