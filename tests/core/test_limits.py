@@ -272,14 +272,25 @@ def test_a_card_with_the_pipeline_column_shows_both_translations():
 
 
 def test_the_precision_section_follows_the_figures():
-    """int8 becomes the default only where it keeps every set within the tolerance (issue 46's rule)."""
+    """The verdict follows the figures (issue 46's rule), and never claims a default the code does not have: the
+    default is the record's, fp32, until int8 keeps every set in both shipped directions (docs/precision.md)."""
     sw = ship_weights()
     text = sw.render_precision(CARD)
     worst = min(r["int8"] - r["fp32"] for r in CARD["precision"]["sets"].values())
-    assert ("the default stays **fp32**" in text) == (worst < -CARD["precision"]["tolerance"])
+    assert ("more than the 0.3 allowed" in text) == (worst < -CARD["precision"]["tolerance"])
     close = {name: {**r, "int8": r["fp32"] - 0.1} for name, r in CARD["precision"]["sets"].items()}
-    assert "default to it" in sw.render_precision({**CARD, "precision": {**CARD["precision"], "sets": close}})
+    text = sw.render_precision({**CARD, "precision": {**CARD["precision"], "sets": close}})
+    assert "int8 keeps every set within 0.3 BLEU here; the default stays **fp32** until" in text
+    assert "default to it" not in text
     assert sw.render_precision(SCRATCH) == ""
+
+
+def test_the_precision_section_says_how_its_activations_were_quantized():
+    """Cards measured before int8 took a range per activation row say "per call"; the record says which."""
+    sw = ship_weights()
+    assert "activations quantized per call)" in sw.render_precision({**CARD, "precision": {**CARD["precision"]}})
+    per_row = {**CARD, "precision": {**CARD["precision"], "activations": "per input row"}}
+    assert "activations quantized per input row)" in sw.render_precision(per_row)
 
 
 def test_the_precision_record_scores_each_set_in_int8(tmp_path):
@@ -315,3 +326,29 @@ def test_a_continued_runs_section_says_what_ran():
     timed = {**run, "processes": 2, "train_config": {**run["train_config"], "max_steps": 0}}
     two = sw.render_continued(timed, ("en", "fr"))
     assert "torchrun --standalone --nproc-per-node 2" in two and f"--max-time {run['train_seconds']}" in two
+
+
+def test_precision_only_rescores_the_cards_own_sets(tmp_path, monkeypatch):
+    """ship_weights --precision-only: the card's test sets (a Tatoeba held-out split and plain files) are found
+    from the card alone and scored by the real model, each with its own files."""
+    sw = ship_weights()
+    data = tmp_path / "data"
+    (data / "tatoeba-fra-eng").mkdir(parents=True)
+    (data / "tatoeba-fra-eng" / "fra-eng.tsv").write_text(
+        "Où est la gare ?\tWhere is the station?\nJe suis étudiant.\tI am a student.\n", encoding="utf-8"
+    )
+    (data / "few").mkdir()
+    (data / "few" / "set.fr").write_text("Il fait beau aujourd'hui.\n", encoding="utf-8")
+    (data / "few" / "set.en").write_text("The weather is nice today.\n", encoding="utf-8")
+    monkeypatch.setattr(sw, "SHARED", data)
+    card = {
+        "test_sets": {
+            "tatoeba-test": {"source": "tatoeba-heldout", "file": "tatoeba-fra-eng/fra-eng.tsv", "buckets": [0, 1000]},
+            "few": {"source": "files", "file": "few/set"},
+        }
+    }
+    results = sw.card_results(ROOT / "weights", card, tmp_path)
+    assert list(results) == ["tatoeba-test", "few"]
+    assert results["tatoeba-test"][1]["sentences"] == 2 and results["few"][1]["sentences"] == 1
+    assert results["few"][2] == (data / "few" / "set.fr", data / "few" / "set.en")
+    assert results["few"][1]["bleu"] > 50  # the shipped model translates it: the files were read, in this direction
