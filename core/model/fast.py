@@ -5,9 +5,9 @@
   CPU (AMD Zen 5) 1.5–2.5× faster for the model's GEMMs than torch's default fp32 path, MKL
   (bench/README.md). It also differentiates with respect to its input, for attribution.
 - `fast_model`: int8 dynamic quantization of the Linear layers (weights per output row, activations per input
-  row: `Int8Linear`), or bf16. Both are approximations of
-  the fp32 model: `tt translate --quantize` offers them where BLEU on the held-out set stays within
-  0.3 of fp32 (tests/core/model/test_quantize.py; bench/bench_ct2.py measures speed).
+  row: `Int8Linear`), or bf16. Both are approximations of the fp32 model, offered by `tt translate --quantize`
+  (the BLEU they cost per set: the cards' Precision sections and docs/precision.md; bench/bench_ct2.py measures
+  speed).
 
 `fast_model` returns a converted copy; `packed_model` a copy or, asked to, the model itself changed.
 
