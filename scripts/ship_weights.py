@@ -286,6 +286,12 @@ def news_results(model: Path, tmp: Path) -> dict:
     return results
 
 
+def write_card(out: Path, card: dict) -> None:
+    """A model directory's card.json and the README.md rendered from it."""
+    (out / "card.json").write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    (out / "README.md").write_text(render_readme(out, card), encoding="utf-8")
+
+
 def card_results(model: Path, card: dict, tmp: Path) -> dict:
     """The card's test sets scored again in fp32 by `model` (for `measure_precision`): name -> (spec, eval, files)."""
     results = {}
@@ -958,14 +964,12 @@ def main() -> None:  # noqa: C901 - a script's main: its steps in order
         card = json.loads((args.out / "card.json").read_text(encoding="utf-8"))
         card["limits"] = measure_limits(args.out)
         card["alignment"] = measure_alignment(args.out, card.get("alignment", {}), args.reverse_model)
-        (args.out / "card.json").write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        (args.out / "README.md").write_text(render_readme(args.out, card), encoding="utf-8")
+        write_card(args.out, card)
         return
     if args.precision_only:
         card = json.loads((args.out / "card.json").read_text(encoding="utf-8"))
         card["precision"] = measure_precision(args.out, card_results(args.out, card, Path(tempfile.mkdtemp())))
-        (args.out / "card.json").write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        (args.out / "README.md").write_text(render_readme(args.out, card), encoding="utf-8")
+        write_card(args.out, card)
         return
     previous = (
         json.loads((args.out / "card.json").read_text(encoding="utf-8")) if (args.out / "card.json").exists() else {}
@@ -1091,8 +1095,7 @@ def main() -> None:  # noqa: C901 - a script's main: its steps in order
         card["history"] = [history_entry(previous, head), *previous.get("history", [])]
     earlier_rule = previous.get("alignment") or (base_card.get("alignment") if fine_tune else None) or {}
     card["alignment"] = measure_alignment(args.out, earlier_rule, args.reverse_model)
-    (args.out / "card.json").write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    (args.out / "README.md").write_text(render_readme(args.out, card), encoding="utf-8")
+    write_card(args.out, card)
     print(json.dumps({k: card[k] for k in ("selected", "test_sets")}, indent=1), file=sys.stderr)
     worse = regressions(card, previous)
     if worse:

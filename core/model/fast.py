@@ -190,8 +190,12 @@ class Int8Linear(nn.Module):
         self._weight, self._bias = weight, None if bias is None else bias.detach()
         with warnings.catch_warnings():  # torch.ao's quantized tensors announce their move to torchao
             warnings.simplefilter("ignore")
-            self._params = torch.ops.quantized.linear_prepack(weight, self._bias)
-            self._unbiased = torch.ops.quantized.linear_prepack(weight, None)
+            # `int8_rows`'s arguments after x: W and b prepacked, W alone, b
+            self.packed = (
+                torch.ops.quantized.linear_prepack(weight, self._bias),
+                torch.ops.quantized.linear_prepack(weight, None),
+                self._bias,
+            )
 
     def weight(self) -> torch.Tensor:
         return self._weight
@@ -203,7 +207,7 @@ class Int8Linear(nn.Module):
         flat = x.reshape(-1, self.in_features)
         if flat.dtype != torch.float32:
             flat = flat.float()
-        return int8_rows(flat.contiguous(), self._params, self._unbiased, self._bias).view(*x.shape[:-1], -1)
+        return int8_rows(flat.contiguous(), *self.packed).view(*x.shape[:-1], -1)
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self._bias is not None}, int8"
@@ -331,12 +335,10 @@ class Int8Product:
             weight = torch._make_per_channel_quantized_tensor(
                 int_repr, row_scales, torch.zeros_like(row_scales, dtype=torch.long), 0
             )
-            self.bias = torch.cat(biases)
-            self.params = torch.ops.quantized.linear_prepack(weight, self.bias)
-            self.unbiased = torch.ops.quantized.linear_prepack(weight, None)
+        self.packed = Int8Linear(weight, torch.cat(biases)).packed  # the stacked layer's, prepacked once
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        return int8_rows(x, self.params, self.unbiased, self.bias)  # (N, out)
+        return int8_rows(x, *self.packed)  # (N, out)
 
 
 def stacked_product(parts: list[tuple[nn.Module, float]], kind: str) -> Product | Int8Product:
