@@ -57,9 +57,10 @@ class Translator:
     source, target: the direction ("fr", "en"; either may be left out): the shipped model of that direction
     (`tt translate --from en --to fr`); with `model`, a check that the model translates that way.
     device: auto, cpu, cuda, cuda:N or mps. quantize: None (the fp32 model), "int8" (CPU; faster in
-    batches, slower one sentence at a time) or "bf16", as `tt translate --quantize`. The decoding keywords
+    batches, slower one sentence at a time) or "bf16", as `tt translate --precision`. The decoding keywords
     are `tt translate`'s options and the paper's defaults (beam 4, α 0.6); each call to `translate` may
-    override them.
+    override them. rerank=core.decode.method.CHANNEL_WEIGHT is `tt translate --rerank` (the reverse direction's
+    shipped model loaded on first use).
     """
 
     def __init__(
@@ -111,7 +112,7 @@ class Translator:
             raise TypeError("translate() takes a list of sentences; for one: translate([text])[0]")
         chosen = options or self.options
         options = _checked(lambda: replace(chosen, with_attention=trace, **decoding).validate())
-        return list(translate_lines(self.loaded, list(sentences), options, stop))
+        return list(translate_lines(self._for(options), list(sentences), options, stop))
 
     def translate_text(
         self,
@@ -143,7 +144,15 @@ class Translator:
         text = TextOptions(
             split=split, protect=protect, names=names, case=case, accents=accents, terms=tuple(_terms(glossary))
         )
-        return list(translate_text_lines(self.loaded, list(lines), options, text, coverage=coverage))
+        return list(translate_text_lines(self._for(options), list(lines), options, text, coverage=coverage))
+
+    def _for(self, options: TranslateOptions) -> LoadedModel:
+        """The loaded model, with the reverse direction's beside it once `rerank` asks for it (loaded once)."""
+        if options.rerank > 0 and self.loaded.reverse is None:
+            from core.decode.rerank import with_reverse
+
+            self.loaded = _checked(lambda: with_reverse(self.loaded))
+        return self.loaded
 
 
 def _terms(glossary) -> list[tuple[str, str]]:

@@ -70,3 +70,27 @@ def default_model_dir() -> Path:
     from weights import DIR
 
     return DIR
+
+
+PRECISIONS = ("fp32", "int8", "bf16")
+
+
+def default_precision(path: Path) -> str:
+    """The precision `tt translate` and `tt serve` run a model directory in when none is asked: its card's
+    `precision.default` — "int8" where int8 kept every test set within the tolerance of fp32 when the model
+    shipped (scripts/ship_weights.py, docs/precision.md) — else "fp32" (no card, no record, or a value tt
+    does not know)."""
+    card_file = Path(path) / "card.json"
+    try:
+        card = json.loads(card_file.read_text(encoding="utf-8")) if card_file.is_file() else {}
+        chosen = card.get("precision", {}).get("default", "fp32")
+    except (OSError, ValueError, AttributeError):
+        return "fp32"
+    return chosen if chosen in PRECISIONS else "fp32"
+
+
+def quantize_mode(asked: str | None, path: Path) -> str | None:
+    """The `fast_model` mode to run a model directory in: `asked` ("fp32", "int8", "bf16"), or the card's
+    default when None; None for fp32 (the model as it is)."""
+    precision = default_precision(path) if asked is None else asked
+    return None if precision == "fp32" else precision

@@ -237,6 +237,8 @@ class LoadedModel:
     tokenizer: Tokenizer
     path: Path
     metadata: dict[str, str]
+    # The shipped model of the other direction, for --rerank (core.decode.rerank.with_reverse); None: not loaded.
+    reverse: LoadedModel | None = None
 
     @property
     def cfg(self) -> ModelConfig:

@@ -131,7 +131,8 @@ PRECISION_TOLERANCE = 0.3  # int8 becomes the default only if no set loses more 
 
 def measure_precision(model: Path, results: dict) -> dict:
     """The card's `precision` record: each test set scored again through `tt eval --quantize int8` against its
-    fp32 score, and the default the rule gives (fp32 unless int8 keeps every set within the tolerance)."""
+    fp32 score, and the default the rule gives: int8 where it keeps every set within the tolerance, else fp32 (what
+    `tt translate` and `tt serve` then run this model in: core.card.default_precision)."""
     sets = {}
     for name, (_, fp32, files) in results.items():
         int8 = eval_json(model, *files, "--quantize", "int8")
@@ -144,14 +145,8 @@ def measure_precision(model: Path, results: dict) -> dict:
             "int8_seconds": int8["seconds"],
         }
     close = all(r["int8"] - r["fp32"] >= -PRECISION_TOLERANCE for r in sets.values())
-    if close:
-        print(
-            "ship_weights: int8 keeps every set of this model within the tolerance (docs/precision.md: the default "
-            "changes when both directions do)",
-            file=sys.stderr,
-        )
     return {
-        "default": "fp32",
+        "default": "int8" if close else "fp32",
         "tolerance": PRECISION_TOLERANCE,
         "command": "tt eval --model MODEL --src SRC --ref REF [--quantize int8]",
         "activations": "per input row",  # core/model/fast.py int8_rows; the cards before 2026-11-28: one range per call
@@ -311,8 +306,9 @@ def measure_limits(model: Path) -> dict:
     ood = eval_json(model, Path(f"{OOD}{src}"), Path(f"{OOD}{ref}"))
     hard = HARD if LANGS[0] == "fr" else HARD_EN
     sources = [fr for fr, _ in hard]
-    alone = tt("translate", "--local", "--raw", "--model", str(model), *sources).splitlines()
-    piped = tt("translate", "--local", "--model", str(model), *sources).splitlines()
+    # fp32, the exact model, whatever precision a card in `model` (the one being replaced) chose
+    alone = tt("translate", "--local", "--precision", "fp32", "--raw", "--model", str(model), *sources).splitlines()
+    piped = tt("translate", "--local", "--precision", "fp32", "--model", str(model), *sources).splitlines()
     return {
         "ood": {
             "src": f"{OOD.relative_to(ROOT)}{src}",
@@ -370,7 +366,7 @@ spells unknown names and words from pieces it knows:
 """
     after = (
         "\n`tt translate` runs the text pipeline around the model (numbers, names, URLs and emoji copied, case kept);\n"
-        "the model alone is `tt translate --raw`.\n"
+        "the model alone is `tt translate --raw`. Both in fp32 (`--precision fp32`), the exact model.\n"
         if piped
         else ""
     )
@@ -812,15 +808,15 @@ def render_precision(card: dict) -> str:
     )
     worst = min(r["int8"] - r["fp32"] for r in pr["sets"].values())
     verdict = (
-        f"int8 keeps every set within {pr['tolerance']} BLEU here; the default stays **{pr['default']}** until it does so "
-        "in both shipped directions (docs/precision.md); `--quantize int8` is there for speed"
+        f"int8 keeps every set within {pr['tolerance']} BLEU here, so `tt translate` and `tt serve` run this model in "
+        f"**{pr['default']}** by default (docs/precision.md); `--precision fp32` gives the exact numbers"
         if worst >= -pr["tolerance"]
         else f"int8 loses {-worst:.2f} BLEU on one set, more than the {pr['tolerance']} allowed, so the default stays "
-        f"**{pr['default']}**; `--quantize int8` is there for speed"
+        f"**{pr['default']}**; `--precision int8` is there for speed"
     )
     return f"""## Precision
 
-The same model through `--quantize int8` (weights int8 per row, activations quantized {pr.get("activations", "per call")}) against fp32
+The same model through `--precision int8` (weights int8 per row, activations quantized {pr.get("activations", "per call")}) against fp32
 (`{pr["command"]}`; beam 4, α 0.6; {pr["machine"]}):
 
 | set | fp32 BLEU | int8 BLEU | int8 − fp32 | int8 speed-up |

@@ -34,7 +34,7 @@ from core.decode.method import TranslateOptions
 from core.decode.records import Alternative
 from core.errors import TTError
 from tt_cli.output import Warnings, json_line, where, write_n_best, write_plain
-from tt_cli.serve.announce import model_id, servers
+from tt_cli.serve.announce import served_id, servers
 
 if TYPE_CHECKING:
     from tt_cli.serve.client import Client
@@ -165,7 +165,10 @@ def connect(request: Request) -> Warm | None:
     named = os.environ.get("TT_SERVER")
     if named is not None and not named.strip():
         return None  # TT_SERVER= : translate here, whatever runs
-    wanted = model_id(_model_dir(request.model))
+    from core.card import quantize_mode
+
+    directory = _model_dir(request.model)
+    wanted = served_id(directory, quantize_mode(None, directory))  # the precision `tt translate` would run here
     if wanted is None:
         return None  # no model there: the local path says so
     if named:
@@ -201,8 +204,7 @@ def _check(url: str, wanted: str, say: bool) -> Warm | None:
     elif health.get("api_keys"):
         problem = "it needs an API key"
     elif (direction := _serving(health, wanted)) is None:
-        quantized = f", --quantize {health['quantize']}" if health.get("quantize") else ""
-        problem = f"it serves another model ({health.get('model')}{quantized})"
+        problem = f"it serves another model ({health.get('model')}, {health.get('quantize') or 'fp32'})"
     if problem is None:
         return Warm(client, url, health, direction)
     client.close()
@@ -275,12 +277,12 @@ class Local:
         if self._loaded is None:
             from dataclasses import replace
 
-            from tt_cli.options import load_model_for, set_threads
+            from tt_cli.options import default_mode, load_model_in, set_threads
 
             r = self.request
             self._options = replace(r.options, with_attention=r.attention != "none" or r.align).validate()
             set_threads(r.threads, few=r.few)
-            self._loaded = load_model_for(r.model, r.device)
+            self._loaded = load_model_in(r.model, r.device, default_mode(r.model, r.device))  # as the server runs it
             if r.align:
                 from core.align.links import load_rule
 

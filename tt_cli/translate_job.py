@@ -75,6 +75,27 @@ class TranslateJob:
         )
 
     @property
+    def exact(self) -> bool:
+        """Asked for what shows the model's own numbers (gradients, a trace, attention drawn): fp32 unless
+        --precision says otherwise, whatever the card's default."""
+        return bool(
+            self.attribution
+            or self.trace_file
+            or self.show_attention
+            or self.attention_figure
+            or self.distribution_figure
+        )
+
+    def precision_mode(self) -> str | None:
+        """The fast_model mode this job runs its model in (None: fp32): --precision, else fp32 where the job is
+        `exact`, else the model card's default (tt_cli.options.default_mode)."""
+        from tt_cli.options import default_mode
+
+        if self.quantize is not None:
+            return None if self.quantize == "fp32" else self.quantize
+        return None if self.exact else default_mode(self.model, self.device)
+
+    @property
     def from_stdin(self) -> bool:
         return not self.text or self.text == ["-"]
 
@@ -95,8 +116,10 @@ class TranslateJob:
 
         d = self.options
         if self.interactive:  # the prompt's :sample may use the sampling options later
-            if self.quantize is not None:
-                raise fail("--quantize is not available with -I yet", EXIT_USAGE)
+            if self.quantize not in (None, "fp32"):
+                raise fail(
+                    f"--precision {self.quantize} is not available with -I yet (the prompt runs fp32)", EXIT_USAGE
+                )
             return self
         check_sampling(d.method == "sample", temperature=d.temperature, top_k=d.top_k, top_p=d.top_p)
         figures = self._figures()
@@ -182,7 +205,8 @@ def run(job: TranslateJob) -> None:
         "--trace": job.trace_file,
         "--attribution": job.attribution,
         "--show-attention": job.show_attention,
-        "--quantize": job.quantize,
+        "--precision": job.quantize,
+        "--rerank": job.options.rerank > 0,  # the reverse model is loaded here
         "--attention-figure": job.attention_figure,
         "--distribution-figure": job.distribution_figure,
     }
@@ -258,15 +282,13 @@ def _interactive(job: TranslateJob):
 
 def _load(job: TranslateJob):
     """The model, quantized when asked, after checking that --layer (of --family) and --head exist in it."""
-    from tt_cli.options import load_model_for
+    from tt_cli.options import load_model_in
 
-    loaded = load_model_for(job.model, job.device, packed=job.quantize is None)
-    if job.quantize is not None:
-        import dataclasses
+    loaded = load_model_in(job.model, job.device, job.precision_mode())
+    if job.options.rerank > 0:
+        from core.decode.rerank import with_reverse
 
-        from core.model.fast import fast_model
-
-        loaded = dataclasses.replace(loaded, model=fast_model(loaded.model, job.quantize))  # int8: CPU only
+        loaded = with_reverse(loaded)
     from core.model.attention import n_layers_of
 
     n_layers, n_heads = n_layers_of(loaded.cfg, job.family), loaded.cfg.h

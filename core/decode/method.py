@@ -12,6 +12,8 @@ from core.errors import ConfigError
 
 Method = Literal["beam", "greedy", "sample"]
 METHODS: tuple[Method, ...] = ("beam", "greedy", "sample")
+# λ of `--rerank` (core.decode.rerank): the channel model's weight, chosen on newstest2013 in both directions.
+CHANNEL_WEIGHT = 0.15
 EXTRA_LEN = 50  # output may run this many pieces past the source length (§6.1)
 
 
@@ -39,6 +41,7 @@ class TranslateOptions:
     extra_len: int = EXTRA_LEN
     with_attention: bool = False  # also return the StepTraces: every attention matrix (a teacher-forced pass)
     n_candidates: int = 5  # top-k candidates kept in each StepTrace
+    rerank: float = 0.0  # λ of core.decode.rerank: the beam's hypotheses reranked with the reverse model; 0 = off
 
     def validate(self) -> TranslateOptions:
         problems = []
@@ -58,6 +61,10 @@ class TranslateOptions:
             check_sampling(self.temperature, self.top_k, self.top_p)
         except ConfigError as exc:
             problems.append(str(exc))
+        if self.rerank < 0:
+            problems.append(f"rerank weight must be non-negative, got {self.rerank}")
+        if self.rerank > 0 and self.method != "beam":
+            problems.append("--rerank needs beam search (not --greedy or --sample)")
         if self.alpha < 0:
             problems.append(f"--alpha must be non-negative, got {self.alpha}")
         if self.batch_size < 1:

@@ -20,7 +20,7 @@ from core.decode.method import TranslateOptions  # noqa: F401 - the decoding rec
 from core.decode.records import Alternative
 from core.decode.source import prepare_source
 from core.decode.trace import SourceTrace, StepTrace, attention_matrix, trace_steps
-from core.errors import TTError
+from core.errors import ConfigError, TTError
 from core.text.entities import keep_source_entities
 
 Stop = Callable[[], bool] | None  # asked between decoding steps: True stops the decode (core.errors.Stopped)
@@ -126,6 +126,8 @@ def _decode_batch(
             stop=stop,
         )
         return [[h] for h in hyps]
+    if options.rerank > 0:
+        return _reranked(loaded, src, sources, options, stop)
     return beam_search(
         model,
         src,
@@ -135,6 +137,29 @@ def _decode_batch(
         n_best=options.n_best,
         stop=stop,
     )
+
+
+def _reranked(loaded: LoadedModel, src, sources: list[list[int]], options: TranslateOptions, stop: Stop):
+    """Beam search's finished hypotheses of each source, reranked with the reverse model (core.decode.rerank)."""
+    from core.decode.beam import beam_search
+    from core.decode.rerank import rerank
+
+    if loaded.reverse is None:
+        raise ConfigError("--rerank needs the reverse direction's model loaded (core.decode.rerank.with_reverse)")
+    tok = loaded.tokenizer
+    found = beam_search(
+        loaded.model,
+        src,
+        beam_size=options.beam,
+        alpha=options.alpha,
+        extra_len=options.extra_len,
+        n_best=None,
+        stop=stop,
+    )
+    texts = [tok.decode(ids[:-1]) for ids in sources]  # the model inputs, EOS off
+    outputs = [[tok.decode(h.tokens) for h in hyps] for hyps in found]
+    ranked = rerank(found, texts, outputs, loaded.reverse, options.alpha, options.rerank)
+    return [hyps[: options.n_best] for hyps in ranked]
 
 
 def translate_lines(

@@ -134,7 +134,7 @@ def fast_model(model: nn.Module, mode: str) -> nn.Module:
     if mode == "int8" and any(p.device.type != "cpu" for p in model.parameters()):
         from core.errors import ConfigError
 
-        raise ConfigError("--quantize int8 runs on the CPU only (use --device cpu, or --quantize bf16)")
+        raise ConfigError("--precision int8 runs on the CPU only (use --device cpu, or --precision bf16)")
     fast = copy.deepcopy(model).eval()
     if mode == "bf16":
         return fast.to(torch.bfloat16)

@@ -1,5 +1,5 @@
 """Fixtures of the tests that talk to a real `tt serve` (test_warm.py, test_warm_text.py): the shipped
-model loaded once per module, and a server of it on 127.0.0.1 with the default settings. A module that
+model loaded once per module in its default precision, and a server of it on 127.0.0.1 with the default settings. A module that
 needs other settings defines its own `translator` and `url` (test_serve.py, test_serve_batching.py)."""
 
 from __future__ import annotations
@@ -11,9 +11,11 @@ import pytest
 
 @pytest.fixture(scope="module")
 def translator():
+    """The shipped model as `tt serve` runs it: in its card's precision (core.card.default_precision)."""
     from core.api import Translator
+    from core.card import default_model_dir, quantize_mode
 
-    return Translator()
+    return Translator(quantize=quantize_mode(None, default_model_dir()))
 
 
 @pytest.fixture(scope="module")

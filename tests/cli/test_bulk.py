@@ -76,7 +76,7 @@ def test_a_failure_stops_every_process_and_leaves_no_output(tiny_model_dir, tmp_
     [
         ([], "under torchrun, tt translate shares out lines with --raw (the text pipeline runs in one process)"),
         (["--sample", "--seed", "1"], "--sample --seed draws per batch of the whole run: run it in one process"),
-        (["--quantize", "int8"], "--quantize: not available under torchrun (run it in one process)"),
+        (["--quantize", "int8"], "--precision: not available under torchrun (run it in one process)"),
     ],
 )
 def test_what_a_split_run_cannot_do_is_refused(tiny_model_dir, options, message):

@@ -34,7 +34,10 @@ THREE = "Je suis étudiant. Il fait froid ce matin. Le chat dort."
 
 @pytest.fixture(scope="module")
 def translator():
-    return Translator()
+    """The shipped model as `tt serve` runs it: in its card's precision (int8 for fr→en)."""
+    from tt_cli.options import default_mode
+
+    return Translator(quantize=default_mode(None, "auto"))
 
 
 @pytest.fixture(scope="module")
@@ -254,7 +257,7 @@ def test_v1_model_is_the_card_and_the_defaults(client):
         "model": str(ROOT / "weights"),
         "source": "fr",
         "target": "en",
-        "decoding": {"method": "beam", "beam": 4, "alpha": 0.6, "quantize": None},
+        "decoding": {"method": "beam", "beam": 4, "alpha": 0.6, "quantize": "int8"},  # the card's precision
         "card": card,
     }
     assert reply.json() == {**record, "directions": [record]}  # a server of one model: one direction

@@ -31,9 +31,12 @@ FR_EN, EN_FR = SHIPPED[("fr", "en")], SHIPPED[("en", "fr")]
 
 @pytest.fixture(scope="module")
 def url():
+    """Both shipped directions as `tt serve` runs them: each in its card's precision (fr→en int8, en→fr fp32)."""
     from core.api import Translator
+    from tt_cli.options import default_mode
 
-    with Background([Translator(FR_EN), Translator(EN_FR)], ServeSettings(log=io.StringIO())) as url:
+    translators = [Translator(path, quantize=default_mode(path, "auto")) for path in (FR_EN, EN_FR)]
+    with Background(translators, ServeSettings(log=io.StringIO())) as url:
         yield url
 
 
@@ -68,11 +71,11 @@ def test_languages_health_and_model_list_both_directions(url):
     ]
     # The default direction (fr→en) in the fields a one-model server has, every direction in the list.
     assert (health["source"], health["target"], health["model"]) == ("fr", "en", str(FR_EN))
-    assert health["model_id"] == announce.model_id(FR_EN)
-    served = [(d["source"], d["target"], d["model"], d["model_id"]) for d in health["directions"]]
+    assert health["model_id"] == announce.served_id(FR_EN, "int8")
+    served = [(d["source"], d["target"], d["model"], d["model_id"], d["precision"]) for d in health["directions"]]
     assert served == [
-        ("fr", "en", str(FR_EN), announce.model_id(FR_EN)),
-        ("en", "fr", str(EN_FR), announce.model_id(EN_FR)),
+        ("fr", "en", str(FR_EN), announce.served_id(FR_EN, "int8"), "int8"),
+        ("en", "fr", str(EN_FR), announce.model_id(EN_FR), "fp32"),
     ]
     assert (model["source"], model["target"]) == ("fr", "en")
     assert [(d["source"], d["target"], d["model"]) for d in model["directions"]] == [
@@ -146,7 +149,7 @@ def test_a_warm_tt_translate_of_either_direction_is_answered_by_the_server(monke
     monkeypatch.delenv("TT_SERVER")
     from core.decode.method import TranslateOptions
 
-    with announce.announced(url, [FR_EN, EN_FR], api_keys=False):
+    with announce.announced(url, [FR_EN, EN_FR], api_keys=False, quantize=["int8", None]):
         for model, direction in [(FR_EN, ("fr", "en")), (EN_FR, ("en", "fr"))]:
             warm = remote.connect(remote.Request(model, TranslateOptions()))
             assert warm is not None and (warm.direction["source"], warm.direction["target"]) == direction
@@ -189,7 +192,8 @@ def test_tt_serve_serves_both_directions_unless_one_is_named(options, languages,
                 assert reply.status == 400 and "this server translates en→fr" in reply.json()["error"]
         [path] = (tmp_path / "tt").glob("server-*.json")
         served = [EN_FR] if refused else [FR_EN, EN_FR]
-        assert json.loads(path.read_text())["model_ids"] == [announce.model_id(m) for m in served]
+        precision = {FR_EN: "int8", EN_FR: None}  # each direction in its card's precision
+        assert json.loads(path.read_text())["model_ids"] == [announce.served_id(m, precision[m]) for m in served]
     finally:
         process.terminate()
         process.wait(timeout=60)

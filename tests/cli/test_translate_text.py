@@ -290,12 +290,14 @@ def test_options_that_do_not_mix_are_usage_errors(args):
 
 # ------------------------------------------------------------------------------------- one pipeline
 def test_the_python_api_gives_what_the_cli_gives():
+    """In the same precision: the API's default is the exact fp32 model, the CLI's the card's (int8 for fr→en)."""
     from core import Translator
 
     lines = [THREE, "", "Elle est née en 1987 🙂", "J'AIME LE CHOCOLAT."]
-    api = Translator().translate_text(lines, coverage=True)
-    cli = records(ok("--json", input="\n".join(lines) + "\n"))
-    assert [r.to_dict() for r in api] == cli
+    for quantize, precision in [(None, "fp32"), ("int8", None)]:
+        api = Translator(quantize=quantize).translate_text(lines, coverage=True)
+        cli = records(ok("--json", *(["--precision", precision] if precision else []), input="\n".join(lines) + "\n"))
+        assert [r.to_dict() for r in api] == cli
 
 
 def test_the_readme_documents_every_json_key_the_cli_writes():

@@ -163,24 +163,32 @@ def test_a_server_that_is_down_or_serves_another_model_is_passed_over(monkeypatc
     before = decode_calls(url)
     result = tt(monkeypatch, ["translate", "--raw", "--model", str(copy), SENTENCES[0]], url)
     assert result.stdout == "I am a student.\n" and decode_calls(url) == before
-    assert f"$TT_SERVER={url}: it serves another model ({ROOT / 'weights'}); translating here" in result.stderr
+    assert f"$TT_SERVER={url}: it serves another model ({ROOT / 'weights'}, int8); translating here" in result.stderr
 
 
-def test_a_quantized_server_is_another_model_to_a_warm_call(monkeypatch, tmp_path):
-    """`tt serve --quantize int8` serves the int8 copy: a plain `tt translate` asks for the fp32 model, so it
-    translates here, whether the server is named ($TT_SERVER, with a warning) or only announced."""
+def test_a_server_in_another_precision_is_another_model_to_a_warm_call(monkeypatch, tmp_path):
+    """The shipped fr→en model runs in int8 by default (its card's precision): `tt serve --precision fp32` serves
+    another model, so a plain `tt translate` translates here, whether the server is named ($TT_SERVER, with a
+    warning) or only announced; `--precision fp32` itself translates here too (an explicit precision never goes
+    to a server)."""
     from core.api import Translator
+    from core.card import default_precision
 
-    int8 = Translator(quantize="int8")
-    with Background(int8, ServeSettings(log=io.StringIO())) as quantized:
-        result = tt(monkeypatch, ["translate", "--raw", SENTENCES[0]], quantized)
-        assert result.exit_code == 0 and result.stdout == "I am a student.\n" and decode_calls(quantized) == 0
-        assert f"it serves another model ({ROOT / 'weights'}, --quantize int8); translating here" in result.stderr
+    assert default_precision(ROOT / "weights") == "int8"
+    fp32 = Translator()
+    with Background(fp32, ServeSettings(log=io.StringIO())) as exact:
+        result = tt(monkeypatch, ["translate", "--raw", SENTENCES[0]], exact)
+        assert result.exit_code == 0 and result.stdout == "I am a student.\n" and decode_calls(exact) == 0
+        assert f"it serves another model ({ROOT / 'weights'}, fp32); translating here" in result.stderr
+        result = tt(monkeypatch, ["translate", "--raw", "--precision", "fp32", SENTENCES[0]], exact)
+        assert result.stdout == "I am a student.\n" and decode_calls(exact) == 0
         monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
         monkeypatch.delenv("TT_SERVER")
-        with announce.announced(quantized, [int8.path], api_keys=False, quantize="int8"):
+        with announce.announced(exact, [fp32.path], api_keys=False):
             assert remote.connect(_request()) is None
-        with announce.announced(quantized, [int8.path], api_keys=False):  # announced as fp32: asked, then refused
+        with announce.announced(
+            exact, [fp32.path], api_keys=False, quantize="int8"
+        ):  # announced as int8: asked, then refused
             assert remote.connect(_request()) is None
 
 
@@ -297,7 +305,7 @@ def test_an_announced_server_is_found_and_a_stale_one_ignored(monkeypatch, trans
     stale.parent.mkdir(mode=0o700)
     stale.write_text(json.dumps({"url": url, "pid": int(dead.stdout), "model_id": announce.model_id(ROOT / "weights")}))
     assert remote.connect(_request()) is None and not stale.exists()  # its process is gone: removed
-    with announce.announced(url, [translator.path], api_keys=False) as path:
+    with announce.announced(url, [translator.path], api_keys=False, quantize=translator.quantize) as path:
         assert path.parent == tmp_path / "tt" and json.loads(path.read_text())["url"] == url
         assert remote.connect(_request()).url == url
         before = decode_calls(url)
@@ -324,7 +332,9 @@ def test_tt_serve_announces_itself_until_sigterm(tmp_path):
         [path] = (tmp_path / "tt").glob("server-*.json")
         info = json.loads(path.read_text())
         assert info["url"] == f"http://127.0.0.1:{port}" and info["pid"] == process.pid
-        assert info["model_id"] == announce.model_id(ROOT / "weights")
+        # the shipped fr→en model in its card's precision, int8; en→fr in fp32 (tt_cli.options.default_mode)
+        assert info["model_id"] == announce.served_id(ROOT / "weights", "int8")
+        assert info["model_ids"][1] == announce.model_id(ROOT / "weights" / "en-fr")
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=60)
         assert not path.exists()

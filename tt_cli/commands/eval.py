@@ -20,11 +20,12 @@ from tt_cli.options import (
     DeviceOpt,
     ErrorsChoice,
     ErrorsOpt,
+    EvalQuantizeOpt,
     GreedyOpt,
     ModelOpt,
-    QuantizeOpt,
+    RerankOpt,
     ThreadsOpt,
-    load_model_for,
+    load_model_in,
     model_of_direction,
     set_threads,
 )
@@ -58,9 +59,10 @@ def evaluate(
     beam: BeamOpt = 4,
     alpha: AlphaOpt = 0.6,
     greedy: GreedyOpt = False,
+    rerank: RerankOpt = False,
     batch_size: BatchOpt = 32,
     threads: ThreadsOpt = 0,
-    quantize: QuantizeOpt = None,
+    quantize: EvalQuantizeOpt = None,
     output: Annotated[
         Optional[Path],
         typer.Option("--output", "-o", help="Also write the translations to FILE (atomically; - = stdout)."),
@@ -84,9 +86,16 @@ def evaluate(
 
     Exit codes: 0 ok · 1 bad input, model or option · 2 usage · 130 interrupted.
     """
+    from core.decode.method import CHANNEL_WEIGHT
     from core.decode.translate import TranslateOptions
 
-    options = TranslateOptions(beam=beam, alpha=alpha, method=method_of(greedy), batch_size=batch_size).validate()
+    options = TranslateOptions(
+        beam=beam,
+        alpha=alpha,
+        method=method_of(greedy),
+        batch_size=batch_size,
+        rerank=CHANNEL_WEIGHT if rerank else 0.0,
+    ).validate()
     if output is not None:
         from core.files import check_output
 
@@ -96,25 +105,18 @@ def evaluate(
         langpair = f"{source}-{target}"
     sources, references = _inputs(src, ref, testset, langpair, errors.value)
     set_threads(threads, few=False)
-    mode = quantize.value if quantize else None
-    report = run(_load(model, device, mode), sources, references, options, mode)
+    mode = quantize.value if quantize and quantize.value != "fp32" else None
+    loaded = load_model_in(model, device, mode)
+    if rerank:
+        from core.decode.rerank import with_reverse
+
+        loaded = with_reverse(loaded)
+    report = run(loaded, sources, references, options, mode)
     if output is not None:
         from core.files import atomic_write_bytes
 
         atomic_write_bytes(output, "".join(h + "\n" for h in report.hypotheses).encode("utf-8"))
     (_write_json if json_out else _write_table)(report, options, testset and (testset, langpair))
-
-
-def _load(model: Path | None, device: str, quantize: str | None):
-    """The model to score, as `tt translate --quantize` runs it."""
-    loaded = load_model_for(model, device, packed=quantize is None)
-    if quantize is None:
-        return loaded
-    import dataclasses
-
-    from core.model.fast import fast_model
-
-    return dataclasses.replace(loaded, model=fast_model(loaded.model, quantize))
 
 
 def _inputs(src: Path | None, ref: list[Path] | None, testset: str | None, langpair: str, errors: str):
@@ -193,6 +195,7 @@ def _write_json(report: Report, options, testset: tuple[str, str] | None) -> Non
             "method": options.search,
             "beam": options.beam if options.search == "beam" else None,
             "alpha": options.alpha if options.search == "beam" else None,
+            **({"rerank": options.rerank} if options.rerank else {}),  # λ of --rerank
         },
     }
     sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
@@ -201,6 +204,8 @@ def _write_json(report: Report, options, testset: tuple[str, str] | None) -> Non
 def _write_table(report: Report, options, testset: tuple[str, str] | None) -> None:
     scores = report.scores
     decoding = "greedy" if options.search == "greedy" else f"beam {options.beam}, α {options.alpha}"
+    if options.rerank:
+        decoding += f", reranked by the reverse model (λ {options.rerank})"
     if testset:
         decoding += f", {testset[0]} {testset[1]}"
     sys.stdout.write(

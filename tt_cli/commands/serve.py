@@ -99,6 +99,8 @@ def serve(
     from dataclasses import replace
 
     from core.api import Translator
+    from core.card import quantize_mode
+    from tt_cli.options import default_mode
     from tt_cli.serve.keys import read_keys
 
     if api_keys is not None:
@@ -109,7 +111,7 @@ def serve(
             Translator(
                 path,
                 device=device,
-                quantize=quantize.value if quantize else None,
+                quantize=default_mode(path, device) if quantize is None else quantize_mode(quantize.value, path),
                 beam=beam,
                 alpha=alpha,
                 method=method_of(greedy),

@@ -20,6 +20,7 @@ from tt_cli.options import (
     GreedyOpt,
     ModelOpt,
     QuantizeOpt,
+    RerankOpt,
     SourceOpt,
     TargetOpt,
     ThreadsOpt,
@@ -71,6 +72,7 @@ def translate(
         ),
     ] = 1,
     greedy: GreedyOpt = False,
+    rerank: RerankOpt = False,
     sample: Annotated[
         bool, typer.Option("--sample", help="Sample instead of searching (see --temperature, --top-k, --top-p).")
     ] = False,
@@ -244,6 +246,7 @@ def translate(
 
     Exit codes: 0 ok · 1 bad input, model or option · 2 usage · 130 interrupted.
     """
+    from core.decode.method import CHANNEL_WEIGHT
     from tt_cli.translate_job import TranslateJob, run
 
     layer, head = layer_head_indices(layer, head)  # counted from 1 on the command line, 0-based from here
@@ -267,6 +270,7 @@ def translate(
             seed=seed,
             n_best=n_best,
             batch_size=batch_size,
+            rerank=CHANNEL_WEIGHT if rerank else 0.0,
         ),
         json_out=json_out,
         attention=attention.value,

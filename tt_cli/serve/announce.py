@@ -62,17 +62,19 @@ def local_url(url: str) -> str:
 
 @contextlib.contextmanager
 def announced(
-    url: str, model_dirs: list[Path], *, api_keys: bool, quantize: str | None = None
+    url: str, model_dirs: list[Path], *, api_keys: bool, quantize: str | None | list[str | None] = None
 ) -> Iterator[Path | None]:
     """While the block runs, a file in runtime_dir() says a server at `url` serves the models of `model_dirs`
-    (one per direction; model_id: the first's, model_ids: all of them). A directory that cannot be made
-    private leaves the server unannounced (None), not stopped."""
+    (one per direction; model_id: the first's, model_ids: all of them), each in its `quantize` mode (one for
+    all, or a list in the order of `model_dirs`). A directory that cannot be made private leaves the server
+    unannounced (None), not stopped."""
     directory = _private_dir(create=True)
     if directory is None:
         yield None
         return
     path = directory / f"server-{os.getpid()}-{urlsplit(url).port}.json"
-    ids = [served_id(model_dir, quantize) for model_dir in model_dirs]
+    modes = quantize if isinstance(quantize, list) else [quantize] * len(model_dirs)
+    ids = [served_id(model_dir, mode) for model_dir, mode in zip(model_dirs, modes)]
     info = {"url": local_url(url), "pid": os.getpid(), "model_id": ids[0], "model_ids": ids, "api_keys": api_keys}
     atomic_write_bytes(path, json.dumps(info).encode("utf-8"))
     try:

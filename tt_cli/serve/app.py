@@ -49,8 +49,9 @@ def make_app(translators, settings: ServeSettings) -> Starlette:
         # uvicorn re-raises a SIGTERM.
         keyed = bool(settings.api_keys)
         models = [lane.translator.path for lane in service.lanes]
+        modes = [lane.translator.quantize for lane in service.lanes]  # each direction in its card's precision
         with (
-            announced(settings.url, models, api_keys=keyed, quantize=service.default.translator.quantize)
+            announced(settings.url, models, api_keys=keyed, quantize=modes)
             if settings.announce
             else contextlib.nullcontext()
         ):

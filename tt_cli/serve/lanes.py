@@ -158,5 +158,6 @@ class Lane:
             "model": str(self.translator.path),
             "model_id": self.model_id,
             "quantize": self.translator.quantize,
+            "precision": self.translator.quantize or "fp32",
             "batching": self.batcher.snapshot(),
         }

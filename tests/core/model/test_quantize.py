@@ -67,7 +67,7 @@ def test_int8_off_the_cpu_is_refused_before_anything_is_copied():
 
     model = Transformer(preset("tiny", vocab_size=40)).to("meta")
     with pytest.raises(
-        ConfigError, match=r"^--quantize int8 runs on the CPU only \(use --device cpu, or --quantize bf16\)$"
+        ConfigError, match=r"^--precision int8 runs on the CPU only \(use --device cpu, or --precision bf16\)$"
     ):
         fast_model(model, "int8")
     assert next(fast_model(model, "bf16").parameters()).dtype == torch.bfloat16
@@ -85,7 +85,7 @@ def test_the_cli_option(shipped, mode):
         assert result.exit_code == 0, result.output
         return json.loads(result.stdout)
 
-    quantized, plain = cli("--quantize", mode), cli()
+    quantized, plain = cli("--quantize", mode), cli("--precision", "fp32")
     assert quantized["translation"] in {"I am a student.", "I'm a student."}  # greedy: either is the model's
     # The log-probabilities are the quantized model's, which differ from fp32's in the 4th place:
     # an ignored --quantize (or one mode wired to the other) fails here.
