@@ -140,9 +140,10 @@ def _decode_batch(
 
 
 def _reranked(loaded: LoadedModel, src, sources: list[list[int]], options: TranslateOptions, stop: Stop):
-    """Beam search's finished hypotheses of each source, reranked with the reverse model (core.decode.rerank)."""
+    """The best RERANK_TOP of beam search's finished hypotheses of each source (more when n_best asks), reranked
+    with the reverse model (core.decode.rerank)."""
     from core.decode.beam import beam_search
-    from core.decode.rerank import rerank
+    from core.decode.rerank import RERANK_TOP, rerank
 
     if loaded.reverse is None:
         raise ConfigError("--rerank needs the reverse direction's model loaded (core.decode.rerank.with_reverse)")
@@ -156,6 +157,7 @@ def _reranked(loaded: LoadedModel, src, sources: list[list[int]], options: Trans
         n_best=None,
         stop=stop,
     )
+    found = [hyps[: max(RERANK_TOP, options.n_best)] for hyps in found]  # the best by beam search's own score
     texts = [tok.decode(ids[:-1]) for ids in sources]  # the model inputs, EOS off
     outputs = [[tok.decode(h.tokens) for h in hyps] for hyps in found]
     ranked = rerank(found, texts, outputs, loaded.reverse, options.alpha, options.rerank)
