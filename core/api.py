@@ -87,6 +87,7 @@ class Translator:
         self.loaded = load_model(model, device=resolve_device(device), packed=quantize is None)
         if quantize is not None:  # int8 on another device than the CPU: fast_model's error, in the API's words
             self.loaded = replace(self.loaded, model=_checked(lambda: fast_model(self.loaded.model, quantize)))
+        self._for(self.options)  # the reverse direction's model now, where rerank is the default
 
     @property
     def path(self) -> Path:

@@ -257,7 +257,13 @@ def test_v1_model_is_the_card_and_the_defaults(client):
         "model": str(ROOT / "weights"),
         "source": "fr",
         "target": "en",
-        "decoding": {"method": "beam", "beam": 4, "alpha": 0.6, "quantize": "int8"},  # the card's precision
+        "decoding": {
+            "method": "beam",
+            "beam": 4,
+            "alpha": 0.6,
+            "quantize": "int8",
+            "rerank": 0.0,
+        },  # the card's precision
         "card": card,
     }
     assert reply.json() == {**record, "directions": [record]}  # a server of one model: one direction

@@ -263,7 +263,7 @@ def test_tt_serve_passes_every_option_to_the_server(tmp_path):
         }
         assert health["limits"] == {"max_chars": 300, "max_sentences": 9, "timeout_s": 33.0, "read_timeout_s": 4.5}
         assert health["api_keys"] is True and health["cors"] == ["https://a.example"]
-        assert about["decoding"] == {"method": "beam", "beam": 2, "alpha": 1.0, "quantize": "int8"}
+        assert about["decoding"] == {"method": "beam", "beam": 2, "alpha": 1.0, "quantize": "int8", "rerank": 0.0}
         # The int8 model's translations (log-probabilities of the int8 copy, not of the fp32 model) …
         [record] = served.json()["translations"]
         int8 = Translator(model, quantize="int8", beam=2, alpha=1.0).translate(["Il fait froid ce matin."])[0]

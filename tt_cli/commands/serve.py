@@ -17,6 +17,7 @@ from tt_cli.options import (
     GreedyOpt,
     ModelOpt,
     QuantizeOpt,
+    RerankOpt,
     SourceOpt,
     TargetOpt,
     model_of_direction,
@@ -35,6 +36,7 @@ def serve(
     beam: BeamOpt = 4,
     alpha: AlphaOpt = 0.6,
     greedy: GreedyOpt = False,
+    rerank: RerankOpt = False,
     quantize: QuantizeOpt = None,
     batch_size: Annotated[
         int, typer.Option(help="Most sentences decoded together (1 = each request decoded on its own).")
@@ -100,6 +102,7 @@ def serve(
 
     from core.api import Translator
     from core.card import quantize_mode
+    from core.decode.method import CHANNEL_WEIGHT
     from tt_cli.options import default_mode
     from tt_cli.serve.keys import read_keys
 
@@ -115,6 +118,7 @@ def serve(
                 beam=beam,
                 alpha=alpha,
                 method=method_of(greedy),
+                rerank=CHANNEL_WEIGHT if rerank else 0.0,
                 batch_size=batch_size,
             )
             for path in models

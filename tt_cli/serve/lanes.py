@@ -146,6 +146,7 @@ class Lane:
                 "beam": options.beam,
                 "alpha": options.alpha,
                 "quantize": self.translator.quantize,
+                "rerank": options.rerank,  # λ of --rerank; 0: off
             },
             "card": self.card(),
         }

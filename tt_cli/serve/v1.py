@@ -1,7 +1,7 @@
 """tt's own API: the record of `tt translate --json`, and the model card.
 
     POST /v1/translate  {q: str | [str], source?, target?, beam?, alpha?, method?, greedy?, sample?, n_best?,
-                         temperature?, top_k?, top_p?, seed?, batch_size?,
+                         temperature?, top_k?, top_p?, seed?, batch_size?, rerank?: bool,
                          split?, protect?, case?, terms?: [[fr, en], ...], follow_stop?, coverage?,
                          raw?, attention?: none|cross|all, align?: bool}
                         → {translations: [one --json record per item of q, in order],
@@ -18,7 +18,8 @@ split, protect, case, terms — a glossary's pairs —, follow_stop — a docume
 added final stop is dropped — and coverage as core.api's translate_text takes them). raw: true, as
 n_best > 1, attention or align do, gives the model's own record of the line as given, that of `tt
 translate --json --raw`. Options left out take the server's defaults (its --beam, --alpha,
---greedy); a client such as `tt translate` sends its own. With batch_size the request is decoded on
+--greedy, --rerank); a client such as `tt translate` sends its own. rerank: true reranks the beam with the other
+direction's shipped model (`tt translate --rerank`; loaded on the first such request). With batch_size the request is decoded on
 its own, in batches of that many sentences, exactly as `tt translate --batch-size N` decodes the
 same lines — its floats then match the command's to the last bit, which sharing a batch with other
 requests would not give.
@@ -29,7 +30,7 @@ from __future__ import annotations
 import dataclasses
 
 from core.api import text_chunks
-from core.decode.method import METHODS, TranslateOptions, method_of
+from core.decode.method import CHANNEL_WEIGHT, METHODS, TranslateOptions, method_of
 from core.text.pipeline import TextOptions
 from tt_cli.output import translation_json
 from tt_cli.serve import text
@@ -78,9 +79,12 @@ def _options(body: Body, lane, max_sentences: int) -> TranslateOptions:
             ("top_p", body.number("top_p", None)),
             ("seed", body.integer("seed", None, 0, (1 << 63) - 1)),
             ("batch_size", body.integer("batch_size", None, 1, max_sentences)),
+            ("rerank", body.flag("rerank", None)),
         )
         if value is not None
     }
+    if "rerank" in decoding:  # the reverse direction's model reranks the beam (tt translate --rerank)
+        decoding["rerank"] = CHANNEL_WEIGHT if decoding["rerank"] else 0.0
     if "greedy" in decoding or "sample" in decoding:  # the CLI's two flags, as the API's one method
         greedy, sample = bool(decoding.pop("greedy", False)), bool(decoding.pop("sample", False))
         if greedy and sample:

@@ -141,3 +141,42 @@ def test_the_python_api_loads_the_reverse_model_when_asked(fr_en):
     assert [r.text for r in api.translate(REPAIRED, rerank=CHANNEL_WEIGHT)] == expected
     assert api.loaded.reverse.path == ROOT / "weights" / "en-fr"
     assert [r.text for r in Translator(rerank=CHANNEL_WEIGHT).translate(REPAIRED)] == expected
+
+
+def test_tt_serve_reranks_when_asked_or_by_default(fr_en, tmp_path):
+    """POST /v1/translate {"rerank": true} on a real server reranks as --rerank does; `tt serve --rerank` makes it
+    the server's default (its /v1/model says so), and {"rerank": false} turns it off for one request."""
+    import io
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("uvicorn", reason="tt serve needs the serve extra (pip install -e '.[dev]')")
+    from core import Translator
+    from tt_cli.serve.client import Client
+    from tt_cli.serve.server import Background
+    from tt_cli.serve.settings import ServeSettings
+
+    expected = [t.text for t in translate_lines(fr_en, REPAIRED, TranslateOptions(rerank=CHANNEL_WEIGHT))]
+    plain = [t.text for t in translate_lines(fr_en, REPAIRED, TranslateOptions())]
+
+    def texts(client, **fields):
+        reply = client.post("/v1/translate", {"q": REPAIRED, "raw": True, **fields})
+        assert reply.status == 200, reply.json()
+        return [r["translation"] for r in reply.json()["translations"]]
+
+    with Background(Translator(), ServeSettings(log=io.StringIO())) as url, Client(url) as client:
+        assert texts(client, rerank=True) == expected and texts(client) == plain
+    env = {**os.environ, "XDG_RUNTIME_DIR": str(tmp_path)}
+    command = ["serve", "--port", "0", "--from", "fr", "--precision", "fp32", "--rerank"]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tt_cli.main", *command], stderr=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        url = json.loads(process.stderr.readline())["url"]
+        with Client(url) as client:
+            assert client.get("/v1/model").json()["decoding"]["rerank"] == CHANNEL_WEIGHT
+            assert texts(client) == expected and texts(client, rerank=False) == plain
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
