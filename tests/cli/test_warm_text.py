@@ -191,7 +191,18 @@ def prompt(tmp_path, warm, loaded=None, load=None, **text) -> repl.Repl:
     return repl.Repl(loaded, settings, tmp_path / "history", warm, load)
 
 
-def test_the_prompt_by_the_server_prints_what_it_prints_here(monkeypatch, capsys, url, translator, tmp_path):
+@pytest.fixture(scope="module")
+def exact():
+    """The shipped model in fp32, as the prompt runs it, and a server of it."""
+    from core.api import Translator
+
+    fp32 = Translator()
+    with Background(fp32, ServeSettings(log=io.StringIO())) as url:
+        yield fp32, url
+
+
+def test_the_prompt_by_the_server_prints_what_it_prints_here(monkeypatch, capsys, exact, tmp_path):
+    translator, url = exact
     monkeypatch.setenv("TT_SERVER", url)
     loads = []
     warm = prompt(tmp_path, remote.connect_prompt(None, "auto"), load=lambda: loads.append(1) or translator.loaded)
@@ -214,7 +225,16 @@ def test_the_prompt_by_the_server_prints_what_it_prints_here(monkeypatch, capsys
     assert served.source_tokens == local.source_tokens and served.eos_produced == local.eos_produced
 
 
-def test_the_prompt_finds_the_server_and_loads_no_model(monkeypatch, url):
+def test_the_prompt_passes_over_a_server_of_another_precision(monkeypatch, url):
+    """The prompt runs fp32 here: a server of the card's int8 (the shipped fr→en model's default) would print other
+    numbers, so the prompt translates here beside it; `tt translate` itself takes that server."""
+    monkeypatch.setenv("TT_SERVER", url)
+    assert remote.connect_prompt(None, "auto") is None
+    assert remote.connect(remote.Request(None, TranslateOptions())) is not None
+
+
+def test_the_prompt_finds_the_server_and_loads_no_model(monkeypatch, exact):
+    url = exact[1]  # a server of the model in fp32, as the prompt runs it
     monkeypatch.setenv("TT_SERVER", url)
     monkeypatch.setattr(sys.stdin, "isatty", lambda: True, raising=False)
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True, raising=False)
