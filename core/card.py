@@ -89,8 +89,12 @@ def default_precision(path: Path) -> str:
     return chosen if chosen in PRECISIONS else "fp32"
 
 
+def fast_mode(precision: str) -> str | None:
+    """The `fast_model` mode of a precision ("fp32", "int8", "bf16"): None for fp32 (the model as it is)."""
+    return None if precision == "fp32" else precision
+
+
 def quantize_mode(asked: str | None, path: Path) -> str | None:
     """The `fast_model` mode to run a model directory in: `asked` ("fp32", "int8", "bf16"), or the card's
     default when None; None for fp32 (the model as it is)."""
-    precision = default_precision(path) if asked is None else asked
-    return None if precision == "fp32" else precision
+    return fast_mode(default_precision(path) if asked is None else asked)

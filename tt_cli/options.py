@@ -107,16 +107,21 @@ def default_mode(model: Path | None, device: str) -> str | None:
     return mode
 
 
-def load_model_in(model: Path | None, device: str, mode: str | None):
-    """`load_model_for`, converted to a fast_model `mode` ("int8", "bf16"; None: the fp32 model, packed)."""
+def load_model_in(model: Path | None, device: str, mode: str | None, *, reverse: bool = False):
+    """`load_model_for`, converted to a fast_model `mode` ("int8", "bf16"; None: the fp32 model, packed); with
+    `reverse`, the shipped model of the other direction beside it (--rerank: core.decode.rerank.with_reverse)."""
     loaded = load_model_for(model, device, packed=mode is None)
-    if mode is None:
-        return loaded
-    import dataclasses
+    if mode is not None:
+        import dataclasses
 
-    from core.model.fast import fast_model
+        from core.model.fast import fast_model
 
-    return dataclasses.replace(loaded, model=fast_model(loaded.model, mode))  # int8: CPU only
+        loaded = dataclasses.replace(loaded, model=fast_model(loaded.model, mode))  # int8: CPU only
+    if reverse:
+        from core.decode.rerank import with_reverse
+
+        loaded = with_reverse(loaded)
+    return loaded
 
 
 def layer_head_indices(layer: int, head: int | None, prefix: str = "") -> tuple[int, int | None]:

@@ -89,10 +89,11 @@ class TranslateJob:
     def precision_mode(self) -> str | None:
         """The fast_model mode this job runs its model in (None: fp32): --precision, else fp32 where the job is
         `exact`, else the model card's default (tt_cli.options.default_mode)."""
+        from core.card import fast_mode
         from tt_cli.options import default_mode
 
         if self.quantize is not None:
-            return None if self.quantize == "fp32" else self.quantize
+            return fast_mode(self.quantize)
         return None if self.exact else default_mode(self.model, self.device)
 
     @property
@@ -284,11 +285,7 @@ def _load(job: TranslateJob):
     """The model, quantized when asked, after checking that --layer (of --family) and --head exist in it."""
     from tt_cli.options import load_model_in
 
-    loaded = load_model_in(job.model, job.device, job.precision_mode())
-    if job.options.rerank > 0:
-        from core.decode.rerank import with_reverse
-
-        loaded = with_reverse(loaded)
+    loaded = load_model_in(job.model, job.device, job.precision_mode(), reverse=job.options.rerank > 0)
     from core.model.attention import n_layers_of
 
     n_layers, n_heads = n_layers_of(loaded.cfg, job.family), loaded.cfg.h

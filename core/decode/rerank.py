@@ -19,7 +19,6 @@ from dataclasses import replace
 import torch
 
 from core.checkpoint import LoadedModel
-from core.decode.method import CHANNEL_WEIGHT  # noqa: F401 - λ, beside the function it weighs
 from core.decode.search import Hypothesis, pad_batch
 from core.errors import ConfigError
 

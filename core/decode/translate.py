@@ -126,37 +126,27 @@ def _decode_batch(
             stop=stop,
         )
         return [[h] for h in hyps]
-    if options.rerank > 0:
-        return _reranked(loaded, src, sources, options, stop)
-    return beam_search(
+    reranking = options.rerank > 0
+    if reranking and loaded.reverse is None:
+        raise ConfigError("--rerank needs the reverse direction's model loaded (core.decode.rerank.with_reverse)")
+    found = beam_search(
         model,
         src,
         beam_size=options.beam,
         alpha=options.alpha,
         extra_len=options.extra_len,
-        n_best=options.n_best,
+        n_best=None if reranking else options.n_best,  # reranking chooses among every finished hypothesis
         stop=stop,
     )
+    return _reranked(loaded, sources, found, options) if reranking else found
 
 
-def _reranked(loaded: LoadedModel, src, sources: list[list[int]], options: TranslateOptions, stop: Stop):
-    """The best RERANK_TOP of beam search's finished hypotheses of each source (more when n_best asks), reranked
-    with the reverse model (core.decode.rerank)."""
-    from core.decode.beam import beam_search
+def _reranked(loaded: LoadedModel, sources: list[list[int]], found: list, options: TranslateOptions) -> list:
+    """The best RERANK_TOP of beam search's finished hypotheses `found` of each source (more when n_best asks),
+    reranked with the reverse model (core.decode.rerank), n_best of them kept."""
     from core.decode.rerank import RERANK_TOP, rerank
 
-    if loaded.reverse is None:
-        raise ConfigError("--rerank needs the reverse direction's model loaded (core.decode.rerank.with_reverse)")
     tok = loaded.tokenizer
-    found = beam_search(
-        loaded.model,
-        src,
-        beam_size=options.beam,
-        alpha=options.alpha,
-        extra_len=options.extra_len,
-        n_best=None,
-        stop=stop,
-    )
     found = [hyps[: max(RERANK_TOP, options.n_best)] for hyps in found]  # the best by beam search's own score
     texts = [tok.decode(ids[:-1]) for ids in sources]  # the model inputs, EOS off
     outputs = [[tok.decode(h.tokens) for h in hyps] for hyps in found]

@@ -105,13 +105,10 @@ def evaluate(
         langpair = f"{source}-{target}"
     sources, references = _inputs(src, ref, testset, langpair, errors.value)
     set_threads(threads, few=False)
-    mode = quantize.value if quantize and quantize.value != "fp32" else None
-    loaded = load_model_in(model, device, mode)
-    if rerank:
-        from core.decode.rerank import with_reverse
+    from core.card import fast_mode
 
-        loaded = with_reverse(loaded)
-    report = run(loaded, sources, references, options, mode)
+    mode = fast_mode(quantize.value) if quantize else None
+    report = run(load_model_in(model, device, mode, reverse=rerank), sources, references, options, mode)
     if output is not None:
         from core.files import atomic_write_bytes
 

@@ -101,7 +101,7 @@ def serve(
     from dataclasses import replace
 
     from core.api import Translator
-    from core.card import quantize_mode
+    from core.card import fast_mode
     from core.decode.method import CHANNEL_WEIGHT
     from tt_cli.options import default_mode
     from tt_cli.serve.keys import read_keys
@@ -114,7 +114,7 @@ def serve(
             Translator(
                 path,
                 device=device,
-                quantize=default_mode(path, device) if quantize is None else quantize_mode(quantize.value, path),
+                quantize=default_mode(path, device) if quantize is None else fast_mode(quantize.value),
                 beam=beam,
                 alpha=alpha,
                 method=method_of(greedy),
