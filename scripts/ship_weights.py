@@ -432,6 +432,8 @@ earlier rule (mean of the last layer's heads, argmax) and {a["diagonal_aer"]:.1f
 CORPUS_NAMES = [
     ("mixed", "mixed web English (its French machine-translated)"),
     ("-bt", "back-translated news"),
+    ("/bt", "back-translated news"),  # runs/ftN/bt: reranked output as the synthetic source (session 22)
+    ("/ft", "forward-translated news (its own reranked output as targets)"),  # runs/ftN/ft
     ("europarl", "Europarl"),
     ("hansard", "Canadian Hansards"),
     ("tatoeba", "Tatoeba"),

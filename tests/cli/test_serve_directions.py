@@ -31,7 +31,7 @@ FR_EN, EN_FR = SHIPPED[("fr", "en")], SHIPPED[("en", "fr")]
 
 @pytest.fixture(scope="module")
 def url():
-    """Both shipped directions as `tt serve` runs them: each in its card's precision (fr→en int8, en→fr fp32)."""
+    """Both shipped directions as `tt serve` runs them: each in its card's precision (int8 for both since session 22)."""
     from core.api import Translator
     from tt_cli.options import default_mode
 
@@ -75,7 +75,7 @@ def test_languages_health_and_model_list_both_directions(url):
     served = [(d["source"], d["target"], d["model"], d["model_id"], d["precision"]) for d in health["directions"]]
     assert served == [
         ("fr", "en", str(FR_EN), announce.served_id(FR_EN, "int8"), "int8"),
-        ("en", "fr", str(EN_FR), announce.model_id(EN_FR), "fp32"),
+        ("en", "fr", str(EN_FR), announce.served_id(EN_FR, "int8"), "int8"),
     ]
     assert (model["source"], model["target"]) == ("fr", "en")
     assert [(d["source"], d["target"], d["model"]) for d in model["directions"]] == [
@@ -148,8 +148,10 @@ def test_a_warm_tt_translate_of_either_direction_is_answered_by_the_server(monke
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
     monkeypatch.delenv("TT_SERVER")
     from core.decode.method import TranslateOptions
+    from tt_cli.options import default_mode
 
-    with announce.announced(url, [FR_EN, EN_FR], api_keys=False, quantize=["int8", None]):
+    served = [default_mode(path, "auto") for path in (FR_EN, EN_FR)]  # as the fixture serves them
+    with announce.announced(url, [FR_EN, EN_FR], api_keys=False, quantize=served):
         for model, direction in [(FR_EN, ("fr", "en")), (EN_FR, ("en", "fr"))]:
             warm = remote.connect(remote.Request(model, TranslateOptions()))
             assert warm is not None and (warm.direction["source"], warm.direction["target"]) == direction
@@ -192,7 +194,7 @@ def test_tt_serve_serves_both_directions_unless_one_is_named(options, languages,
                 assert reply.status == 400 and "this server translates en→fr" in reply.json()["error"]
         [path] = (tmp_path / "tt").glob("server-*.json")
         served = [EN_FR] if refused else [FR_EN, EN_FR]
-        precision = {FR_EN: "int8", EN_FR: None}  # each direction in its card's precision
+        precision = {FR_EN: "int8", EN_FR: "int8"}  # each direction in its card's precision
         assert json.loads(path.read_text())["model_ids"] == [announce.served_id(m, precision[m]) for m in served]
     finally:
         process.terminate()

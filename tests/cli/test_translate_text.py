@@ -112,7 +112,8 @@ def test_names_are_kept_unless_no_names():
 
 def test_accents_are_given_back_to_a_line_typed_without_them_unless_no_accents():
     [on, off] = [records(ok("--json", *flag, "je suis etudiant"))[0] for flag in ((), ("--no-accents",))]
-    assert on["sentences"][0]["model_input"] == "je suis étudiant" and on["translation"] == "I am a student."
+    # the model's words (with or without the period the line lacks: the models have done both)
+    assert on["sentences"][0]["model_input"] == "je suis étudiant" and on["translation"].rstrip(".") == "I am a student"
     assert off["sentences"][0]["model_input"] == "je suis etudiant" and off["translation"] != on["translation"]
 
 

@@ -332,9 +332,9 @@ def test_tt_serve_announces_itself_until_sigterm(tmp_path):
         [path] = (tmp_path / "tt").glob("server-*.json")
         info = json.loads(path.read_text())
         assert info["url"] == f"http://127.0.0.1:{port}" and info["pid"] == process.pid
-        # the shipped fr→en model in its card's precision, int8; en→fr in fp32 (tt_cli.options.default_mode)
+        # each shipped model in its card's precision, int8 for both (tt_cli.options.default_mode)
         assert info["model_id"] == announce.served_id(ROOT / "weights", "int8")
-        assert info["model_ids"][1] == announce.model_id(ROOT / "weights" / "en-fr")
+        assert info["model_ids"][1] == announce.served_id(ROOT / "weights" / "en-fr", "int8")
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=60)
         assert not path.exists()

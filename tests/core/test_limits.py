@@ -346,8 +346,8 @@ def test_precision_only_rescores_the_cards_own_sets(tmp_path, monkeypatch):
         "Où est la gare ?\tWhere is the station?\nJe suis étudiant.\tI am a student.\n", encoding="utf-8"
     )
     (data / "few").mkdir()
-    (data / "few" / "set.fr").write_text("Il fait beau aujourd'hui.\n", encoding="utf-8")
-    (data / "few" / "set.en").write_text("The weather is nice today.\n", encoding="utf-8")
+    (data / "few" / "set.fr").write_text("Le chat dort sur le canapé.\n", encoding="utf-8")
+    (data / "few" / "set.en").write_text("The cat is sleeping on the couch.\n", encoding="utf-8")
     monkeypatch.setattr(sw, "SHARED", data)
     card = {
         "test_sets": {

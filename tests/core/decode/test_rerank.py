@@ -19,12 +19,13 @@ from core.errors import ConfigError
 from tests.conftest import ROOT
 from tt_cli.main import app
 
-# Beam search alone repeats a word in each ("A woman holding a food food in a kitchen.", "He lost his face face.",
-# "Am I bored you?"); the reverse model, asked to give the source back, prefers the beam's other hypotheses.
+# Sentences written for this test. Beam search alone drops "passant sa tête" from each ("A brown horse by a window
+# trying to eat an apple.", "A goat man walking around a grill, …"); the reverse model, asked to give the source back
+# from each hypothesis, prefers one that keeps the head ("… is passing his head out of a window, …"). (The models
+# before session 22 repeated words instead — "A woman holding a food food in a kitchen." — which these no longer do.)
 REPAIRED = [
-    "Une femme tenant un plat de nourriture dans une cuisine.",
-    "Il a perdu la face.",
-    "Est-ce que je t'ennuie ?",
+    "Un cheval brun passant sa tête par une fenêtre, essayant de manger une pomme.",
+    "Une chèvre passant sa tête à travers un grillage, essayant d'atteindre les feuilles.",
 ]
 
 
@@ -70,16 +71,10 @@ def test_rerank_orders_by_the_combined_score_and_zero_weight_is_beam_order(fr_en
     assert ranked[0].tokens != found[0].tokens  # here the channel changes the choice
 
 
-def test_translate_lines_with_rerank_repairs_what_beam_search_repeats(fr_en):
+def test_translate_lines_with_rerank_restores_what_beam_search_drops(fr_en):
     plain = [t.text for t in translate_lines(fr_en, REPAIRED, TranslateOptions())]
     reranked = [t.text for t in translate_lines(fr_en, REPAIRED, TranslateOptions(rerank=CHANNEL_WEIGHT))]
-    assert any(a != b for a, b in zip(plain, reranked))
-
-    def repeats(text: str) -> bool:
-        words = text.lower().split()
-        return any(a == b for a, b in zip(words, words[1:]))
-
-    assert any(repeats(text) for text in plain) and not any(repeats(text) for text in reranked)
+    assert not any("head" in text for text in plain) and all("head" in text for text in reranked)
     n_best = next(translate_lines(fr_en, REPAIRED[:1], TranslateOptions(rerank=CHANNEL_WEIGHT, n_best=3))).n_best
     assert len(n_best) == 3 and n_best[0].text == reranked[0]
     assert [a.score for a in n_best] == sorted((a.score for a in n_best), reverse=True)
@@ -119,7 +114,11 @@ def test_the_cli_options():
 def test_eval_rerank(tmp_path):
     src, ref = tmp_path / "src.fr", tmp_path / "ref.en"
     src.write_text("\n".join(REPAIRED) + "\n", encoding="utf-8")
-    ref.write_text("A woman holding a plate of food in a kitchen.\nHe lost face.\nAm I boring you?\n", encoding="utf-8")
+    ref.write_text(
+        "A brown horse putting its head through a window, trying to eat an apple.\n"
+        "A goat putting its head through a wire fence, trying to reach the leaves.\n",
+        encoding="utf-8",
+    )
     runs = {}
     for name, args in [("plain", []), ("rerank", ["--rerank"])]:
         out = tmp_path / f"{name}.en"

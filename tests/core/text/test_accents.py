@@ -73,7 +73,8 @@ def test_the_pipeline_gives_the_accents_back_before_the_model_unless_asked_not_t
     [on] = translate_text(["je suis etudiant"], batch, None, None, table)
     [off] = translate_text(["je suis etudiant"], batch, TextOptions(accents=False), None, table)
     [none] = translate_text(["je suis etudiant"], batch, None, None, None)
-    assert on.sentences[0].model_input == "je suis étudiant" and on.text == "I am a student."  # a sentence: its period
+    # the model's words, with or without the period the line lacks (the shipped models have done both)
+    assert on.sentences[0].model_input == "je suis étudiant" and on.text.rstrip(".") == "I am a student"
     assert off.sentences[0].model_input == none.sentences[0].model_input == "je suis etudiant"
     assert off.text != on.text  # the shipped model reads "etudiant" as something else
     # capitals first, then accents: a shouted accent-free line reads as the sentence it is
@@ -84,7 +85,7 @@ def test_the_pipeline_gives_the_accents_back_before_the_model_unless_asked_not_t
 def test_the_python_api_takes_accents_as_a_keyword(translator):
     [on] = translator.translate_text(["je suis etudiant"])
     [off] = translator.translate_text(["je suis etudiant"], accents=False)
-    assert on.text == "I am a student." and on.sentences[0].model_input == "je suis étudiant"
+    assert on.text.rstrip(".") == "I am a student" and on.sentences[0].model_input == "je suis étudiant"
     assert off.sentences[0].model_input == "je suis etudiant"
 
 
