@@ -29,25 +29,38 @@ def final_punctuation(text: str) -> str:
 
 
 # French subject pronouns: a line that has one is a sentence typed without its stop ("Je suis étudiant"), which
-# keeps the period the model gives it; a heading or a UI string ("Enregistrer les modifications") has none.
+# ends with a period in English (follow_punctuation); a heading or a UI string ("Enregistrer les modifications") has
+# none. _SUBJECT_FIRST: the pronoun as the line's first word.
 _SUBJECT = re.compile(r"(?i)(?:^|[\s'’])(je|j['’]|tu|il|elle|on|nous|vous|ils|elles|c['’]|ce|ça|cela)(?=[\s'’]|$)")
+_SUBJECT_FIRST = re.compile(r"(?i)^(?:je|j['’]|tu|il|elle|on|nous|vous|ils|elles|c['’]|ce|ça|cela)(?=[\s'’])")
 
 
-def _a_sentence_without_its_stop(source: str, have: str) -> bool:
-    return have == "." and len(source.split()) >= 2 and _SUBJECT.search(source.strip()) is not None
+def _a_sentence_without_its_stop(source: str) -> bool:
+    return len(source.split()) >= 2 and _SUBJECT.search(source.strip()) is not None
+
+
+def _opens_a_sentence(source: str) -> bool:
+    """A capital, then a subject pronoun as the first word (`Je suis étudiant`, `Il fait froid`): a sentence from
+    its start. Not a long sentence's later part (lower case), nor a UI string with "on" inside (`Click on Save`)."""
+    text = source.lstrip()
+    return text[:1].isupper() and len(text.split()) >= 2 and _SUBJECT_FIRST.match(text) is not None
 
 
 def follow_punctuation(source: str, output: str) -> str:
     """`output` ending with `source`'s final punctuation, English spacing (no space before ! ? : ;):
     a heading, a URL or a UI string gains no period, `Merci !` keeps its `!`; a sentence typed without its
-    stop (a subject pronoun in it: `Je suis étudiant`) keeps the model's period. An output ending with a
-    closing quote or bracket is left as the model wrote it."""
+    stop (a subject pronoun in it: `Je suis étudiant`) keeps the model's period, and gains one where the model
+    wrote none if it opens as a sentence (`_opens_a_sentence`; a line typed all in lower case stays as written).
+    An output ending with a closing quote or bracket is left as the model wrote it."""
     stripped = output.rstrip()
     if not stripped or stripped[-1] in _CLOSERS or source.rstrip()[-1:] in _CLOSERS:
         return output
     want, have = final_punctuation(source), final_punctuation(stripped)
-    if not want and _a_sentence_without_its_stop(source, have):
-        return _lower_start(source, stripped)
+    if not want and _a_sentence_without_its_stop(source):
+        if have == ".":
+            return _lower_start(source, stripped)
+        if not have and _opens_a_sentence(source):
+            return stripped + "."
     if want == have:
         return _lower_start(source, stripped)
     body = stripped[: len(stripped) - len(have)].rstrip() if have else stripped

@@ -1,8 +1,9 @@
 """The precision `tt translate` and `tt serve` run a model in when --precision is not given: its card's choice
 (core.card.default_precision, written by scripts/ship_weights.py: int8 for a model whose test sets all stay
 within 0.3 BLEU of fp32 in int8 — both shipped models since session 22 — fp32 for one whose sets do not: a copy of
-the en→fr model with its card's verdict turned round stands for it), fp32 wherever exact numbers are shown; --precision (and its older spelling --quantize) overrides it. tt serve's side: test_warm.py
-and test_serve_directions.py (what it announces and reports per direction)."""
+the en→fr model with its card's verdict turned round stands for it), fp32 wherever exact numbers are shown;
+--precision (and its older spelling --quantize) overrides it. tt serve's side: test_warm.py and
+test_serve_directions.py (what it announces and reports per direction)."""
 
 from __future__ import annotations
 

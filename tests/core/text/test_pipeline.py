@@ -299,7 +299,7 @@ def test_the_final_punctuation_follows_the_source_unless_asked_not_to(run):
     [on] = run(["Merci beaucoup !"])  # the source's "!" kept
     [off] = run(["Merci beaucoup !"], TextOptions(follow_stop=False))  # the model's own: "Thank you very much."
     assert off.text.endswith(".") and on.text == off.text[:-1] + "!"
-    [sentence] = run(["Je suis étudiant"])  # a sentence typed without its stop keeps the model's period
+    [sentence] = run(["Je suis étudiant"])  # a sentence typed without its stop ends with a period
     assert sentence.text == "I am a student."
 
 

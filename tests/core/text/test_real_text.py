@@ -115,6 +115,12 @@ def test_emphasis_is_projected_onto_the_aligned_words_or_the_same_share():
         ("Bienvenue", "Welcome.", "Welcome"),
         ("Enregistrer les modifications", "Save changes.", "Save changes"),  # a UI string
         ("Je suis étudiant", "I am a student.", "I am a student."),  # a sentence typed without its stop
+        ("Je suis étudiant", "I am a student", "I am a student."),  # ... whether or not the model wrote one
+        ("je suis etudiant", "I am a student", "I am a student"),  # a line typed all in lower case: as written
+        ("et je pense que nous devons agir", "and I think we need to act", "and I think we need to act"),  # a part
+        ("Paramètres du compte", "Account settings", "Account settings"),  # no subject: a heading or a UI string
+        ("Click on Save", "Cliquez sur Enregistrer", "Cliquez sur Enregistrer"),  # en→fr: "on" inside, no sentence
+        ("Je crois qu'il pleut", "I think it's raining", "I think it's raining."),
         ("Vraiment ?", "Really.", "Really?"),
         ("Attendez…", "Wait.", "Wait…"),
         ("Voici la liste :", "Here is the list.", "Here is the list:"),
