@@ -34,6 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from core.data.readers import Pair, write_aligned  # noqa: E402
 from core.files import atomic_write_bytes  # noqa: E402
 
 MONO = ROOT.parent / "shared" / "data" / "mono"
@@ -51,15 +52,15 @@ def news_lines(lang: str, first: int, last: int, mono: Path = MONO) -> list[str]
     return lines[first - 1 : last]
 
 
-def slice_pairs(corpus: str, n: int, seed: int) -> dict[str, list[str]]:
-    """A random sample of n pairs of CORPUS.{fr,en}.xz, in corpus order, both sides."""
+def slice_pairs(corpus: str, n: int, seed: int) -> list[Pair]:
+    """A random sample of n (French, English) pairs of CORPUS.{fr,en}.xz, in corpus order."""
     sides = {
         lang: lzma.open(f"{corpus}.{lang}.xz", "rt", encoding="utf-8").read().splitlines() for lang in ("fr", "en")
     }
     if len(sides["fr"]) != len(sides["en"]):
         raise SystemExit(f"{corpus}: {len(sides['fr'])} French lines but {len(sides['en'])} English")
     picked = sorted(random.Random(seed).sample(range(len(sides["fr"])), n))
-    return {lang: [lines[i] for i in picked] for lang, lines in sides.items()}
+    return [Pair(sides["fr"][i], sides["en"][i], f"{corpus}:{i + 1}") for i in picked]
 
 
 def passes(source: str, record: dict) -> bool:
@@ -76,9 +77,7 @@ def passes(source: str, record: dict) -> bool:
     )
 
 
-def split_sets(
-    sources: list[str], records: list[dict], keep: float
-) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+def split_sets(sources: list[str], records: list[dict], keep: float) -> tuple[list[Pair], list[Pair]]:
     """(back-translated pairs, forward pairs) as (source, translation): every output that passes, and the best
     `keep` share of them by mean log-probability per piece, best first."""
     scored = []
@@ -86,14 +85,10 @@ def split_sets(
         source = sources[record["index"]]
         if passes(source, record):
             mean = record["logprob"] / max(1, len(record["token_logprobs"]))
-            scored.append((mean, source, record["translation"].strip()))
+            scored.append((mean, Pair(source, record["translation"].strip(), f"line {record['index'] + 1}")))
     scored.sort(key=lambda c: -c[0])
-    every = [(s, t) for _, s, t in scored]
+    every = [pair for _, pair in scored]
     return every, every[: int(len(every) * keep)]
-
-
-def write_lines(path: Path, lines: list[str]) -> None:
-    atomic_write_bytes(path, "".join(line + "\n" for line in lines).encode("utf-8"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -121,10 +116,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "news":
         if not 1 <= args.first <= args.last:
             parser.error(f"lines run from 1 and first ≤ last, got {args.first}..{args.last}")
-        write_lines(args.out, news_lines(args.lang, args.first, args.last))
+        lines = news_lines(args.lang, args.first, args.last)
+        atomic_write_bytes(args.out, "".join(line + "\n" for line in lines).encode("utf-8"))
     elif args.command == "slice":
-        for lang, lines in slice_pairs(args.corpus, args.n, args.seed).items():
-            write_lines(Path(f"{args.out}.{lang}"), lines)
+        write_aligned(slice_pairs(args.corpus, args.n, args.seed), f"{args.out}.fr", f"{args.out}.en")
     else:
         if not 0.0 <= args.keep <= 1.0:
             parser.error(f"keep is a share between 0 and 1, got {args.keep}")
@@ -133,10 +128,9 @@ def main(argv: list[str] | None = None) -> int:
             records = [json.loads(line) for line in f if line.strip()]
         back, forward = split_sets(sources, records, args.keep)
         s, t, out = args.src_lang, args.tgt_lang, args.out_dir
-        write_lines(out / f"bt.{s}", [src for src, _ in back])
-        write_lines(out / f"bt.{t}", ["<BT> " + tgt for _, tgt in back])
-        write_lines(out / f"ft.{s}", [src for src, _ in forward])
-        write_lines(out / f"ft.{t}", [tgt for _, tgt in forward])
+        tagged = [Pair(p.src, "<BT> " + p.tgt, p.origin) for p in back]  # the other direction's source, tagged
+        write_aligned(tagged, out / f"bt.{s}", out / f"bt.{t}")
+        write_aligned(forward, out / f"ft.{s}", out / f"ft.{t}")
         print(f"{len(records)} translations: {len(back)} back-translated pairs, {len(forward)} forward pairs")
     return 0
 

@@ -30,9 +30,8 @@ def final_punctuation(text: str) -> str:
 
 # French subject pronouns: a line that has one is a sentence typed without its stop ("Je suis étudiant"), which
 # ends with a period in English (follow_punctuation); a heading or a UI string ("Enregistrer les modifications") has
-# none. _SUBJECT_FIRST: the pronoun as the line's first word.
+# none.
 _SUBJECT = re.compile(r"(?i)(?:^|[\s'’])(je|j['’]|tu|il|elle|on|nous|vous|ils|elles|c['’]|ce|ça|cela)(?=[\s'’]|$)")
-_SUBJECT_FIRST = re.compile(r"(?i)^(?:je|j['’]|tu|il|elle|on|nous|vous|ils|elles|c['’]|ce|ça|cela)(?=[\s'’])")
 
 
 def _a_sentence_without_its_stop(source: str) -> bool:
@@ -40,10 +39,11 @@ def _a_sentence_without_its_stop(source: str) -> bool:
 
 
 def _opens_a_sentence(source: str) -> bool:
-    """A capital, then a subject pronoun as the first word (`Je suis étudiant`, `Il fait froid`): a sentence from
-    its start. Not a long sentence's later part (lower case), nor a UI string with "on" inside (`Click on Save`)."""
+    """A sentence without its stop (`_a_sentence_without_its_stop`) that opens with a capital and its subject
+    pronoun (`Je suis étudiant`, `Il fait froid`): a sentence from its start. Not a long sentence's later part
+    (lower case), nor a UI string with "on" inside (`Click on Save`)."""
     text = source.lstrip()
-    return text[:1].isupper() and len(text.split()) >= 2 and _SUBJECT_FIRST.match(text) is not None
+    return text[:1].isupper() and _SUBJECT.match(text) is not None
 
 
 def follow_punctuation(source: str, output: str) -> str:
