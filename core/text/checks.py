@@ -30,8 +30,10 @@ def final_punctuation(text: str) -> str:
 
 # French subject pronouns: a line that has one is a sentence typed without its stop ("Je suis étudiant"), which
 # ends with a period in English (follow_punctuation); a heading or a UI string ("Enregistrer les modifications") has
-# none.
-_SUBJECT = re.compile(r"(?i)(?:^|[\s'’])(je|j['’]|tu|il|elle|on|nous|vous|ils|elles|c['’]|ce|ça|cela)(?=[\s'’]|$)")
+# none. A pronoun stands as a word of its own (`je`, `on`, `qu'il`) or elided onto the next word (`J'ai`, `C'est`).
+_SUBJECT = re.compile(
+    r"(?i)(?:^|[\s'’])(?:(?:je|tu|il|elle|on|nous|vous|ils|elles|ce|ça|cela)(?=[\s'’]|$)|[jc]['’](?=\w))"
+)
 
 
 def _a_sentence_without_its_stop(source: str) -> bool:
