@@ -29,13 +29,19 @@ SHIPPED = shipped_models()
 FR_EN, EN_FR = SHIPPED[("fr", "en")], SHIPPED[("en", "fr")]
 
 
+def card_mode(model) -> str | None:
+    """The fast_model mode `tt serve` runs a shipped model in: its card's default precision (None: fp32)."""
+    from tt_cli.options import default_mode
+
+    return default_mode(model, "auto")
+
+
 @pytest.fixture(scope="module")
 def url():
     """Both shipped directions as `tt serve` runs them: each in its card's precision (int8 for both since session 22)."""
     from core.api import Translator
-    from tt_cli.options import default_mode
 
-    translators = [Translator(path, quantize=default_mode(path, "auto")) for path in (FR_EN, EN_FR)]
+    translators = [Translator(path, quantize=card_mode(path)) for path in (FR_EN, EN_FR)]
     with Background(translators, ServeSettings(log=io.StringIO())) as url:
         yield url
 
@@ -71,11 +77,11 @@ def test_languages_health_and_model_list_both_directions(url):
     ]
     # The default direction (fr→en) in the fields a one-model server has, every direction in the list.
     assert (health["source"], health["target"], health["model"]) == ("fr", "en", str(FR_EN))
-    assert health["model_id"] == announce.served_id(FR_EN, "int8")
+    assert health["model_id"] == announce.served_id(FR_EN, card_mode(FR_EN))
     served = [(d["source"], d["target"], d["model"], d["model_id"], d["precision"]) for d in health["directions"]]
     assert served == [
-        ("fr", "en", str(FR_EN), announce.served_id(FR_EN, "int8"), "int8"),
-        ("en", "fr", str(EN_FR), announce.served_id(EN_FR, "int8"), "int8"),
+        ("fr", "en", str(FR_EN), announce.served_id(FR_EN, card_mode(FR_EN)), card_mode(FR_EN) or "fp32"),
+        ("en", "fr", str(EN_FR), announce.served_id(EN_FR, card_mode(EN_FR)), card_mode(EN_FR) or "fp32"),
     ]
     assert (model["source"], model["target"]) == ("fr", "en")
     assert [(d["source"], d["target"], d["model"]) for d in model["directions"]] == [
@@ -148,9 +154,8 @@ def test_a_warm_tt_translate_of_either_direction_is_answered_by_the_server(monke
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
     monkeypatch.delenv("TT_SERVER")
     from core.decode.method import TranslateOptions
-    from tt_cli.options import default_mode
 
-    served = [default_mode(path, "auto") for path in (FR_EN, EN_FR)]  # as the fixture serves them
+    served = [card_mode(path) for path in (FR_EN, EN_FR)]  # as the fixture serves them
     with announce.announced(url, [FR_EN, EN_FR], api_keys=False, quantize=served):
         for model, direction in [(FR_EN, ("fr", "en")), (EN_FR, ("en", "fr"))]:
             warm = remote.connect(remote.Request(model, TranslateOptions()))
@@ -194,8 +199,8 @@ def test_tt_serve_serves_both_directions_unless_one_is_named(options, languages,
                 assert reply.status == 400 and "this server translates en→fr" in reply.json()["error"]
         [path] = (tmp_path / "tt").glob("server-*.json")
         served = [EN_FR] if refused else [FR_EN, EN_FR]
-        precision = {FR_EN: "int8", EN_FR: "int8"}  # each direction in its card's precision
-        assert json.loads(path.read_text())["model_ids"] == [announce.served_id(m, precision[m]) for m in served]
+        expected = [announce.served_id(m, card_mode(m)) for m in served]  # each direction in its card's precision
+        assert json.loads(path.read_text())["model_ids"] == expected
     finally:
         process.terminate()
         process.wait(timeout=60)
