@@ -888,13 +888,21 @@ def choose(run: Path, last: int, averaged_dir: Path, vsrc: Path, vref: Path) -> 
 
 
 def interpolate(
-    candidates: dict[str, Path], valid: dict, chosen: str, shares: list[float], tmp: Path, vsrc: Path, vref: Path
+    candidates: dict[str, Path],
+    valid: dict,
+    chosen: str,
+    shares: list[float],
+    tmp: Path,
+    vsrc: Path,
+    vref: Path,
+    shipped: Path = ROOT / "weights",
 ) -> None:
-    """Add a·(the chosen candidate) + (1 − a)·the shipped model for each share a to `candidates` and `valid`
-    (WiSE-FT: back toward the shipped model, for what the continued run forgot; tt average --weight)."""
+    """Add a·(the chosen candidate) + (1 − a)·the shipped model of its direction (`shipped`: --out) for each share
+    a to `candidates` and `valid` (WiSE-FT: back toward the shipped model, for what the continued run forgot;
+    tt average --weight)."""
     for a in shares:
         name = f"{chosen} ×{a:g} + shipped ×{1 - a:g}"
-        candidates[name] = average_checkpoints([candidates[chosen], ROOT / "weights"], tmp / f"mix-{a:g}", [a, 1 - a])
+        candidates[name] = average_checkpoints([candidates[chosen], shipped], tmp / f"mix-{a:g}", [a, 1 - a])
         valid[name] = eval_json(candidates[name], vsrc, vref)
         print(f"valid  {name:24s} BLEU {valid[name]['bleu']:.2f}  chrF {valid[name]['chrf']:.2f}", file=sys.stderr)
 
@@ -982,12 +990,13 @@ def main() -> None:  # noqa: C901 - a script's main: its steps in order
 
     candidates, valid, chosen = choose(args.run, args.last, tmp / "averaged", vsrc, vref)
     if args.interpolate:
-        interpolate(candidates, valid, chosen, [float(a) for a in args.interpolate.split(",")], tmp, vsrc, vref)
+        shares = [float(a) for a in args.interpolate.split(",")]
+        interpolate(candidates, valid, chosen, shares, tmp, vsrc, vref, args.out)
         chosen = max(valid, key=lambda n: valid[n]["bleu"])
     kept = None
     if args.keep_tatoeba is not None:  # the everyday sets' bar of the model issue, on Tatoeba's valid split
         tvs, tvr, _ = tatoeba_split(tmp, vlo, vhi, "kept")
-        kept = {name: eval_json(path, tvs, tvr) for name, path in {**candidates, "shipped": ROOT / "weights"}.items()}
+        kept = {name: eval_json(path, tvs, tvr) for name, path in {**candidates, "shipped": args.out}.items()}
         chosen = choose_keeping(valid, kept, kept["shipped"]["bleu"] - args.keep_tatoeba)
     args.out.mkdir(exist_ok=True)
     loaded, placeholders = save_shipped(candidates[chosen], args.out, chosen)

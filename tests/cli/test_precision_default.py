@@ -1,7 +1,7 @@
 """The precision `tt translate` and `tt serve` run a model in when --precision is not given: its card's choice
 (core.card.default_precision, written by scripts/ship_weights.py: int8 for a model whose test sets all stay
-within 0.3 BLEU of fp32 in int8 — both shipped models since session 22 — fp32 for one whose sets do not: a copy of
-the en→fr model with its card's verdict turned round stands for it), fp32 wherever exact numbers are shown;
+within 0.3 BLEU of fp32 in int8, fp32 for one whose sets do not — copies of the shipped models with their cards'
+verdict set stand for each, whatever the shipped cards chose), fp32 wherever exact numbers are shown;
 --precision (and its older spelling --quantize) overrides it. tt serve's side: test_warm.py and
 test_serve_directions.py (what it announces and reports per direction)."""
 
@@ -37,23 +37,43 @@ def test_each_shipped_card_chooses_by_the_rule_on_its_own_figures():
         assert default_precision(directory) == card["default"] == ("int8" if within else "fp32")
 
 
-@pytest.fixture
-def fp32_card(tmp_path_factory):
-    """The en→fr model with a card that chose fp32 (its files linked, its card's verdict turned round)."""
-    tmp_path = tmp_path_factory.mktemp("en-fr-fp32")
-    for path in EN_FR.iterdir():
+def card_choosing(tmp_path_factory, model, precision: str):
+    """A shipped model with a card that chose `precision` (its files linked, its card's verdict set)."""
+    tmp_path = tmp_path_factory.mktemp(f"{model.name}-{precision}")
+    for path in model.iterdir():
         if path.is_file() and path.name != "card.json":
             (tmp_path / path.name).symlink_to(path)
-    card = json.loads((EN_FR / "card.json").read_text(encoding="utf-8"))
-    card["precision"]["default"] = "fp32"
+    card = json.loads((model / "card.json").read_text(encoding="utf-8"))
+    card["precision"]["default"] = precision
     (tmp_path / "card.json").write_text(json.dumps(card), encoding="utf-8")
     return tmp_path
 
 
-def test_fr_en_translates_in_int8_unless_fp32_is_asked():
+@pytest.fixture
+def fp32_card(tmp_path_factory):
+    """The en→fr model with a card that chose fp32."""
+    return card_choosing(tmp_path_factory, EN_FR, "fp32")
+
+
+@pytest.fixture
+def int8_card(tmp_path_factory):
+    """The fr→en model with a card that chose int8."""
+    return card_choosing(tmp_path_factory, FR_EN, "int8")
+
+
+def test_fr_en_translates_in_its_cards_precision_unless_another_is_asked():
     default, int8, fp32 = (logprobs(args, FRENCH) for args in ([], ["--precision", "int8"], ["--precision", "fp32"]))
-    assert default == int8 and default != fp32
+    assert int8 != fp32
+    assert default == {"int8": int8, "fp32": fp32}[default_precision(FR_EN)]
     assert logprobs(["--quantize", "fp32"], FRENCH) == fp32  # the option's older name
+
+
+def test_a_card_that_chose_int8_translates_in_int8_unless_fp32_is_asked(int8_card):
+    default, int8, fp32 = (
+        logprobs(["--model", str(int8_card), *a], FRENCH)
+        for a in ([], ["--precision", "int8"], ["--precision", "fp32"])
+    )
+    assert default == int8 and default != fp32
 
 
 def test_en_fr_translates_in_its_cards_precision_unless_another_is_asked():
@@ -82,10 +102,10 @@ def test_a_card_that_chose_fp32_translates_in_fp32_unless_int8_is_asked(fp32_car
     ],
     ids=["show-attention", "attribution", "trace", "attention-figure", "distribution-figure"],
 )
-def test_what_shows_the_models_own_numbers_runs_fp32_unless_asked(asked):
-    assert TranslateJob(model=FR_EN, device="cpu").precision_mode() == "int8"
-    assert TranslateJob(model=FR_EN, device="cpu", **asked).precision_mode() is None
-    assert TranslateJob(model=FR_EN, device="cpu", quantize="int8", **asked).precision_mode() == "int8"
+def test_what_shows_the_models_own_numbers_runs_fp32_unless_asked(asked, int8_card):
+    assert TranslateJob(model=int8_card, device="cpu").precision_mode() == "int8"
+    assert TranslateJob(model=int8_card, device="cpu", **asked).precision_mode() is None
+    assert TranslateJob(model=int8_card, device="cpu", quantize="int8", **asked).precision_mode() == "int8"
 
 
 def test_explicit_precisions_and_models_without_a_choice(tmp_path, fp32_card):

@@ -20,10 +20,12 @@ from typer.testing import CliRunner
 
 pytest.importorskip("uvicorn", reason="tt serve needs the serve extra (pip install -e '.[dev]')")
 
+from core.card import default_precision  # noqa: E402
 from tests.conftest import ROOT  # noqa: E402
 from tt_cli import launch, remote  # noqa: E402
 from tt_cli.commands.translate import translate as translate_command  # noqa: E402
 from tt_cli.main import app  # noqa: E402
+from tt_cli.options import default_mode  # noqa: E402
 from tt_cli.serve import announce  # noqa: E402
 from tt_cli.serve.client import Client  # noqa: E402
 from tt_cli.serve.server import Background, listen, url_of  # noqa: E402
@@ -163,32 +165,33 @@ def test_a_server_that_is_down_or_serves_another_model_is_passed_over(monkeypatc
     before = decode_calls(url)
     result = tt(monkeypatch, ["translate", "--raw", "--model", str(copy), SENTENCES[0]], url)
     assert result.stdout == "I am a student.\n" and decode_calls(url) == before
-    assert f"$TT_SERVER={url}: it serves another model ({ROOT / 'weights'}, int8); translating here" in result.stderr
+    served = f"({ROOT / 'weights'}, {default_precision(ROOT / 'weights')})"  # the fixture: the card's precision
+    assert f"$TT_SERVER={url}: it serves another model {served}; translating here" in result.stderr
 
 
 def test_a_server_in_another_precision_is_another_model_to_a_warm_call(monkeypatch, tmp_path):
-    """The shipped fr→en model runs in int8 by default (its card's precision): `tt serve --precision fp32` serves
+    """The shipped fr→en model runs in its card's precision by default: `tt serve --precision OTHER` serves
     another model, so a plain `tt translate` translates here, whether the server is named ($TT_SERVER, with a
-    warning) or only announced; `--precision fp32` itself translates here too (an explicit precision never goes
+    warning) or only announced; `--precision OTHER` itself translates here too (an explicit precision never goes
     to a server)."""
     from core.api import Translator
-    from core.card import default_precision
 
-    assert default_precision(ROOT / "weights") == "int8"
-    fp32 = Translator()
-    with Background(fp32, ServeSettings(log=io.StringIO())) as exact:
-        result = tt(monkeypatch, ["translate", "--raw", SENTENCES[0]], exact)
-        assert result.exit_code == 0 and result.stdout == "I am a student.\n" and decode_calls(exact) == 0
-        assert f"it serves another model ({ROOT / 'weights'}, fp32); translating here" in result.stderr
-        result = tt(monkeypatch, ["translate", "--raw", "--precision", "fp32", SENTENCES[0]], exact)
-        assert result.stdout == "I am a student.\n" and decode_calls(exact) == 0
+    card = default_precision(ROOT / "weights")
+    other = "fp32" if card == "int8" else "int8"
+    mode = {"fp32": None, "int8": "int8"}
+    server = Translator(quantize=mode[other])
+    with Background(server, ServeSettings(log=io.StringIO())) as elsewhere:
+        result = tt(monkeypatch, ["translate", "--raw", SENTENCES[0]], elsewhere)
+        assert result.exit_code == 0 and result.stdout == "I am a student.\n" and decode_calls(elsewhere) == 0
+        assert f"it serves another model ({ROOT / 'weights'}, {other}); translating here" in result.stderr
+        result = tt(monkeypatch, ["translate", "--raw", "--precision", other, SENTENCES[0]], elsewhere)
+        assert result.stdout == "I am a student.\n" and decode_calls(elsewhere) == 0
         monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
         monkeypatch.delenv("TT_SERVER")
-        with announce.announced(exact, [fp32.path], api_keys=False):
+        with announce.announced(elsewhere, [server.path], api_keys=False, quantize=mode[other]):
             assert remote.connect(_request()) is None
-        with announce.announced(
-            exact, [fp32.path], api_keys=False, quantize="int8"
-        ):  # announced as int8: asked, then refused
+        # announced in the card's precision, which it does not serve: asked, then refused
+        with announce.announced(elsewhere, [server.path], api_keys=False, quantize=mode[card]):
             assert remote.connect(_request()) is None
 
 
@@ -332,9 +335,10 @@ def test_tt_serve_announces_itself_until_sigterm(tmp_path):
         [path] = (tmp_path / "tt").glob("server-*.json")
         info = json.loads(path.read_text())
         assert info["url"] == f"http://127.0.0.1:{port}" and info["pid"] == process.pid
-        # each shipped model in its card's precision, int8 for both (tt_cli.options.default_mode)
-        assert info["model_id"] == announce.served_id(ROOT / "weights", "int8")
-        assert info["model_ids"][1] == announce.served_id(ROOT / "weights" / "en-fr", "int8")
+        # each shipped model in its card's precision (tt_cli.options.default_mode)
+        fr_en, en_fr = ROOT / "weights", ROOT / "weights" / "en-fr"
+        assert info["model_id"] == announce.served_id(fr_en, default_mode(fr_en, "auto"))
+        assert info["model_ids"][1] == announce.served_id(en_fr, default_mode(en_fr, "auto"))
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=60)
         assert not path.exists()

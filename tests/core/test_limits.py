@@ -261,6 +261,19 @@ def test_an_interpolated_candidate_is_scored_and_the_card_shows_the_rule(tmp_pat
     assert f"Kept: **{name}** — the best dev BLEU among the candidates whose Tatoeba valid BLEU is at most 2" in text
 
 
+def test_an_en_fr_candidate_is_interpolated_with_the_shipped_en_fr_model(tmp_path):
+    """--interpolate with --out weights/en-fr mixes toward the shipped en→fr model, not the fr→en one in weights/:
+    the shipped en→fr model mixed with itself scores what it scores alone."""
+    sw = ship_weights()
+    src, ref = tmp_path / "dev.en", tmp_path / "dev.fr"
+    src.write_text("I am a student.\nIt is cold this morning.\n", encoding="utf-8")
+    ref.write_text("Je suis étudiant.\nIl fait froid ce matin.\n", encoding="utf-8")
+    en_fr = ROOT / "weights" / "en-fr"
+    candidates, valid = {"best": en_fr}, {"best": sw.eval_json(en_fr, src, ref)}
+    sw.interpolate(candidates, valid, "best", [0.5], tmp_path, src, ref, en_fr)
+    assert valid["best"]["bleu"] > 20 and valid["best ×0.5 + shipped ×0.5"]["bleu"] == valid["best"]["bleu"]
+
+
 def test_a_card_with_the_pipeline_column_shows_both_translations():
     hard = [["Elle est née en 1987.", "She was born in 198.", "a number", "She was born in 1987."]]
     card = {**CARD, "limits": {**LIMITS, "hard": hard}}
