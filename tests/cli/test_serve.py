@@ -21,6 +21,7 @@ libretranslatepy = pytest.importorskip("libretranslatepy")
 from core.api import Translator  # noqa: E402
 from tests.conftest import ROOT  # noqa: E402
 from tt_cli.main import app  # noqa: E402
+from tt_cli.options import default_mode  # noqa: E402
 from tt_cli.serve.client import Client  # noqa: E402
 from tt_cli.serve.server import Background  # noqa: E402
 from tt_cli.serve.settings import ServeSettings  # noqa: E402
@@ -261,9 +262,9 @@ def test_v1_model_is_the_card_and_the_defaults(client):
             "method": "beam",
             "beam": 4,
             "alpha": 0.6,
-            "quantize": "int8",
+            "quantize": default_mode(ROOT / "weights", "auto"),  # the card's precision (None: fp32)
             "rerank": 0.0,
-        },  # the card's precision
+        },
         "card": card,
     }
     assert reply.json() == {**record, "directions": [record]}  # a server of one model: one direction

@@ -291,11 +291,14 @@ def test_options_that_do_not_mix_are_usage_errors(args):
 
 # ------------------------------------------------------------------------------------- one pipeline
 def test_the_python_api_gives_what_the_cli_gives():
-    """In the same precision: the API's default is the exact fp32 model, the CLI's the card's (int8 for fr→en)."""
+    """In the same precision: the API's default is the exact fp32 model, the CLI's the card's; both precisions."""
     from core import Translator
+    from tt_cli.options import default_mode
 
     lines = [THREE, "", "Elle est née en 1987 🙂", "J'AIME LE CHOCOLAT."]
-    for quantize, precision in [(None, "fp32"), ("int8", None)]:
+    card = default_mode(ROOT / "weights", "auto")  # the CLI's default (None: fp32)
+    other = "int8" if card is None else None
+    for quantize, precision in [(card, None), (other, other or "fp32")]:
         api = Translator(quantize=quantize).translate_text(lines, coverage=True)
         cli = records(ok("--json", *(["--precision", precision] if precision else []), input="\n".join(lines) + "\n"))
         assert [r.to_dict() for r in api] == cli

@@ -225,12 +225,17 @@ def test_the_prompt_by_the_server_prints_what_it_prints_here(monkeypatch, capsys
     assert served.source_tokens == local.source_tokens and served.eos_produced == local.eos_produced
 
 
-def test_the_prompt_passes_over_a_server_of_another_precision(monkeypatch, url):
-    """The prompt runs fp32 here: a server of the card's int8 (the shipped fr→en model's default) would print other
-    numbers, so the prompt translates here beside it; `tt translate` itself takes that server."""
-    monkeypatch.setenv("TT_SERVER", url)
-    assert remote.connect_prompt(None, "auto") is None
-    assert remote.connect(remote.Request(None, TranslateOptions())) is not None
+def test_the_prompt_passes_over_a_server_of_another_precision(monkeypatch):
+    """The prompt runs fp32 here: a server of the model in int8 would print other numbers, so the prompt translates
+    here beside it; `tt translate` itself takes that server where int8 is the card's precision."""
+    from core.api import Translator
+    from core.card import default_precision
+
+    with Background(Translator(quantize="int8"), ServeSettings(log=io.StringIO())) as int8:
+        monkeypatch.setenv("TT_SERVER", int8)
+        assert remote.connect_prompt(None, "auto") is None
+        warm = remote.connect(remote.Request(None, TranslateOptions()))
+        assert (warm is not None) == (default_precision(ROOT / "weights") == "int8")
 
 
 def test_the_prompt_finds_the_server_and_loads_no_model(monkeypatch, exact):

@@ -20,12 +20,13 @@ from tests.conftest import ROOT
 from tt_cli.main import app
 
 # Sentences written for this test. Beam search alone drops "passant sa tête" from each ("A brown horse by a window
-# trying to eat an apple.", "A goat man walking around a grill, …"); the reverse model, asked to give the source back
+# trying to eat an apple.", "A woman walking by a door, …"); the reverse model, asked to give the source back
 # from each hypothesis, prefers one that keeps the head ("… is passing his head out of a window, …"). (The models
-# before session 22 repeated words instead — "A woman holding a food food in a kitchen." — which these no longer do.)
+# before session 22 repeated words instead — "A woman holding a food food in a kitchen." — which these no longer do;
+# the goat "passant sa tête à travers un grillage" was repaired until session 24's fr→en model.)
 REPAIRED = [
     "Un cheval brun passant sa tête par une fenêtre, essayant de manger une pomme.",
-    "Une chèvre passant sa tête à travers un grillage, essayant d'atteindre les feuilles.",
+    "Une femme passant sa tête par une porte, souriant à la caméra.",
 ]
 
 
