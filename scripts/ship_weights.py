@@ -895,7 +895,7 @@ def interpolate(
     tmp: Path,
     vsrc: Path,
     vref: Path,
-    shipped: Path = ROOT / "weights",
+    shipped: Path,
 ) -> None:
     """Add a·(the chosen candidate) + (1 − a)·the shipped model of its direction (`shipped`: --out) for each share
     a to `candidates` and `valid` (WiSE-FT: back toward the shipped model, for what the continued run forgot;

@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 pytest.importorskip("uvicorn", reason="tt serve needs the serve extra (pip install -e '.[dev]')")
 
-from core.card import default_precision  # noqa: E402
+from core.card import default_precision, fast_mode  # noqa: E402
 from tests.conftest import ROOT  # noqa: E402
 from tt_cli import launch, remote  # noqa: E402
 from tt_cli.commands.translate import translate as translate_command  # noqa: E402
@@ -178,8 +178,7 @@ def test_a_server_in_another_precision_is_another_model_to_a_warm_call(monkeypat
 
     card = default_precision(ROOT / "weights")
     other = "fp32" if card == "int8" else "int8"
-    mode = {"fp32": None, "int8": "int8"}
-    server = Translator(quantize=mode[other])
+    server = Translator(quantize=fast_mode(other))
     with Background(server, ServeSettings(log=io.StringIO())) as elsewhere:
         result = tt(monkeypatch, ["translate", "--raw", SENTENCES[0]], elsewhere)
         assert result.exit_code == 0 and result.stdout == "I am a student.\n" and decode_calls(elsewhere) == 0
@@ -188,10 +187,10 @@ def test_a_server_in_another_precision_is_another_model_to_a_warm_call(monkeypat
         assert result.stdout == "I am a student.\n" and decode_calls(elsewhere) == 0
         monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
         monkeypatch.delenv("TT_SERVER")
-        with announce.announced(elsewhere, [server.path], api_keys=False, quantize=mode[other]):
+        with announce.announced(elsewhere, [server.path], api_keys=False, quantize=fast_mode(other)):
             assert remote.connect(_request()) is None
         # announced in the card's precision, which it does not serve: asked, then refused
-        with announce.announced(elsewhere, [server.path], api_keys=False, quantize=mode[card]):
+        with announce.announced(elsewhere, [server.path], api_keys=False, quantize=fast_mode(card)):
             assert remote.connect(_request()) is None
 
 

@@ -241,7 +241,7 @@ def test_an_interpolated_candidate_is_scored_and_the_card_shows_the_rule(tmp_pat
     src.write_text("Je suis étudiant.\nIl fait froid.\n", encoding="utf-8")
     ref.write_text("I am a student.\nIt is cold.\n", encoding="utf-8")
     candidates, valid = {"best": ROOT / "weights"}, {"best": sw.eval_json(ROOT / "weights", src, ref)}
-    sw.interpolate(candidates, valid, "best", [0.7], tmp_path, src, ref)
+    sw.interpolate(candidates, valid, "best", [0.7], tmp_path, src, ref, ROOT / "weights")
     name = "best ×0.7 + shipped ×0.3"
     assert candidates[name].is_dir() and valid[name]["bleu"] == valid["best"]["bleu"]
     tc = continued_config("runs/c2", "weights/next")
