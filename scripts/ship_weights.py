@@ -467,8 +467,10 @@ def render_continued(ft: dict, before: tuple[str, str] = ("fr", "en")) -> str:
     data_flags = " \\\n  ".join(f"--data {d}" for d in tc["data"])
     weights = " ".join(f"--data-weight {w:g}" for w in tc.get("data_weights") or [])
     kept, keep = ft.get("tatoeba_valid"), ft.get("keep_tatoeba")
-    options = (f" --interpolate {ft['interpolate']}" if ft.get("interpolate") else "") + (
-        f" --keep-tatoeba {keep:g}" if keep is not None else ""
+    options = (
+        (f" --interpolate {ft['interpolate']}" if ft.get("interpolate") else "")
+        + (f" --keep-tatoeba {keep:g}" if keep is not None else "")
+        + (f" --select '{ft['selected']}'" if ft.get("select") else "")
     )
     if kept is None:
         header = "| candidate | dev BLEU | dev chrF |\n|---|---:|---:|"
@@ -485,6 +487,14 @@ def render_continued(ft: dict, before: tuple[str, str] = ("fr", "en")) -> str:
             f" — the best dev BLEU among the candidates whose Tatoeba valid BLEU is at most {keep:g} below the shipped "
             f"model's (`--keep-tatoeba`; the model issue's bound on the everyday sets)"
         )
+    if ft.get("select"):  # named on the command line, not the rule's pick
+        best = max(ft["valid"], key=lambda n: ft["valid"][n]["bleu"])
+        rule = (
+            f" — named with `--select` rather than the best dev BLEU ({best}: "
+            f"{ft['valid'][best]['bleu']:.1f}); docs/model.md gives the measurements behind the choice"
+            if best != ft["selected"]
+            else " — named with `--select`; it is also the best dev BLEU"
+        )
     other = tc.get("src_lang", "fr") != "fr"  # an English→French run
     direction = f" --src-lang {tc['src_lang']} --tgt-lang {tc['tgt_lang']}" if other else ""
     turned = (
@@ -499,6 +509,8 @@ def render_continued(ft: dict, before: tuple[str, str] = ("fr", "en")) -> str:
     extra = (f" --placeholders {tc['placeholders']:g}" if tc.get("placeholders") else "") + (
         f" --precision {tc['precision']}" if tc.get("precision", "auto") != "auto" else ""
     )
+    lines = re.search(r"\(first (\d+) lines\)", ft.get("valid_set", ""))  # --dev-lines as the card records it
+    dev_lines = f" --dev-lines {lines[1]}" if lines else ""
     return f"""### Continued training on Europarl and news: {tc["out"]}
 
 The model above was then trained further{turned} from its own weights (`--init-from {tc["init_from"]}`: same architecture and
@@ -514,7 +526,7 @@ accents ({"`bash scripts/model_continue.sh`; " if processes > 1 else ""}docs/mod
   --noise-case {tc["noise_case"]:g} --noise-accents {tc["noise_accents"]:g} --dropout {tc["dropout"]:g} --attention-dropout {tc["attention_dropout"]:g}{grow} \\
   --warmup {tc["warmup"]} --lr-scale {tc["lr_scale"]:g} --valid-every {tc["valid_every"]} --save-every {tc["save_every"]} \\
   --keep-last {tc["keep_last"]} {run_length_flags(ft, tc)}{extra} --out {tc["out"]}
-python scripts/ship_weights.py --run {tc["out"]} --last 5{ship_out} --dev ../shared/data/news/newstest2013 --news{options}
+python scripts/ship_weights.py --run {tc["out"]} --last 5{ship_out} --dev ../shared/data/news/newstest2013{dev_lines} --news{options}
 ```
 
 Candidates scored on {ft.get("valid_set", "the validation set")} (`tt eval`'s defaults: beam 4, α 0.6):
@@ -917,6 +929,22 @@ def choose_keeping(valid: dict, kept: dict, floor: float) -> str:
     return max(eligible, key=lambda n: valid[n]["bleu"])
 
 
+def candidate_names(last: int, shares: list[float]) -> list[str]:
+    """The names ship_weights can give its candidates, as the valid lines print them: the run's best checkpoint,
+    the average of its last `last`, and each of them mixed toward the shipped model by each share."""
+    bases = ["best", f"average of last {last}"]
+    return bases + [f"{b} ×{a:g} + shipped ×{1 - a:g}" for b in bases for a in shares]
+
+
+def select(name: str, last: int, shares: list[float]) -> str:
+    """The base candidate `name` is made from (itself, or the one it mixes toward the shipped model) — checked
+    before anything is scored; a name that is none of the candidates is a one-line error listing them."""
+    names = candidate_names(last, shares)
+    if name not in names:
+        sys.exit(f"ship_weights: --select {name!r} is not a candidate; the candidates: {', '.join(map(repr, names))}")
+    return name.split(" ×")[0]
+
+
 def main() -> None:  # noqa: C901 - a script's main: its steps in order
     ap = argparse.ArgumentParser()
     ap.add_argument("--run", type=Path, default=ROOT / "runs/shipped")
@@ -962,6 +990,11 @@ def main() -> None:  # noqa: C901 - a script's main: its steps in order
         help="choose the best --dev candidate whose Tatoeba valid BLEU is at most this far below the shipped model's",
     )
     ap.add_argument(
+        "--select",
+        help="ship this candidate (its name as the valid lines print it, e.g. 'average of last 5 ×0.5 + shipped "
+        "×0.5') instead of the rule's pick; the card says it was named",
+    )
+    ap.add_argument(
         "--int8", action="store_true", help="also score every test set through --quantize int8 (the card's Precision)"
     )
     args = ap.parse_args()
@@ -988,16 +1021,19 @@ def main() -> None:  # noqa: C901 - a script's main: its steps in order
         dsrc, dref = (Path(f"{args.dev}{suffix}") for suffix in suffixes())
         vsrc, vref = head_files(dsrc, dref, args.dev_lines, tmp, "dev") if args.dev_lines else (dsrc, dref)
 
+    shares = [float(a) for a in args.interpolate.split(",")] if args.interpolate else []
+    base = select(args.select, args.last, shares) if args.select else None
     candidates, valid, chosen = choose(args.run, args.last, tmp / "averaged", vsrc, vref)
-    if args.interpolate:
-        shares = [float(a) for a in args.interpolate.split(",")]
-        interpolate(candidates, valid, chosen, shares, tmp, vsrc, vref, args.out)
+    if args.interpolate:  # the named candidate's base is the one mixed, else the better of the two
+        interpolate(candidates, valid, base or chosen, shares, tmp, vsrc, vref, args.out)
         chosen = max(valid, key=lambda n: valid[n]["bleu"])
     kept = None
     if args.keep_tatoeba is not None:  # the everyday sets' bar of the model issue, on Tatoeba's valid split
         tvs, tvr, _ = tatoeba_split(tmp, vlo, vhi, "kept")
         kept = {name: eval_json(path, tvs, tvr) for name, path in {**candidates, "shipped": args.out}.items()}
         chosen = choose_keeping(valid, kept, kept["shipped"]["bleu"] - args.keep_tatoeba)
+    if args.select:
+        chosen = args.select
     args.out.mkdir(exist_ok=True)
     loaded, placeholders = save_shipped(candidates[chosen], args.out, chosen)
 
@@ -1057,6 +1093,8 @@ def main() -> None:  # noqa: C901 - a script's main: its steps in order
     }
     if args.interpolate:
         record["interpolate"] = args.interpolate
+    if args.select:
+        record["select"] = True
     if kept is not None:
         record["tatoeba_valid"] = {name: {k: kept[name][k] for k in ("bleu", "chrf")} for name in kept}
         record["keep_tatoeba"] = args.keep_tatoeba

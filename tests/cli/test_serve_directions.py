@@ -19,6 +19,7 @@ from core.checkpoint import shipped_models  # noqa: E402
 from tests.conftest import ROOT  # noqa: E402
 from tt_cli import remote  # noqa: E402
 from tt_cli.main import app  # noqa: E402
+from tt_cli.options import default_mode  # noqa: E402
 from tt_cli.serve import announce  # noqa: E402
 from tt_cli.serve.client import Client  # noqa: E402
 from tt_cli.serve.server import Background  # noqa: E402
@@ -27,21 +28,16 @@ from tt_cli.serve.settings import ServeSettings  # noqa: E402
 FRENCH, ENGLISH = "Je suis étudiant.", "I am a student."
 SHIPPED = shipped_models()
 FR_EN, EN_FR = SHIPPED[("fr", "en")], SHIPPED[("en", "fr")]
-
-
-def card_mode(model) -> str | None:
-    """The fast_model mode `tt serve` runs a shipped model in: its card's default precision (None: fp32)."""
-    from tt_cli.options import default_mode
-
-    return default_mode(model, "auto")
+# the fast_model mode `tt serve` runs each shipped model in: its card's default precision (None: fp32)
+MODE = {path: default_mode(path, "auto") for path in (FR_EN, EN_FR)}
 
 
 @pytest.fixture(scope="module")
 def url():
-    """Both shipped directions as `tt serve` runs them: each in its card's precision (int8 for both since session 22)."""
+    """Both shipped directions as `tt serve` runs them: each in its card's precision (MODE)."""
     from core.api import Translator
 
-    translators = [Translator(path, quantize=card_mode(path)) for path in (FR_EN, EN_FR)]
+    translators = [Translator(path, quantize=MODE[path]) for path in (FR_EN, EN_FR)]
     with Background(translators, ServeSettings(log=io.StringIO())) as url:
         yield url
 
@@ -77,11 +73,11 @@ def test_languages_health_and_model_list_both_directions(url):
     ]
     # The default direction (fr→en) in the fields a one-model server has, every direction in the list.
     assert (health["source"], health["target"], health["model"]) == ("fr", "en", str(FR_EN))
-    assert health["model_id"] == announce.served_id(FR_EN, card_mode(FR_EN))
+    assert health["model_id"] == announce.served_id(FR_EN, MODE[FR_EN])
     served = [(d["source"], d["target"], d["model"], d["model_id"], d["precision"]) for d in health["directions"]]
     assert served == [
-        ("fr", "en", str(FR_EN), announce.served_id(FR_EN, card_mode(FR_EN)), card_mode(FR_EN) or "fp32"),
-        ("en", "fr", str(EN_FR), announce.served_id(EN_FR, card_mode(EN_FR)), card_mode(EN_FR) or "fp32"),
+        (*pair, str(path), announce.served_id(path, MODE[path]), MODE[path] or "fp32")
+        for pair, path in ((("fr", "en"), FR_EN), (("en", "fr"), EN_FR))
     ]
     assert (model["source"], model["target"]) == ("fr", "en")
     assert [(d["source"], d["target"], d["model"]) for d in model["directions"]] == [
@@ -155,7 +151,7 @@ def test_a_warm_tt_translate_of_either_direction_is_answered_by_the_server(monke
     monkeypatch.delenv("TT_SERVER")
     from core.decode.method import TranslateOptions
 
-    served = [card_mode(path) for path in (FR_EN, EN_FR)]  # as the fixture serves them
+    served = [MODE[path] for path in (FR_EN, EN_FR)]  # as the fixture serves them
     with announce.announced(url, [FR_EN, EN_FR], api_keys=False, quantize=served):
         for model, direction in [(FR_EN, ("fr", "en")), (EN_FR, ("en", "fr"))]:
             warm = remote.connect(remote.Request(model, TranslateOptions()))
@@ -199,7 +195,7 @@ def test_tt_serve_serves_both_directions_unless_one_is_named(options, languages,
                 assert reply.status == 400 and "this server translates en→fr" in reply.json()["error"]
         [path] = (tmp_path / "tt").glob("server-*.json")
         served = [EN_FR] if refused else [FR_EN, EN_FR]
-        expected = [announce.served_id(m, card_mode(m)) for m in served]  # each direction in its card's precision
+        expected = [announce.served_id(m, MODE[m]) for m in served]  # each direction in its card's precision
         assert json.loads(path.read_text())["model_ids"] == expected
     finally:
         process.terminate()

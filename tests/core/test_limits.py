@@ -373,3 +373,37 @@ def test_precision_only_rescores_the_cards_own_sets(tmp_path, monkeypatch):
     assert results["tatoeba-test"][1]["sentences"] == 2 and results["few"][1]["sentences"] == 1
     assert results["few"][2] == (data / "few" / "set.fr", data / "few" / "set.en")
     assert results["few"][1]["bleu"] > 50  # the shipped model translates it: the files were read, in this direction
+
+
+def test_a_named_candidate_is_checked_before_scoring_and_the_card_says_it_was_named_and_how_it_was_run():
+    """--select ships the candidate it names (its base is the one mixed toward the shipped model); a name that is
+    no candidate stops the script before anything is scored, and the card's Kept line says the pick was named."""
+    sw = ship_weights()
+    mix = "average of last 5 ×0.5 + shipped ×0.5"
+    assert sw.select(mix, 5, [0.5]) == "average of last 5"
+    assert sw.select("best", 5, []) == "best"
+    with pytest.raises(SystemExit, match="is not a candidate; the candidates: 'best', 'average of last 5'"):
+        sw.select(mix, 5, [])  # no --interpolate: no mixes
+    with pytest.raises(SystemExit, match="--select 'average of last 4'"):
+        sw.select("average of last 4", 5, [0.5])
+    fine_tune = {
+        "selected": mix,
+        "select": True,
+        "valid": {
+            "best": {"bleu": 30.0, "chrf": 50.0},
+            "average of last 5": {"bleu": 30.2, "chrf": 50.1},
+            mix: {"bleu": 29.9, "chrf": 50.0},
+        },
+        "interpolate": "0.5",
+        "valid_set": "newstest2013 (first 500 lines)",
+        "train_steps": 100,
+        "train_seconds": 600,
+        "train_config": continued_config("runs/c2", "weights/next"),
+    }
+    text = sw.render_card({**CARD, "fine_tune": fine_tune})
+    assert f"/newstest2013 --dev-lines 500 --news --interpolate 0.5 --select '{mix}'\n" in text  # as it was run
+    assert f"Kept: **{mix}** — named with `--select` rather than the best dev BLEU (average of last 5: 30.2)" in text
+    chosen = sw.render_card({**CARD, "fine_tune": {**fine_tune, "selected": "average of last 5"}})
+    assert "Kept: **average of last 5** — named with `--select`; it is also the best dev BLEU" in chosen
+    unnamed = sw.render_card({**CARD, "fine_tune": {k: v for k, v in fine_tune.items() if k != "select"}})
+    assert "--select" not in unnamed and f"Kept: **{mix}**.\n" in unnamed
