@@ -921,11 +921,12 @@ def interpolate(
 
 def choose_keeping(valid: dict, kept: dict, floor: float) -> str:
     """The candidate with the best dev BLEU among those whose `kept` BLEU (Tatoeba's valid split) is at least
-    `floor`; when none is, the one that keeps the most."""
+    `floor`; when none is, the candidate that keeps the most (`kept` also scores the shipped model, which is
+    never a candidate)."""
     eligible = [name for name in valid if kept[name]["bleu"] >= floor]
     if not eligible:
         print(f"no candidate keeps Tatoeba valid BLEU ≥ {floor:.2f}: the one closest to it", file=sys.stderr)
-        return max(kept, key=lambda n: kept[n]["bleu"])
+        return max(valid, key=lambda n: kept[n]["bleu"])
     return max(eligible, key=lambda n: valid[n]["bleu"])
 
 

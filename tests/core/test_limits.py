@@ -231,6 +231,8 @@ def test_keeping_tatoeba_chooses_the_best_dev_candidate_within_the_bound():
     assert sw.choose_keeping(valid, kept, 58.5) == "best"  # the average scores more on dev but keeps too little
     assert sw.choose_keeping(valid, kept, 57.0) == "average of last 5"
     assert sw.choose_keeping(valid, kept, 61.0) == "mix"  # none keeps enough: the one that keeps the most
+    # kept scores the shipped model too (ship_weights does); it keeps the most, but it is no candidate
+    assert sw.choose_keeping(valid, {**kept, "shipped": {"bleu": 62.0}}, 61.5) == "mix"
 
 
 def test_an_interpolated_candidate_is_scored_and_the_card_shows_the_rule(tmp_path):
