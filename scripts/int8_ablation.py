@@ -8,7 +8,7 @@ quantization changed. Beam 4, α 0.6, as `tt eval` scores the cards.
 Variants: `int8` (the shipped scheme), `fp32`, a layer group back in fp32 (`gen`: the generator, `w2`: every
 W_2, `ffn`: the feed-forward layers, `dec`: the decoder, `enc`: the encoder, `attn`: every attention
 projection), `8bit` (fbgemm's activations over 8 bits rather than its reduced 7), `weights-only` (fp32 products on
-weights rounded to int8 per row: the weights' error alone). One JSON line per variant.
+the int8 model's own weights, dequantized: their rounding alone). One JSON line per variant.
 """
 
 from __future__ import annotations
@@ -58,23 +58,14 @@ def put_back(int8_model: nn.Module, fp32_model: nn.Module, back) -> int:
 
 
 def weights_rounded(model: nn.Module) -> nn.Module:
-    """A copy of `model` whose Linear weights are rounded to int8 with one scale per row, kept in fp32."""
-    rounded = copy.deepcopy(model)
+    """A copy of `model` whose Linear weights are the int8 weights `fast_model` makes of them (one scale per row),
+    dequantized: fp32 products on them carry the weights' rounding alone."""
+    rounded, int8 = copy.deepcopy(model), fast.fast_model(model, "int8")
     with torch.no_grad():
-        for layer in rounded.modules():
+        for name, layer in rounded.named_modules():
             if type(layer) is nn.Linear:
-                scale = layer.weight.abs().amax(1, keepdim=True).clamp_min(1e-30) / 127
-                layer.weight = nn.Parameter((layer.weight / scale).round().clamp(-127, 127) * scale)
+                layer.weight = nn.Parameter(int8.get_submodule(name).weight().dequantize())
     return rounded
-
-
-def full_range_rows(x: torch.Tensor, params, unbiased, bias: torch.Tensor | None) -> torch.Tensor:
-    """`fast.int8_rows` with fbgemm's activations over all 8 bits (reduce_range=False)."""
-    if x.size(0) == 1:
-        return torch.ops.quantized.linear_dynamic(x, params, False)
-    scale = x.abs().amax(1, keepdim=True).clamp_min_(fast._TINY)
-    y = torch.ops.quantized.linear_dynamic(x / scale, unbiased, False)
-    return y.mul_(scale) if bias is None else torch.addcmul(bias, y, scale)
 
 
 def variant_model(fp32_model: nn.Module, variant: str) -> tuple[nn.Module, int]:
@@ -106,9 +97,8 @@ def main() -> None:
     sources = args.src.read_text(encoding="utf-8").splitlines()
     references = args.ref.read_text(encoding="utf-8").splitlines()
     loaded = load_model(args.model, device="cpu", packed=False)
-    rows = fast.int8_rows
     for variant in args.variants:
-        fast.int8_rows = full_range_rows if variant == "8bit" else rows
+        fast.REDUCE_RANGE = variant != "8bit"  # fbgemm's 7-bit activations, but for the 8-bit variant
         model, in_fp32 = variant_model(loaded.model, variant)
         bleu, chrf = score(loaded, model, sources, references)
         print(json.dumps({"variant": variant, "fp32_layers": in_fp32, "bleu": bleu, "chrf": chrf}), flush=True)

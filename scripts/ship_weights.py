@@ -892,7 +892,7 @@ def choose(run: Path, last: int, averaged_dir: Path, vsrc: Path, vref: Path) -> 
     """A run's candidates — its best checkpoint by validation BLEU (the run's top level) and the average
     of its last `last` checkpoints — scored on the validation split: (candidates, scores, the better one)."""
     averaged = average_checkpoints(list_checkpoints(run)[-last:], averaged_dir)
-    candidates = {"best": run, f"average of last {last}": averaged}
+    candidates = dict(zip(base_names(last), (run, averaged)))
     valid = {name: eval_json(path, vsrc, vref) for name, path in candidates.items()}
     for name, s in valid.items():
         print(f"valid  {run.name}: {name:24s} BLEU {s['bleu']:.2f}  chrF {s['chrf']:.2f}", file=sys.stderr)
@@ -913,7 +913,7 @@ def interpolate(
     a to `candidates` and `valid` (WiSE-FT: back toward the shipped model, for what the continued run forgot;
     tt average --weight)."""
     for a in shares:
-        name = f"{chosen} ×{a:g} + shipped ×{1 - a:g}"
+        name = mix_name(chosen, a)
         candidates[name] = average_checkpoints([candidates[chosen], shipped], tmp / f"mix-{a:g}", [a, 1 - a])
         valid[name] = eval_json(candidates[name], vsrc, vref)
         print(f"valid  {name:24s} BLEU {valid[name]['bleu']:.2f}  chrF {valid[name]['chrf']:.2f}", file=sys.stderr)
@@ -930,20 +930,23 @@ def choose_keeping(valid: dict, kept: dict, floor: float) -> str:
     return max(eligible, key=lambda n: valid[n]["bleu"])
 
 
-def candidate_names(last: int, shares: list[float]) -> list[str]:
-    """The names ship_weights can give its candidates, as the valid lines print them: the run's best checkpoint,
-    the average of its last `last`, and each of them mixed toward the shipped model by each share."""
-    bases = ["best", f"average of last {last}"]
-    return bases + [f"{b} ×{a:g} + shipped ×{1 - a:g}" for b in bases for a in shares]
+def base_names(last: int) -> list[str]:
+    """A run's candidates, as the valid lines print them: its best checkpoint and the average of its last `last`."""
+    return ["best", f"average of last {last}"]
+
+
+def mix_name(base: str, a: float) -> str:
+    """The candidate a·`base` + (1 − a)·the shipped model (`interpolate`)."""
+    return f"{base} ×{a:g} + shipped ×{1 - a:g}"
 
 
 def select(name: str, last: int, shares: list[float]) -> str:
     """The base candidate `name` is made from (itself, or the one it mixes toward the shipped model) — checked
     before anything is scored; a name that is none of the candidates is a one-line error listing them."""
-    names = candidate_names(last, shares)
-    if name not in names:
-        sys.exit(f"ship_weights: --select {name!r} is not a candidate; the candidates: {', '.join(map(repr, names))}")
-    return name.split(" ×")[0]
+    bases = {b: b for b in base_names(last)} | {mix_name(b, a): b for b in base_names(last) for a in shares}
+    if name not in bases:
+        sys.exit(f"ship_weights: --select {name!r} is not a candidate; the candidates: {', '.join(map(repr, bases))}")
+    return bases[name]
 
 
 def main() -> None:  # noqa: C901 - a script's main: its steps in order
