@@ -28,6 +28,11 @@ among the previous engine's threads still spinning (OpenMP's wait after a parall
 moved batch-1 rates by up to 35 %. Peak RSS: the engine
 process's high-water mark during each call, above its size before it (`PeakRSS`).
 
+tt's rows: `tt fp32 unpacked` (the plain model, the reference for "identical"), `tt fp32` as `tt translate`
+loads it where that differs (packed for oneDNN: not on an Intel CPU, core/model/fast.py `packing_pays`), and the
+modes `--fast` names (`int8` as tt runs it; `int8-fbgemm` and `fp32-packed` to compare a kernel choice side by
+side). The CPU is named in the header.
+
     nice -n 5 python bench/bench_ct2.py --threads 2 [--sentences N] [--batch1 300] [--fast int8]
 
 Needs the `bench` extra (pip install -e .[bench]) for ctranslate2.
@@ -56,6 +61,8 @@ from ct2_convert import convert  # noqa: E402
 
 from core.checkpoint import load_model  # noqa: E402
 from core.decode import beam, search  # noqa: E402
+from core.device import describe_cpu  # noqa: E402
+from core.model.fast import packing_pays  # noqa: E402
 
 SHARED = Path(os.environ.get("TT_SHARED_DATA", "/work/shared/data"))
 # The environment as the user gave it, before importing tt_cli sets tt's OpenMP default in os.environ.
@@ -190,7 +197,10 @@ def main() -> None:
     parser.add_argument("--batch1", type=int, default=300, help="sentences for the batch-1 row")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument(
-        "--fast", default="int8", help="tt's faster approximate modes, comma-separated: int8, bf16, or none"
+        "--fast",
+        default="int8",
+        help="tt's other modes, comma-separated: int8, int8-fbgemm (int8 on fbgemm's kernels only), bf16, "
+        "fp32-packed (packed for oneDNN whatever the CPU), or none",
     )
     parser.add_argument("--rows", default="greedy1,greedy64,beam64")
     parser.add_argument("--rounds", type=int, default=2, help="passes per engine and row; the best counts")
@@ -234,10 +244,11 @@ def main() -> None:
     )
     del checker
 
-    # tt's engines: fp32 as `tt translate` runs it (Linear layers packed for oneDNN), the plain fp32
-    # model it computes (the reference for "identical"), and the approximate --quantize modes.
+    # tt's engines: the plain fp32 model (the reference for "identical"), fp32 as `tt translate` runs it where
+    # that differs (Linear layers packed for oneDNN: not on an Intel CPU, `packing_pays`), and the other modes.
     fast = [] if args.fast == "none" else args.fast.split(",")
-    names = ["tt fp32 unpacked", "tt fp32", *(f"tt {m}" for m in fast), "CT2 float32", "CT2 int8"]
+    packs = packing_pays()
+    names = ["tt fp32 unpacked", *(["tt fp32"] if packs else []), *(f"tt {m}" for m in fast), "CT2 float32", "CT2 int8"]
     spec_file = tmp / "spec.json"
     spec_file.write_text(json.dumps(spec), encoding="utf-8")
     engines = Engines(names, model_dir, tmp, spec_file, args.threads)
@@ -246,6 +257,10 @@ def main() -> None:
         f"threads {args.threads}; load average {os.getloadavg()[0]:.2f}; {len(ids)} held-out sentences; "
         f"tt fast mode: {args.fast}; torch {torch.__version__}, ctranslate2 {ctranslate2.__version__}; "
         f"one clean process per engine; best of {args.rounds} passes"
+    )
+    print(
+        f"CPU: {describe_cpu()}; tt translate's fp32: "
+        + ("packed for oneDNN (tt fp32)" if packs else "plain, MKL's products (tt fp32 unpacked; Intel CPU)")
     )
     print("| decoding | engine | sent/s | vs CT2 float32 | BLEU | peak RSS +MiB | identical to tt fp32 unpacked |")
     print("|---|---|---:|---:|---:|---:|---:|")

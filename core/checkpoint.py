@@ -251,7 +251,8 @@ def load_model(
     """Load a model directory (fp16 or fp32 on disk; fp32 in memory); None = the default model.
 
     packed=True (inference and attribution on the CPU, never training): the Linear layers run on
-    oneDNN with packed weights (core.model.fast.packed_model), the same function computed faster.
+    oneDNN with packed weights (core.model.fast.packed_model), the same function computed faster — on a CPU
+    where that pays (`packing_pays`: not an Intel one, whose MKL products are the faster ones).
     """
     from core.model.transformer import Transformer
 
@@ -283,9 +284,10 @@ def load_model(
     load_state(model, tensors, weights)
     model = model.to(device).eval()
     if packed and model.generator.weight.device.type == "cpu":
-        from core.model.fast import packed_model
+        from core.model.fast import packed_model, packing_pays
 
-        model = packed_model(model, inplace=True)
+        if packing_pays():
+            model = packed_model(model, inplace=True)
     return LoadedModel(model, tokenizer, directory, metadata)
 
 

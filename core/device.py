@@ -89,6 +89,15 @@ def _cpu_autocast(dtype: torch.dtype) -> Iterator[None]:
         yield
 
 
+def cpu_vendor() -> str:
+    """The CPU's vendor as Linux's /proc/cpuinfo names it ("GenuineIntel", "AuthenticAMD"), or "" elsewhere."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            return next((line.split(":", 1)[1].strip() for line in f if line.startswith("vendor_id")), "")
+    except OSError:
+        return ""
+
+
 def describe_cpu() -> str:
     """ "AMD EPYC, 2 cores, AVX2 (no AVX-512)": the CPU a timing or a learning curve was taken on.
 

@@ -133,3 +133,31 @@ def test_a_packed_product_of_two_rows_or_more_goes_to_onednn_whatever_its_size()
         x = torch.randn(rows, 64)
         assert torch.allclose(product(x), torch.addmm(bias, x, weight.t()), atol=1e-4), rows
     assert product.packed._packed is not None
+
+
+@pytest.mark.parametrize("vendor,packs", [("AuthenticAMD", True), ("GenuineIntel", False), ("", True)])
+def test_load_model_packs_where_it_pays(monkeypatch, vendor, packs):
+    """`load_model(packed=True)` packs for oneDNN except on an Intel CPU, whose MKL products are the faster
+    ones (`packing_pays`); the vendor is /proc/cpuinfo's, set here to each case."""
+    import core.device
+    from core.checkpoint import load_model
+    from tests.conftest import ROOT
+
+    monkeypatch.setattr(core.device, "cpu_vendor", lambda: vendor)
+    assert fast.packing_pays() is packs
+    loaded = load_model(ROOT / "weights", packed=True)
+    assert any(type(m) is PackedLinear for m in loaded.model.modules()) is packs
+    assert not any(type(m) is PackedLinear for m in load_model(ROOT / "weights").model.modules())
+
+
+def test_cpu_vendor_names_this_machines_vendor():
+    import os
+    import platform
+
+    import core.device
+
+    vendor = core.device.cpu_vendor()
+    if platform.machine() in ("x86_64", "AMD64") and os.path.exists("/proc/cpuinfo"):
+        assert vendor in ("GenuineIntel", "AuthenticAMD", "HygonGenuine", "CentaurHauls"), vendor
+    elif not os.path.exists("/proc/cpuinfo"):
+        assert vendor == ""

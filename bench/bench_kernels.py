@@ -1,0 +1,106 @@
+"""Which kernel computes each of the model's products fastest on the CPU at hand: the two choices
+core/model/fast.py makes per CPU, measured side by side in one run.
+
+- fp32: MKL (torch.addmm on Wᵀ, torch's default) against oneDNN on a weight packed for it (`packed_model`;
+  `packing_pays` packs except on an Intel CPU);
+- int8 (one scale per output row, activations quantized on the fly, reduce range as tt runs it): fbgemm's
+  dynamic product against oneDNN's (`ONEDNN_INT8`, on where the CPU has AMX, from ONEDNN_INT8_MIN_MACS
+  multiply-adds up).
+
+Shapes: the shipped model's (d_model 256, d_ff 2048, vocabulary 8010): the self-attention's Q K V stacked, W^O,
+W_1, W_2 and the generator, for 1 to 256 rows (a batch-1 step has 1, beam 4 has 4, a batch of 64 sentences 64,
+beam 4 over 64 sentences 256). Each pair is checked to agree before it is timed; best of `--repeat` runs of
+`--calls` calls each, in µs a call (int8: both kernels' errors against the exact product of the rounded weights
+within 5 % of each other). The ratios are the first kernel's time over the second's (> 1: the second,
+the one tt switches to, is faster).
+
+    python bench/bench_kernels.py --threads 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from core.device import describe_cpu  # noqa: E402
+from core.model import fast  # noqa: E402
+
+SHAPES = {"QKV": (768, 256), "W^O": (256, 256), "W_1": (2048, 256), "W_2": (256, 2048), "generator": (8010, 256)}
+
+
+def best_us(call, calls: int, repeat: int) -> float:
+    for _ in range(10):
+        call()
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(calls):
+            call()
+        best = min(best, (time.perf_counter() - start) / calls)
+    return best * 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--rows", default="1,2,4,8,16,32,64,256")
+    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")  # torch.ao's quantized ops announce their move to torchao
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    print(
+        f"CPU: {describe_cpu()}; threads {args.threads}; torch {torch.__version__}; "
+        f"packing_pays {fast.packing_pays()}, ONEDNN_INT8 {fast.ONEDNN_INT8} (MIN_MACS {fast.ONEDNN_INT8_MIN_MACS})"
+    )
+    print(
+        "| product | rows | MACs | fp32 MKL µs | fp32 oneDNN packed µs | MKL / oneDNN | int8 fbgemm µs | int8 oneDNN µs | fbgemm / oneDNN |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for rows in map(int, args.rows.split(",")):
+        for name, (out_f, in_f) in SHAPES.items():
+            weight, bias = torch.randn(out_f, in_f) * 0.05, torch.randn(out_f)
+            x = torch.randn(rows, in_f) * torch.rand(rows, 1) * 3
+            weight_t = weight.t().contiguous()
+            packed = torch.ops.mkldnn._reorder_linear_weight(weight, rows)
+            fp32 = torch.addmm(bias, x, weight_t)
+            onednn_fp32 = fast.onednn_linear(x, packed, bias)
+            assert torch.allclose(fp32, onednn_fp32, atol=1e-4), name
+            scales = weight.abs().amax(1).double() / 127
+            qweight = torch.quantize_per_channel(weight, scales, torch.zeros(out_f, dtype=torch.long), 0, torch.qint8)
+            by_fbgemm = torch.ops.quantized.linear_prepack(qweight, None)
+            by_onednn = fast.prepack_onednn(qweight)
+            # the same product up to rare rounding ties in quantizing the activations (a row here and there)
+            exact = x @ qweight.dequantize().t()
+            errors = [
+                (torch.ops.quantized.linear_dynamic(x, packed_w, fast.REDUCE_RANGE) - exact).norm() / exact.norm()
+                for packed_w in (by_fbgemm, by_onednn)
+            ]
+            assert abs(errors[0] - errors[1]) <= 0.05 * errors[0], (name, errors)
+            times = [
+                best_us(lambda: torch.addmm(bias, x, weight_t), args.calls, args.repeat),
+                best_us(lambda: fast.onednn_linear(x, packed, bias), args.calls, args.repeat),
+                best_us(
+                    lambda: torch.ops.quantized.linear_dynamic(x, by_fbgemm, fast.REDUCE_RANGE), args.calls, args.repeat
+                ),
+                best_us(
+                    lambda: torch.ops.quantized.linear_dynamic(x, by_onednn, fast.REDUCE_RANGE), args.calls, args.repeat
+                ),
+            ]
+            print(
+                f"| {name} | {rows} | {rows * in_f * out_f / 1e6:.1f}M | {times[0]:.1f} | {times[1]:.1f} | "
+                f"{times[0] / times[1]:.2f} | {times[2]:.1f} | {times[3]:.1f} | {times[2] / times[3]:.2f} |",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()
