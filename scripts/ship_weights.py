@@ -471,6 +471,7 @@ def render_continued(ft: dict, before: tuple[str, str] = ("fr", "en")) -> str:
         (f" --interpolate {ft['interpolate']}" if ft.get("interpolate") else "")
         + (f" --keep-tatoeba {keep:g}" if keep is not None else "")
         + (f" --select '{ft['selected']}'" if ft.get("select") else "")
+        + (" --int8" if ft.get("int8") else "")
     )
     if kept is None:
         header = "| candidate | dev BLEU | dev chrF |\n|---|---:|---:|"
@@ -1099,6 +1100,8 @@ def main() -> None:  # noqa: C901 - a script's main: its steps in order
         record["interpolate"] = args.interpolate
     if args.select:
         record["select"] = True
+    if args.int8:
+        record["int8"] = True  # the card's ship command then carries --int8 (the Precision section's measurement)
     if kept is not None:
         record["tatoeba_valid"] = {name: {k: kept[name][k] for k in ("bleu", "chrf")} for name in kept}
         record["keep_tatoeba"] = args.keep_tatoeba

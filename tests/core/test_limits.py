@@ -349,6 +349,9 @@ def test_a_continued_runs_section_says_what_ran():
     timed = {**run, "processes": 2, "train_config": {**run["train_config"], "max_steps": 0}}
     two = sw.render_continued(timed, ("en", "fr"))
     assert "torchrun --standalone --nproc-per-node 2" in two and f"--max-time {run['train_seconds']}" in two
+    # --int8 as the record says the ship ran it (the card's Precision section then measured int8)
+    assert ("--int8" in same) is bool(run.get("int8")) and " --int8\n" in sw.render_continued({**run, "int8": True})
+    assert " --int8" not in sw.render_continued({**run, "int8": False})
 
 
 def test_precision_only_rescores_the_cards_own_sets(tmp_path, monkeypatch):
