@@ -30,8 +30,8 @@ process's high-water mark during each call, above its size before it (`PeakRSS`)
 
 tt's rows: `tt fp32 unpacked` (the plain model, the reference for "identical"), `tt fp32` as `tt translate`
 loads it where that differs (packed for oneDNN: not on an Intel CPU, core/model/fast.py `packing_pays`), and the
-modes `--fast` names (`int8` as tt runs it; `int8-fbgemm` and `fp32-packed` to compare a kernel choice side by
-side). The CPU is named in the header.
+modes `--fast` names (`int8`, `bf16`; `fp32-packed` to compare the packing choice side by side). The CPU is
+named in the header.
 
     nice -n 5 python bench/bench_ct2.py --threads 2 [--sentences N] [--batch1 300] [--fast int8]
 
@@ -199,8 +199,7 @@ def main() -> None:
     parser.add_argument(
         "--fast",
         default="int8",
-        help="tt's other modes, comma-separated: int8, int8-fbgemm (int8 on fbgemm's kernels only), bf16, "
-        "fp32-packed (packed for oneDNN whatever the CPU), or none",
+        help="tt's other modes, comma-separated: int8, bf16, fp32-packed (packed for oneDNN whatever the CPU), or none",
     )
     parser.add_argument("--rows", default="greedy1,greedy64,beam64")
     parser.add_argument("--rounds", type=int, default=2, help="passes per engine and row; the best counts")

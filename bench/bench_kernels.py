@@ -1,18 +1,19 @@
-"""Which kernel computes each of the model's products fastest on the CPU at hand: the two choices
-core/model/fast.py makes per CPU, measured side by side in one run.
+"""Which kernel computes each of the model's products fastest on the CPU at hand, side by side in one run.
 
 - fp32: MKL (torch.addmm on Wᵀ, torch's default) against oneDNN on a weight packed for it (`packed_model`;
   `packing_pays` packs except on an Intel CPU);
 - int8 (one scale per output row, activations quantized on the fly, reduce range as tt runs it): fbgemm's
-  dynamic product against oneDNN's (`ONEDNN_INT8`, on where the CPU has AMX, from ONEDNN_INT8_MIN_MACS
-  multiply-adds up).
+  dynamic product (tt's) against oneDNN's, which uses AMX where the CPU has it. Faster here on its own for
+  large products on an Intel Xeon with AMX, it did not make decoding faster there (bench/README.md, *Packing
+  only where it pays; oneDNN's int8 tried*), so tt stays on fbgemm: this column is the measurement to repeat
+  on another CPU.
 
 Shapes: the shipped model's (d_model 256, d_ff 2048, vocabulary 8010): the self-attention's Q K V stacked, W^O,
 W_1, W_2 and the generator, for 1 to 256 rows (a batch-1 step has 1, beam 4 has 4, a batch of 64 sentences 64,
 beam 4 over 64 sentences 256). Each pair is checked to agree before it is timed; best of `--repeat` runs of
 `--calls` calls each, in µs a call (int8: both kernels' errors against the exact product of the rounded weights
 within 5 % of each other). The ratios are the first kernel's time over the second's (> 1: the second,
-the one tt switches to, is faster).
+the alternative, is faster).
 
     python bench/bench_kernels.py --threads 1
 """
@@ -33,6 +34,17 @@ from core.device import describe_cpu  # noqa: E402
 from core.model import fast  # noqa: E402
 
 SHAPES = {"QKV": (768, 256), "W^O": (256, 256), "W_1": (2048, 256), "W_2": (256, 2048), "generator": (8010, 256)}
+
+
+def prepack_onednn(weight: torch.Tensor):
+    """A qint8 weight prepacked for oneDNN's int8 products (the packed object, not the global engine, picks the
+    kernel at each call: the engine is switched for the prepack only)."""
+    engine = torch.backends.quantized.engine
+    torch.backends.quantized.engine = "onednn"
+    try:
+        return torch.ops.quantized.linear_prepack(weight, None)
+    finally:
+        torch.backends.quantized.engine = engine
 
 
 def best_us(call, calls: int, repeat: int) -> float:
@@ -58,8 +70,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     print(
-        f"CPU: {describe_cpu()}; threads {args.threads}; torch {torch.__version__}; "
-        f"packing_pays {fast.packing_pays()}, ONEDNN_INT8 {fast.ONEDNN_INT8} (MIN_MACS {fast.ONEDNN_INT8_MIN_MACS})"
+        f"CPU: {describe_cpu()}; threads {args.threads}; torch {torch.__version__}; packing_pays {fast.packing_pays()}"
     )
     print(
         "| product | rows | MACs | fp32 MKL µs | fp32 oneDNN packed µs | MKL / oneDNN | int8 fbgemm µs | int8 oneDNN µs | fbgemm / oneDNN |"
@@ -77,7 +88,7 @@ def main() -> None:
             scales = weight.abs().amax(1).double() / 127
             qweight = torch.quantize_per_channel(weight, scales, torch.zeros(out_f, dtype=torch.long), 0, torch.qint8)
             by_fbgemm = torch.ops.quantized.linear_prepack(qweight, None)
-            by_onednn = fast.prepack_onednn(qweight)
+            by_onednn = prepack_onednn(qweight)
             # the same product up to rare rounding ties in quantizing the activations (a row here and there)
             exact = x @ qweight.dequantize().t()
             errors = [

@@ -2,12 +2,11 @@
 is timed). Started with the OpenMP setting every tt command makes (bench_ct2.py passes it in the environment).
 
     python bench/tt_worker.py MODEL_DIR MODE THREADS
-    # MODE: fp32, fp32 unpacked, fp32-packed, int8, int8-fbgemm, bf16
+    # MODE: fp32, fp32 unpacked, fp32-packed, int8, bf16
 
 `fp32` is the model as `tt translate` loads it: packed for oneDNN where that pays (core/model/fast.py
 `packing_pays`: not on an Intel CPU), plain elsewhere; `fp32 unpacked` always plain, `fp32-packed` always
-packed. `int8-fbgemm` is int8 with every product on fbgemm's kernels, oneDNN's for large ones turned off
-(`ONEDNN_INT8`, on where the CPU has AMX). Each pair side by side in one run.
+packed (the two side by side in one run).
 """
 
 from __future__ import annotations
@@ -28,7 +27,6 @@ def main() -> None:
 
     from core.checkpoint import load_model
     from core.decode import beam, search
-    from core.model import fast
     from core.model.fast import fast_model, packed_model, packing_pays
 
     torch.set_num_threads(int(threads))
@@ -39,9 +37,6 @@ def main() -> None:
         model = packed_model(loaded.model, inplace=True) if packing_pays() else loaded.model  # as `tt translate`
     elif mode == "fp32-packed":
         model = packed_model(loaded.model, inplace=True)
-    elif mode == "int8-fbgemm":
-        fast.ONEDNN_INT8 = False
-        model = fast_model(loaded.model, "int8")
     else:
         model = fast_model(loaded.model, mode)
 

@@ -13,8 +13,7 @@
 
 - `stacked_product`: one frozen x Wᵀ + b over the rows of one or more of a model's Linear layers, on the kernel
   its kind computes fastest — `Product` (fp32: MKL's `addmm` on Wᵀ, or oneDNN on a packed copy) or
-  `Int8Product` (fbgemm's int8 kernels, oneDNN's for large products on a CPU with AMX). core/model/step.py
-  builds the decoding steps from them.
+  `Int8Product` (fbgemm's int8 kernels). core/model/step.py builds the decoding steps from them.
 """
 
 from __future__ import annotations
@@ -45,8 +44,8 @@ def packing_pays() -> bool:
     is not Intel's. torch's default fp32 products are MKL's, which on AMD CPUs take a slower path: there
     oneDNN's packed products were 1.5–3.5× faster (Zen 5). On an Intel Xeon with AMX (family 6 model 207) MKL's
     were as fast or faster for most of this model's shapes (oneDNN ahead only on the generator from 16 rows at 2
-    threads, 1.2–1.3×), and decoding ran 2–30 % faster plain than packed (bench/README.md, *Int8 on AMX, and
-    packing only where it pays*)."""
+    threads, 1.2–1.3×), and batches of 64 decoded plain at or above packed: greedy +2 … +31 % in three
+    measurements, beams −6 … +30 % (bench/README.md, *Packing only where it pays; oneDNN's int8 tried*)."""
     from core.device import cpu_vendor
 
     return packing_available() and cpu_vendor() != "GenuineIntel"
@@ -174,45 +173,9 @@ _TINY = 1e-30
 REDUCE_RANGE = True
 
 
-def amx_int8() -> bool:
-    """Whether this CPU has AMX's int8 tiles (Intel Xeon from Sapphire Rapids on) and torch has oneDNN's
-    quantized engine to use them."""
-    capabilities = getattr(torch.cpu, "get_capabilities", None)
-    return (
-        capabilities is not None
-        and bool(capabilities().get("amx_int8"))
-        and "onednn" in torch.backends.quantized.supported_engines
-    )
-
-
-# Int8 products go to oneDNN's kernels where the CPU has AMX (`ONEDNN_INT8`, decided once at import), and there
-# only from ONEDNN_INT8_MIN_MACS multiply-adds (rows × in × out) up. On an Intel Xeon with AMX (family 6 model
-# 207), this model's shapes (bench/bench_kernels.py; bench/README.md, *Int8 on AMX, and packing only where it
-# pays*): from 2²⁴ up oneDNN was 1.06–4× faster than fbgemm for W_1, the generator and the stacked Q K V at 1 and
-# 2 threads (W_2 and W^O about even, 0.88–1.6×); below 2²³ it was slower at every shape (its ~15 µs a call
-# more), so one sentence's steps stay on fbgemm, and between the two it depended on the thread count. Both
-# engines compute the same integer products with the same quantization (reduce range included): the outputs
-# agree but for rare rounding ties in quantizing the activations (tests/core/model/test_quantize.py). Without
-# AMX nothing changes: fbgemm, the kernels every int8 figure before was measured on.
-ONEDNN_INT8 = amx_int8()
-ONEDNN_INT8_MIN_MACS = 1 << 24
-
-
-def prepack_onednn(weight: torch.Tensor) -> torch.Tensor:
-    """A qint8 weight prepacked for oneDNN's int8 products (the packed object, not the global engine, picks
-    the kernel at each call: the engine is switched for the prepack only)."""
-    engine = torch.backends.quantized.engine
-    torch.backends.quantized.engine = "onednn"
-    try:
-        return torch.ops.quantized.linear_prepack(weight, None)
-    finally:
-        torch.backends.quantized.engine = engine
-
-
-def int8_rows(x: torch.Tensor, params, unbiased, bias: torch.Tensor | None, onednn=None, onednn_rows: int = 0):
+def int8_rows(x: torch.Tensor, params, unbiased, bias: torch.Tensor | None) -> torch.Tensor:
     """x Wᵀ + b for (N, in) fp32 rows on int8 weights (`params`: W and b prepacked for fbgemm; `unbiased`: W
-    alone; `onednn`: W alone prepacked for oneDNN, used from `onednn_rows` rows up, or None), each row's
-    activations quantized to int8 with its own range.
+    alone), each row's activations quantized to int8 with its own range.
 
     fbgemm's dynamic product quantizes its whole input with one range. In a batch that range is the widest
     row's, so every other sentence's (and beam's) activations lose bits, and a sentence's numbers depend on the
@@ -225,8 +188,6 @@ def int8_rows(x: torch.Tensor, params, unbiased, bias: torch.Tensor | None, oned
         return torch.ops.quantized.linear_dynamic(x, params, REDUCE_RANGE)
     # abs + amax: 17× faster than vector_norm(x, inf) here (128 × 2048 rows, 1 thread: 40 against 690 µs)
     scale = x.abs().amax(1, keepdim=True).clamp_min_(_TINY)  # (N, 1)
-    if onednn is not None and x.size(0) >= onednn_rows:
-        unbiased = onednn
     y = torch.ops.quantized.linear_dynamic(x / scale, unbiased, REDUCE_RANGE)
     return y.mul_(scale) if bias is None else torch.addcmul(bias, y, scale)
 
@@ -244,15 +205,11 @@ class Int8Linear(nn.Module):
         self._weight, self._bias = weight, None if bias is None else bias.detach()
         with warnings.catch_warnings():  # torch.ao's quantized tensors announce their move to torchao
             warnings.simplefilter("ignore")
-            # `int8_rows`'s arguments after x: W and b prepacked, W alone, b, and W for oneDNN with the rows
-            # from which it goes there (`onednn_int8_rows`)
-            onednn_rows = onednn_int8_rows(self.in_features, self.out_features)
+            # `int8_rows`'s arguments after x: W and b prepacked, W alone, b
             self.packed = (
                 torch.ops.quantized.linear_prepack(weight, self._bias),
                 torch.ops.quantized.linear_prepack(weight, None),
                 self._bias,
-                None if onednn_rows is None else prepack_onednn(weight),
-                onednn_rows or 0,
             )
 
     def weight(self) -> torch.Tensor:
@@ -269,14 +226,6 @@ class Int8Linear(nn.Module):
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self._bias is not None}, int8"
-
-
-def onednn_int8_rows(in_features: int, out_features: int) -> int | None:
-    """From how many rows an int8 product of this shape goes to oneDNN (at least 2: one row is its own range
-    and takes fbgemm's product with the bias), or None where it never does (`ONEDNN_INT8` off)."""
-    if not ONEDNN_INT8:
-        return None
-    return max(2, -(-ONEDNN_INT8_MIN_MACS // (in_features * out_features)))
 
 
 def linear_kind(layer: nn.Module) -> str | None:

@@ -137,33 +137,3 @@ def test_int8_quantizes_each_row_of_a_call_with_its_own_range():
         assert 0 < error_together <= 2 * error_alone, (i, error_together, error_alone)
     # 3-D input (batch, positions, features), as the modules receive it, row by row too
     torch.testing.assert_close(layer(torch.stack([torch.cat(rows)])), together.unsqueeze(0))
-
-
-@torch.inference_mode()
-def test_large_int8_products_go_to_onednn_where_enabled_and_agree_with_fbgemm(monkeypatch):
-    """`ONEDNN_INT8` (on where the CPU has AMX) sends an int8 product of ONEDNN_INT8_MIN_MACS or more to
-    oneDNN's kernels and smaller ones (one row always) to fbgemm's; both compute the same quantized product (up
-    to rare rounding ties in quantizing the activations: a row of 256 once in bench/bench_kernels.py). oneDNN
-    runs on any x86 CPU, so the switch is turned on here whatever this CPU is."""
-    from core.model import fast
-
-    torch.manual_seed(0)
-    linear = torch.nn.Linear(256, 2048).eval()
-    monkeypatch.setattr(fast, "ONEDNN_INT8", False)
-    assert fast.onednn_int8_rows(256, 2048) is None
-    plain = fast_model(torch.nn.Sequential(linear), "int8")[0]
-    assert plain.packed[3] is None
-    monkeypatch.setattr(fast, "ONEDNN_INT8", True)
-    threshold = fast.onednn_int8_rows(256, 2048)
-    assert threshold == -(-fast.ONEDNN_INT8_MIN_MACS // (256 * 2048)) == 32
-    assert fast.onednn_int8_rows(256, 8010) == 9 and fast.onednn_int8_rows(8192, 8192) == 2  # never one row
-    onednn = fast_model(torch.nn.Sequential(linear), "int8")[0]
-    assert onednn.packed[3] is not None and onednn.packed[4] == threshold
-    # a different weight's oneDNN pack in its slot shows which rows read it: from `threshold` rows up only
-    other = fast_model(torch.nn.Sequential(torch.nn.Linear(256, 2048).eval()), "int8")[0]
-    swapped = (*onednn.packed[:3], other.packed[3], threshold)
-    for rows in (1, 2, threshold - 1, threshold, 64):
-        x = torch.randn(rows, 256) * torch.rand(rows, 1) * 4
-        assert (onednn(x) - plain(x)).abs().gt(1e-4).float().mean() < 0.01, rows
-        used = not torch.allclose(fast.int8_rows(x, *swapped), onednn(x), atol=1e-3)
-        assert used == (rows >= threshold), rows
