@@ -44,8 +44,8 @@ def packing_pays() -> bool:
     is not Intel's. torch's default fp32 products are MKL's, which on AMD CPUs take a slower path: there
     oneDNN's packed products were 1.5–3.5× faster (Zen 5). On an Intel Xeon with AMX (family 6 model 207) MKL's
     were as fast or faster for most of this model's shapes (oneDNN ahead only on the generator from 16 rows at 2
-    threads, 1.2–1.3×), and batches of 64 decoded plain at or above packed: greedy +2 … +31 % in three
-    measurements, beams −6 … +30 % (bench/README.md, *Packing only where it pays; oneDNN's int8 tried*)."""
+    threads, 1.2–1.3×), and batches of 64 decoded faster plain in greedy (+2 … +31 % in three measurements) and
+    either way in beams (−6 … +30 %) (bench/README.md, *Packing only where it pays; oneDNN's int8 tried*)."""
     from core.device import cpu_vendor
 
     return packing_available() and cpu_vendor() != "GenuineIntel"
