@@ -27,14 +27,12 @@ def main() -> None:
 
     from core.checkpoint import load_model
     from core.decode import beam, search
-    from core.model.fast import fast_model, packed_model, packing_pays
+    from core.model.fast import fast_model, packed_model
 
     torch.set_num_threads(int(threads))
-    loaded = load_model(Path(model_dir))
-    if mode == "fp32 unpacked":
+    loaded = load_model(Path(model_dir), packed=mode == "fp32")  # "fp32": as `tt translate` loads it
+    if mode in ("fp32", "fp32 unpacked"):
         model = loaded.model
-    elif mode == "fp32":
-        model = packed_model(loaded.model, inplace=True) if packing_pays() else loaded.model  # as `tt translate`
     elif mode == "fp32-packed":
         model = packed_model(loaded.model, inplace=True)
     else:

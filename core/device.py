@@ -89,27 +89,30 @@ def _cpu_autocast(dtype: torch.dtype) -> Iterator[None]:
         yield
 
 
-def cpu_vendor() -> str:
-    """The CPU's vendor as Linux's /proc/cpuinfo names it ("GenuineIntel", "AuthenticAMD"), or "" elsewhere."""
+def _cpuinfo(field: str) -> str | None:
+    """A field of Linux's /proc/cpuinfo (the first CPU's), "" where it has none, None where there is no such file."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            return next((line.split(":", 1)[1].strip() for line in f if line.startswith("vendor_id")), "")
+            return next((line.split(":", 1)[1].strip() for line in f if line.startswith(field)), "")
     except OSError:
-        return ""
+        return None
+
+
+def cpu_vendor() -> str:
+    """The CPU's vendor as Linux's /proc/cpuinfo names it ("GenuineIntel", "AuthenticAMD"), or "" elsewhere."""
+    return _cpuinfo("vendor_id") or ""
 
 
 def describe_cpu() -> str:
     """ "AMD EPYC, 2 cores, AVX2 (no AVX-512)": the CPU a timing or a learning curve was taken on.
 
     The instruction set is what PyTorch's kernels were chosen for (ATEN_CPU_CAPABILITY may lower it)."""
-    name = "unknown CPU"
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            name = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), name)
-    except OSError:
+    name = _cpuinfo("model name")
+    if name is None:
         import platform
 
-        name = platform.processor() or name
+        name = platform.processor()
+    name = name or "unknown CPU"
     isa = torch.backends.cpu.get_cpu_capability()
     bf16 = ", native bf16" if native_bf16(torch.device("cpu")) else ""
     return f"{name}, {os.cpu_count()} cores, PyTorch kernels {isa}{bf16}"
