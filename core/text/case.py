@@ -6,12 +6,17 @@ the input's shape back: `case_shape` finds the shape, `natural_case` lowers it, 
 the translation. Words listed in `keep` (the placeholders of protected spans) are left as they are.
 Lowering PARIS loses that it is a name, and the model translates "paris" (bets) where it knew "Paris": a
 `proper` predicate (the model's vocabulary: `names_by_pieces`) gives such words their capital back.
+
+A word written loud inside a sentence in natural case ("C'est TRÈS important", "It is VERY important") is
+split letter by letter too, and the model drops it or copies it: `loud_words` lowers the words a `loud`
+predicate picks (`loud_by_pieces`, the model's vocabulary again) and `shout_aligned` writes the output words
+aligned to them in capitals ("It's VERY important.").
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 
 UPPER, TITLE, NATURAL = "upper", "title", "natural"
@@ -91,3 +96,75 @@ def names_by_pieces(count: Callable[[str], int]) -> Callable[[str], bool]:
         return word[:1].isalpha() and count(word[0].upper() + word[1:]) < count(word)
 
     return proper
+
+
+def loud_by_pieces(count: Callable[[str], int]) -> Callable[[str], bool]:
+    """A `loud` predicate from a vocabulary: a word in capitals (after an elision's apostrophe: L'ÉTÉ) inside a
+    sentence in natural case is a word written loud where its lower-case or capitalised form is one piece and
+    its capitals are more (the vocabulary spells capitals letter by letter: ▁T R È S, ▁V E R Y; "▁très",
+    "▁Paris" are one piece each). An acronym the model knows is one piece as written (USA, TV) and stays; one
+    it does not know is no one-piece word in lower case either (SNCF, NASA, PIB: ▁s n c f) and stays. Four
+    letters at least, or an accented capital (ÉTÉ: acronyms carry no accents), since short acronyms are often
+    words in lower case (UN, EU, WHO: un, eu, who)."""
+
+    def loud(word: str) -> bool:
+        last = word.rpartition("'")[2].rpartition("’")[2]
+        if not (last.isalpha() and last.isupper()) or not (len(last) >= 4 or not last.isascii()):
+            return False
+        lower = last.lower()
+        return count(last) > 1 and (count(lower) == 1 or count(lower[0].upper() + lower[1:]) == 1)
+
+    return loud
+
+
+def loud_words(
+    text: str, keep: frozenset[str], loud: Callable[[str], bool], proper: Callable[[str], bool] | None = None
+) -> tuple[str, tuple[int, ...]]:
+    """`text` with each word `loud` picks in lower case (a name `proper` knows, and the sentence's first word,
+    capitalised: PARIS → Paris, ATTENTION : → Attention :), and the indices of those words among the text's whitespace-separated words (what `shout_aligned` reads)."""
+    out, last, shouted = [], 0, []
+    for m in _words_and(keep).finditer(text):
+        word = m.group()
+        if word in keep or not loud(word):
+            continue
+        head, mark, tail = word.lower().rpartition("'") if "'" in word else word.lower().rpartition("’")
+        if proper is not None and proper(tail):
+            tail = tail[0].upper() + tail[1:]
+        lowered = head + mark + tail
+        if not any(ch.isalnum() for ch in text[: m.start()]):  # the sentence's first word keeps its capital
+            lowered = lowered[0].upper() + lowered[1:]
+        out += [text[last : m.start()], lowered]
+        last = m.end()
+        shouted.append(len(text[: m.start()].split()) - (0 if m.start() == 0 or text[m.start() - 1].isspace() else 1))
+    out.append(text[last:])
+    return "".join(out), tuple(shouted)
+
+
+def shout_aligned(
+    output: str,
+    shouted: dict[int, str],
+    links: Iterable[tuple[int, int]],
+    keep: frozenset[str] = frozenset(),
+) -> str:
+    """`output` with the translation of each shouted source word in capitals. `shouted`: source word index →
+    that word's own translation (the model's, of the word alone); `links`: (source word, output word) pairs,
+    words split at spaces. An output word is shouted where it is aligned to a shouted word, or next to one so
+    aligned (one-model links are often one word off), and is one of the words of its own translation: "très"
+    alone is "It's very much.", aligned to "is" in "This is very important." → "This is VERY important.". A
+    word whose translation is nowhere near stays as the model wrote it (its emphasis lost, not misplaced).
+    Placeholders stay as they are."""
+    words = output.split(" ")
+    near: dict[int, set[int]] = {}
+    for s, t in links:
+        if s in shouted:
+            near.setdefault(s, set()).update(range(t - 1, t + 2))
+    loud = set()
+    for s, targets in near.items():
+        gloss = {_bare(w) for w in shouted[s].split()} - {""}
+        loud |= {t for t in targets if 0 <= t < len(words) and _bare(words[t]) in gloss}
+    return " ".join(_map_words(w, keep, lambda i, x: x.upper()) if i in loud else w for i, w in enumerate(words))
+
+
+def _bare(word: str) -> str:
+    """A word without the punctuation around it, in lower case (what two translations of a word share)."""
+    return word.strip(".,;:!?…\"'«»“”()[]¿¡-–—").lower()

@@ -92,6 +92,10 @@ class TextOptions:
     # Which lowered word of an ALL-CAPS line is a name to capitalise again (PARIS → Paris, not "paris"): the
     # model's vocabulary (core.text.case.names_by_pieces, set by core.api); None lowers every word.
     proper: Callable[[str], bool] | None = field(default=None, compare=False)
+    # Which word in capitals inside a sentence in natural case is a word written loud, lowered for the model and
+    # its translation written in capitals again (TRÈS → très → very → VERY): the model's vocabulary
+    # (core.text.case.loud_by_pieces, set by core.api); None leaves such words as written.
+    loud: Callable[[str], bool] | None = field(default=None, compare=False)
 
 
 def hypotheses_wanted(method: str, beam: int) -> int:

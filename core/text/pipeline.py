@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 from core.text.accents import AccentTable, restore_accents, strip_accents
-from core.text.case import NATURAL, UPPER, apply_case, case_shape, natural_case
+from core.text.case import NATURAL, UPPER, apply_case, case_shape, loud_words, natural_case, shout_aligned
 from core.text.checks import (
     empty_output,
     follow_punctuation,
@@ -83,6 +83,7 @@ class _Prepared:
     placeholders: frozenset[str]
     marks: list[Mark] = field(default_factory=list)  # inline markup, by word of model_input
     verbatim: bool = False  # nothing to translate (a URL, a number, emoji alone): the model is not asked
+    shouted: tuple[int, ...] = ()  # indices of model_input words lowered from capitals (TRÈS → très)
 
 
 def _spellable(text: str, unknown, keep: frozenset[str]) -> str:
@@ -108,7 +109,7 @@ def _prepare(line_no: int, sentence: str, options: TextOptions, model: _Model, s
     copied_words = {w for s in protected.spans if s.copied for w in s.placeholder.split()}
     keep = frozenset({s.placeholder for s in protected.spans} | copied_words)
     text, marks = strip_inline(protected.text) if options.protect else (protected.text, [])
-    shape = NATURAL
+    shape, shouted = NATURAL, ()
     if options.case:
         shape = case_shape(text, keep)
         if shape != NATURAL:
@@ -116,6 +117,8 @@ def _prepare(line_no: int, sentence: str, options: TextOptions, model: _Model, s
         if shape == UPPER:  # a span written in English words (3 MARS → 3 MARCH) shouts with its line
             spans = [replace(s, output=s.output.upper()) if s.kind in _WORDED else s for s in protected.spans]
             protected = replace(protected, spans=spans)
+        elif shape == NATURAL and options.loud is not None:  # C'est TRÈS important → très, VERY again after
+            text, shouted = loud_words(text, keep, options.loud, options.proper)
     if options.accents and accents is not None:
         text = restore_accents(text, accents, keep)
     text = _spellable(text, unknown, keep)
@@ -123,7 +126,7 @@ def _prepare(line_no: int, sentence: str, options: TextOptions, model: _Model, s
     for placeholder in keep:
         rest = rest.replace(placeholder, " ")
     verbatim = not any(ch.isalpha() for ch in rest)
-    return _Prepared(line_no, sentence, text, shape, protected, keep, marks, verbatim)
+    return _Prepared(line_no, sentence, text, shape, protected, keep, marks, verbatim, shouted)
 
 
 def _terms(p: _Prepared) -> list[str]:
@@ -146,11 +149,17 @@ def _decode(prepared: list[_Prepared], model: _Model) -> list[Decoded]:
     ]
 
 
-def _finish(p: _Prepared, output: str, options: TextOptions, links=None) -> Restored:
-    """The model's output made into the sentence's translation: the source's final punctuation, the
-    markup projected, a lost span placed by the alignment, the case, the spans put back."""
+def _finish(
+    p: _Prepared, output: str, options: TextOptions, links=None, glosses: dict[str, str] | None = None
+) -> Restored:
+    """The model's output made into the sentence's translation: the source's final punctuation, the words
+    aligned to loud ones in capitals and the markup projected (both need `links`), a lost span placed by the
+    alignment, the case, the spans put back."""
     if options.follow_stop and not p.verbatim:
         output = follow_punctuation(p.model_input, output)
+    if p.shouted and links is not None and glosses:  # the translations of words lowered from capitals, loud again
+        words = p.model_input.split()
+        output = shout_aligned(output, {i: glosses.get(words[i], "") for i in p.shouted}, links, p.placeholders)
     if p.marks:
         output = project(output, p.marks, links, len(p.model_input.split()))
     restored = restore(apply_case(output, p.shape, p.placeholders), p.protected)
@@ -205,18 +214,23 @@ def _most_complete(p: _Prepared, d: Decoded, options: TextOptions) -> tuple[Deco
     return (d, restored) if best is None else (d.taking(best), restored)
 
 
-def _checked(prepared: list[_Prepared], sentences: list[SentenceResult], options: TextOptions, aligner) -> None:
-    """Each sentence finished with its word links (markup projected, lost spans placed) and checked:
-    its warnings name every span still lost and any sign of dropped content."""
+def _checked(prepared: list[_Prepared], sentences: list[SentenceResult], options: TextOptions, model: _Model) -> None:
+    """Each sentence finished with its word links (markup projected, lost spans placed, words lowered from
+    capitals shouted again) and checked: its warnings name every span still lost and any sign of dropped
+    content."""
     pairs = [(p.model_input, s.model_output) for p, s in zip(prepared, sentences)]
     todo = [i for i, (p, s) in enumerate(zip(prepared, sentences)) if not p.verbatim and s.model_output.strip()]
     links: dict[int, list] = {}
-    if aligner is not None and todo:
-        links = dict(zip(todo, aligner([pairs[i] for i in todo])))
+    glosses: dict[str, str] = {}
+    if model.aligner is not None and todo:
+        links = dict(zip(todo, model.aligner([pairs[i] for i in todo])))
+        # each word lowered from capitals translated alone, in one batch: which output word is its translation
+        loud = sorted({prepared[i].model_input.split()[w] for i in todo for w in prepared[i].shouted})
+        glosses = dict(zip(loud, (d.text for d in model.batch(loud)))) if loud else {}
     for i, (p, s) in enumerate(zip(prepared, sentences)):
         notes = []
         if i in links:  # finished again with the links: its span warnings are this restore's
-            restored = _finish(p, s.model_output, options, links[i])
+            restored = _finish(p, s.model_output, options, links[i], glosses)
             s.text, s.lost, s.placed = restored.text, restored.lost, restored.placed
             s.warnings = list(s.decoded.warnings) + restored.warnings
         if not p.verbatim:
@@ -331,7 +345,7 @@ def translate_text(
         for i, p, second in zip(retry, again, _translate(again, model, options)):
             if len(second.lost) < len(sentences[i].lost):
                 sentences[i], prepared[i] = second, p
-    _checked(prepared, sentences, options, aligner)
+    _checked(prepared, sentences, options, model)
     results, k = [], 0
     for i, (line, spans) in enumerate(zip(lines, per_line)):
         mine = sentences[k : k + len(spans)]

@@ -181,3 +181,23 @@ def test_an_all_caps_line_keeps_the_names_the_models_vocabulary_knows():
     [kept] = translate_text_lines(loaded, line, options)
     [lowered] = translate_text_lines(loaded, line, options, TextOptions(proper=lambda word: False))
     assert "PARIS" in kept.text and "PARIS" not in lowered.text
+
+
+@pytest.mark.parametrize(
+    ("model", "line", "loud"),
+    [("weights", "C'est TRÈS important.", "VERY"), ("weights/en-fr", "I NEVER said that.", "JAMAIS")],
+)
+def test_a_word_written_loud_is_translated_and_shouted_again(model, line, loud):
+    """Inside a sentence in natural case, a word in capitals the vocabulary spells letter by letter is lowered
+    for the model and its translation written in capitals again; left as written (case off), the model drops
+    or garbles it."""
+    from core.checkpoint import load_model
+    from core.text.options import TextOptions
+
+    loaded = load_model(ROOT / model)
+    options = TranslateOptions().validate()
+    [result] = translate_text_lines(loaded, [line], options)
+    [as_written] = translate_text_lines(loaded, [line], options, TextOptions(case=False))
+    assert result.sentences[0].model_input == line.replace(line.split()[1], line.split()[1].lower())
+    assert loud in result.text.split() and loud not in as_written.text
+    assert line.split()[1].lower() not in as_written.sentences[0].model_input  # TRÈS is spelt as TRES there

@@ -60,3 +60,50 @@ def test_a_learned_placeholder_is_one_unit_whatever_its_letters():
     assert natural_case("<ph0> EST FERMÉ", keep) == "<ph0> est fermé"  # nothing before it to capitalise
     assert apply_case("School closed on <ph0> and <ph1>.", UPPER, keep) == "SCHOOL CLOSED ON <ph0> AND <ph1>."
     assert apply_case("<ph0> is closed today", TITLE, keep) == "<ph0> Is Closed Today"
+
+
+def _pieces(model: str = "weights"):
+    from core.data.tokenizer import Tokenizer
+    from tests.conftest import ROOT
+
+    tok = Tokenizer.load(ROOT / model / "spm.model")
+    return lambda word: len(tok.encode(word))
+
+
+@pytest.mark.parametrize("model", ["weights", "weights/en-fr"])
+def test_a_loud_word_is_one_piece_in_lower_case_and_an_acronym_is_not(model):
+    """Each shipped vocabulary spells TRÈS, VERY, ÉTÉ letter by letter and has "▁très", "▁very", "▁été" (and
+    "▁Paris") whole: those are words written loud. Acronyms stay: known ones are one piece as written (USA,
+    TV), unknown ones are no word in lower case (SNCF, NASA); short ones are words in lower case (UN, EU, WHO)."""
+    from core.text.case import loud_by_pieces
+
+    loud = loud_by_pieces(_pieces(model))
+    for word in ("TRÈS", "VRAIMENT", "JAMAIS", "ÉTÉ", "L'ÉTÉ", "PARIS", "VERY", "NEVER", "ATTENTION"):
+        assert loud(word), word
+    for word in ("SNCF", "NASA", "USA", "TV", "UN", "EU", "WHO", "PAS", "très", "Paris", "COVID-19", "X2"):
+        assert not loud(word), word
+
+
+def test_loud_words_are_lowered_and_counted_among_the_texts_words():
+    from core.text.case import loud_words
+
+    loud = {"TRÈS", "VRAIMENT", "ATTENTION", "PARIS", "L'ÉTÉ"}.__contains__
+    proper = {"paris"}.__contains__
+    text, shouted = loud_words("C'est TRÈS beau et VRAIMENT calme à PARIS, L'ÉTÉ.", frozenset(), loud, proper)
+    assert (text, shouted) == ("C'est très beau et vraiment calme à Paris, l'été.", (1, 4, 7, 8))
+    assert loud_words("ATTENTION : le sol", frozenset(), loud) == ("Attention : le sol", (0,))  # still a sentence
+    assert loud_words("« TRÈS » <ph0> TRÈS", frozenset({"<ph0>"}), loud) == ("« Très » <ph0> très", (1, 4))
+    assert loud_words("Rien de TRÈS", frozenset({"TRÈS"}), loud) == ("Rien de TRÈS", ())  # a placeholder is kept
+
+
+def test_the_translation_of_a_loud_word_is_shouted_where_the_links_put_it():
+    """One-model links are often a word off: the output word near the link that is a word of the loud word's
+    own translation is the one shouted; where none is, nothing is (the emphasis lost, no wrong word loud)."""
+    from core.text.case import shout_aligned
+
+    links = [(0, 0), (1, 1), (2, 2), (2, 3)]  # très → "is": one word off
+    assert shout_aligned("This is very important.", {1: "It's very much."}, links) == "This is VERY important."
+    assert shout_aligned("This is very important.", {1: "Well,"}, links) == "This is very important."
+    assert shout_aligned("This is very important.", {1: "very"}, []) == "This is very important."  # no link
+    assert shout_aligned("Be careful: it is", {0: "Be careful"}, [(0, 0)]) == "BE CAREFUL: it is"
+    assert shout_aligned("very <ph0>", {0: "very"}, [(0, 0), (0, 1)], frozenset({"<ph0>"})) == "VERY <ph0>"
