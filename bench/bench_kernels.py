@@ -16,6 +16,13 @@ within 5 % of each other). The ratios are the first kernel's time over the secon
 the alternative, is faster).
 
     python bench/bench_kernels.py --threads 1
+    python bench/bench_kernels.py --threads 1 --mkl-packed   # and MKL's packed sgemm (torch.ops.mkl._mkl_linear)
+
+`--mkl-packed` adds MKL's own packed fp32 product (cblas_sgemm_pack, what inductor's CPU freezing uses): the
+weight packed for these rows, and the same packed weight given one row more. torch runs the packed product only
+for the row count the weight was packed for and falls back to the plain one for any other, so in decoding, where
+the rows change from step to step (sentences finish, the encoder's rows are the source's pieces), it would pay
+only for the one row count packed (bench/README.md, *MKL's packed products*).
 """
 
 from __future__ import annotations
@@ -65,6 +72,9 @@ def main() -> None:
     parser.add_argument("--rows", default="1,2,4,8,16,32,64,256")
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--mkl-packed", action="store_true", help="also MKL's packed sgemm, packed for the rows and not"
+    )
     args = parser.parse_args()
     warnings.simplefilter("ignore")  # torch.ao's quantized ops announce their move to torchao
     torch.set_num_threads(args.threads)
@@ -72,10 +82,12 @@ def main() -> None:
     print(
         f"CPU: {describe_cpu()}; threads {args.threads}; torch {torch.__version__}; packing_pays {fast.packing_pays()}"
     )
+    mkl = " MKL packed for the rows µs | MKL / packed | rows + 1, packed for the rows µs | MKL / that |"
     print(
         "| product | rows | MACs | fp32 MKL µs | fp32 oneDNN packed µs | MKL / oneDNN | int8 fbgemm µs | int8 oneDNN µs | fbgemm / oneDNN |"
+        + (mkl if args.mkl_packed else "")
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" * 4 if args.mkl_packed else ""))
     for rows in map(int, args.rows.split(",")):
         for name, (out_f, in_f) in SHAPES.items():
             weight, bias = torch.randn(out_f, in_f) * 0.05, torch.randn(out_f)
@@ -106,11 +118,31 @@ def main() -> None:
                     lambda: torch.ops.quantized.linear_dynamic(x, by_onednn, fast.REDUCE_RANGE), args.calls, args.repeat
                 ),
             ]
+            extra = ""
+            if args.mkl_packed:
+                extra = mkl_packed_columns(x, weight, bias, weight_t, times[0], args.calls, args.repeat)
             print(
                 f"| {name} | {rows} | {rows * in_f * out_f / 1e6:.1f}M | {times[0]:.1f} | {times[1]:.1f} | "
-                f"{times[0] / times[1]:.2f} | {times[2]:.1f} | {times[3]:.1f} | {times[2] / times[3]:.2f} |",
+                f"{times[0] / times[1]:.2f} | {times[2]:.1f} | {times[3]:.1f} | {times[2] / times[3]:.2f} |{extra}",
                 flush=True,
             )
+
+
+def mkl_packed_columns(x, weight, bias, weight_t, mkl_us: float, calls: int, repeat: int) -> str:
+    """MKL's packed product for `x`'s rows, and for one row more on the same packed weight (torch falls back to
+    the plain product there), each checked against addmm, as table cells."""
+    rows = x.size(0)
+    packed = torch.ops.mkl._mkl_reorder_linear_weight(weight, rows)
+    more = torch.cat([x, x[:1]])
+    more_t = torch.addmm(bias, more, weight_t)
+    assert torch.allclose(
+        torch.ops.mkl._mkl_linear(x, packed, weight, bias, rows), torch.addmm(bias, x, weight_t), atol=1e-4
+    )
+    assert torch.allclose(torch.ops.mkl._mkl_linear(more, packed, weight, bias, rows), more_t, atol=1e-4)
+    exact = best_us(lambda: torch.ops.mkl._mkl_linear(x, packed, weight, bias, rows), calls, repeat)
+    other = best_us(lambda: torch.ops.mkl._mkl_linear(more, packed, weight, bias, rows), calls, repeat)
+    plain_more = best_us(lambda: torch.addmm(bias, more, weight_t), calls, repeat)
+    return f" {exact:.1f} | {mkl_us / exact:.2f} | {other:.1f} | {plain_more / other:.2f} |"
 
 
 if __name__ == "__main__":
