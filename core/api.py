@@ -184,8 +184,9 @@ def text_batch(
 
 def with_model_placeholders(loaded: LoadedModel, text: TextOptions | None) -> TextOptions:
     """The pipeline's options with what the model brings: the names its vocabulary knows (capitalised again in
-    an ALL-CAPS line), the words in capitals it would spell letter by letter (lowered for it, TRÈS → très), and its own placeholder pieces first, when its card lists them (a model trained with
-    them copies them), the word placeholders kept as second tries."""
+    an ALL-CAPS line), the words in capitals it would spell letter by letter (lowered for it, TRÈS → très), and
+    its own placeholder pieces first, when its card lists them (a model trained with them copies them), the word
+    placeholders kept as second tries."""
     from core.checkpoint import placeholder_tokens
     from core.text.case import loud_by_pieces, names_by_pieces
     from core.text.options import TextOptions, learned_scheme

@@ -121,7 +121,8 @@ def loud_words(
     text: str, keep: frozenset[str], loud: Callable[[str], bool], proper: Callable[[str], bool] | None = None
 ) -> tuple[str, tuple[int, ...]]:
     """`text` with each word `loud` picks in lower case (a name `proper` knows, and the sentence's first word,
-    capitalised: PARIS → Paris, ATTENTION : → Attention :), and the indices of those words among the text's whitespace-separated words (what `shout_aligned` reads)."""
+    capitalised: PARIS → Paris, ATTENTION : → Attention :), and the indices of those words among the text's
+    whitespace-separated words (what `shout_aligned` reads)."""
     out, last, shouted = [], 0, []
     for m in _words_and(keep).finditer(text):
         word = m.group()
@@ -135,7 +136,8 @@ def loud_words(
             lowered = lowered[0].upper() + lowered[1:]
         out += [text[last : m.start()], lowered]
         last = m.end()
-        shouted.append(len(text[: m.start()].split()) - (0 if m.start() == 0 or text[m.start() - 1].isspace() else 1))
+        joined = m.start() > 0 and not text[m.start() - 1].isspace()  # "(TRÈS": one word with what precedes it
+        shouted.append(len(text[: m.start()].split()) - joined)
     out.append(text[last:])
     return "".join(out), tuple(shouted)
 
