@@ -19,14 +19,15 @@ from core.errors import ConfigError
 from tests.conftest import ROOT
 from tt_cli.main import app
 
-# Sentences written for this test. Beam search alone drops "passant sa tête" from each ("A brown horse by a window
-# trying to eat an apple.", "A woman walking by a door, …"); the reverse model, asked to give the source back
-# from each hypothesis, prefers one that keeps the head ("… is passing his head out of a window, …"). (The models
-# before session 22 repeated words instead — "A woman holding a food food in a kitchen." — which these no longer do;
-# the goat "passant sa tête à travers un grillage" was repaired until session 24's fr→en model.)
+# Sentences written for this test. Beam search alone drops "passant sa tête" from each ("A woman walking by a door,
+# …", "A cow passing over a fence, eating the grass."); the reverse model, asked to give the source back from each
+# hypothesis, prefers one that keeps the head ("A woman getting her head by a door, …", "A cow passing her head over
+# a fence, …"). (The models before session 22 repeated words instead — "A woman holding a food food in a kitchen." —
+# which these no longer do; the goat "passant sa tête à travers un grillage" was repaired until session 24's fr→en
+# model, the brown horse "passant sa tête par une fenêtre" until session 27's.)
 REPAIRED = [
-    "Un cheval brun passant sa tête par une fenêtre, essayant de manger une pomme.",
     "Une femme passant sa tête par une porte, souriant à la caméra.",
+    "Une vache passant sa tête par-dessus une clôture, mangeant de l'herbe.",
 ]
 
 
