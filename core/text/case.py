@@ -63,18 +63,26 @@ def natural_case(text: str, keep: frozenset[str] = frozenset(), proper: Callable
     """`text` in sentence case: all lower, the first word capitalised, and each word `proper` says is a name
     (PARIS → Paris, L'EUROPE → l'Europe; `proper` gets the lowered word, after an elision's apostrophe)."""
 
-    def lower(i: int, word: str) -> str:
-        head, mark, last = word.lower().rpartition("'") if "'" in word else word.lower().rpartition("’")
-        if proper is not None and last and proper(last):
-            last = last[0].upper() + last[1:]
-        return head + mark + last
-
-    lowered = _map_words(text, keep, lower)
+    lowered = _map_words(text, keep, lambda i, word: _lowered(word, proper))
     first = next(_words_and(keep).finditer(lowered), None)
     if first is None or not _WORDS.fullmatch(first.group()):  # no word, or a placeholder first (<ph0> est fermé)
         return lowered
     i = first.start()
     return lowered[:i] + lowered[i].upper() + lowered[i + 1 :]
+
+
+def _elided(word: str) -> tuple[str, str]:
+    """A word as its elision and the word after the apostrophe (L'EUROPE → "L'", "EUROPE"; PARIS → "", "PARIS")."""
+    head, mark, last = word.rpartition("'") if "'" in word else word.rpartition("’")
+    return head + mark, last
+
+
+def _lowered(word: str, proper: Callable[[str], bool] | None) -> str:
+    """`word` in lower case, the word after an elision's apostrophe capitalised where `proper` says it is a name."""
+    head, last = _elided(word.lower())
+    if proper is not None and last and proper(last):
+        last = last[0].upper() + last[1:]
+    return head + last
 
 
 def apply_case(text: str, shape: str, keep: frozenset[str] = frozenset()) -> str:
@@ -108,7 +116,7 @@ def loud_by_pieces(count: Callable[[str], int]) -> Callable[[str], bool]:
     words in lower case (UN, EU, WHO: un, eu, who)."""
 
     def loud(word: str) -> bool:
-        last = word.rpartition("'")[2].rpartition("’")[2]
+        last = _elided(word)[1]
         if not (last.isalpha() and last.isupper()) or not (len(last) >= 4 or not last.isascii()):
             return False
         lower = last.lower()
@@ -128,10 +136,7 @@ def loud_words(
         word = m.group()
         if word in keep or not loud(word):
             continue
-        head, mark, tail = word.lower().rpartition("'") if "'" in word else word.lower().rpartition("’")
-        if proper is not None and proper(tail):
-            tail = tail[0].upper() + tail[1:]
-        lowered = head + mark + tail
+        lowered = _lowered(word, proper)
         if not any(ch.isalnum() for ch in text[: m.start()]):  # the sentence's first word keeps its capital
             lowered = lowered[0].upper() + lowered[1:]
         out += [text[last : m.start()], lowered]
