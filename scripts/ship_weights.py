@@ -214,6 +214,23 @@ def store_alignment(model: Path, reverse: Path | None) -> None:
     tt("align", "--model", str(model), "--find-heads", *trial_files(model), *both, "--save-to", str(model))
 
 
+def one_tree(a: Path, b: Path) -> bool:
+    """Whether one directory holds the other (weights/ and weights/en-fr; runs/try and runs/try/en-fr)."""
+    a, b = Path(a).resolve(), Path(b).resolve()
+    return a.is_relative_to(b) or b.is_relative_to(a)
+
+
+def store_alignments(model: Path, reverse: Path | None) -> None:
+    """Store the model's alignment.json and, where the other direction's model lies in the same tree (both
+    shipped, or both in one try directory), that model's again: its combination includes this model. A model
+    written elsewhere (--out runs/try) never touches the shipped directories."""
+    from core.align.links import read_alignment
+
+    store_alignment(model, reverse)
+    if reverse is not None and one_tree(model, reverse) and read_alignment(reverse) is not None:
+        store_alignment(reverse, model)
+
+
 def measure_alignment(model: Path, previous: dict, reverse: Path | None = None) -> dict:
     """The card's Alignment section: find and store the rule (and how the two directions combine, with the
     model of the other direction), then score what `tt align` does beside the model alone and the baselines.
@@ -221,9 +238,7 @@ def measure_alignment(model: Path, previous: dict, reverse: Path | None = None) 
     from core.align.links import load_rule, read_alignment
 
     reverse = reverse_of(model, reverse)
-    store_alignment(model, reverse)
-    if reverse is not None and read_alignment(reverse) is not None:
-        store_alignment(reverse, model)
+    store_alignments(model, reverse)
     stored = read_alignment(model)
     pairs = len((HANSARDS / "trial.fr").read_text(encoding="utf-8").splitlines())
     combined = stored.symmetrize if stored else None

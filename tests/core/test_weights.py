@@ -176,3 +176,27 @@ def test_english_to_french_reproduces_its_cards_news_check(tmp_path):
     assert result.exit_code == 0, result.stderr
     scores = json.loads(result.stdout.strip().splitlines()[-1])
     assert scores["bleu"] == pytest.approx(check["bleu"], abs=0.3)
+
+
+@pytest.mark.data
+def test_ship_weights_into_another_directory_leaves_the_shipped_alignment_alone(tmp_path):
+    """`ship_weights --out runs/try` stores the rule in the try directory only: the shipped model of the other
+    direction keeps its alignment.json (session 28's try-run rewrote both shipped files)."""
+    import shutil
+
+    from tests.core.test_limits import ship_weights
+
+    files = (WEIGHTS / "alignment.json", EN_FR / "alignment.json")
+    shipped = {p: p.read_bytes() for p in files}
+    written = {p: p.stat().st_mtime_ns for p in files}  # a rewrite with equal bytes is a write all the same
+    trial = tmp_path / "try-en-fr"
+    shutil.copytree(EN_FR, trial)
+    (trial / "alignment.json").unlink()
+    try:
+        ship_weights().store_alignments(trial, WEIGHTS)
+        assert (trial / "alignment.json").exists()
+        assert {p: p.stat().st_mtime_ns for p in files} == written
+    finally:
+        for p, data in shipped.items():
+            if p.read_bytes() != data:
+                p.write_bytes(data)
