@@ -20,14 +20,15 @@ from tests.conftest import ROOT
 from tt_cli.main import app
 
 # Sentences written for this test. Beam search alone drops "passant sa tête" from each ("A woman walking by a door,
-# …", "A cow passing over a fence, eating the grass."); the reverse model, asked to give the source back from each
-# hypothesis, prefers one that keeps the head ("A woman getting her head by a door, …", "A cow passing her head over
-# a fence, …"). (The models before session 22 repeated words instead — "A woman holding a food food in a kitchen." —
-# which these no longer do; the goat "passant sa tête à travers un grillage" was repaired until session 24's fr→en
-# model, the brown horse "passant sa tête par une fenêtre" until session 27's.)
+# …", "A woman walking by a window talking to a neighbor."); the reverse model, asked to give the source back from
+# each hypothesis, prefers one that keeps the head ("A woman getting her head by a door, …", "A woman getting her
+# head out of a window …"). (The models before session 22 repeated words instead — "A woman holding a food food in a
+# kitchen." — which these no longer do; the goat "passant sa tête à travers un grillage" was repaired until session
+# 24's fr→en model, the brown horse "passant sa tête par une fenêtre" until session 27's, the cow "passant sa tête
+# par-dessus une clôture" until session 29's, whose beam search keeps the head by itself.)
 REPAIRED = [
     "Une femme passant sa tête par une porte, souriant à la caméra.",
-    "Une vache passant sa tête par-dessus une clôture, mangeant de l'herbe.",
+    "Une femme passant sa tête par une fenêtre, parlant à un voisin.",
 ]
 
 
