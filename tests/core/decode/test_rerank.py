@@ -19,16 +19,17 @@ from core.errors import ConfigError
 from tests.conftest import ROOT
 from tt_cli.main import app
 
-# Sentences written for this test. Beam search alone drops "passant sa tête" from each ("A woman walking by a door,
-# …", "A woman walking by a window talking to a neighbor."); the reverse model, asked to give the source back from
-# each hypothesis, prefers one that keeps the head ("A woman getting her head by a door, …", "A woman getting her
-# head out of a window …"). (The models before session 22 repeated words instead — "A woman holding a food food in a
-# kitchen." — which these no longer do; the goat "passant sa tête à travers un grillage" was repaired until session
-# 24's fr→en model, the brown horse "passant sa tête par une fenêtre" until session 27's, the cow "passant sa tête
-# par-dessus une clôture" until session 29's, whose beam search keeps the head by itself.)
+# Sentences written for this test. Beam search alone drops "passant sa tête" from each ("A man walking by a door
+# looking into the room.", "A man walking by the door of a store, …"); the reverse model, asked to give the source
+# back from each hypothesis, prefers one that keeps the head ("A man getting his head out of a door …", "A man
+# getting his head by the door of a store, …"). (The models before session 22 repeated words instead — "A woman
+# holding a food food in a kitchen." — which these no longer do; the goat "passant sa tête à travers un grillage"
+# was repaired until session 24's fr→en model, the brown horse "passant sa tête par une fenêtre" until session
+# 27's, the cow "par-dessus une clôture" until session 29's first and the woman "par une porte" / "par une
+# fenêtre" until its second, whose beam search keeps those heads by itself.)
 REPAIRED = [
-    "Une femme passant sa tête par une porte, souriant à la caméra.",
-    "Une femme passant sa tête par une fenêtre, parlant à un voisin.",
+    "Un homme passant sa tête par une porte, regardant dans la pièce.",
+    "Un homme passant sa tête par la porte d'un magasin, souriant à la caméra.",
 ]
 
 
@@ -118,8 +119,8 @@ def test_eval_rerank(tmp_path):
     src, ref = tmp_path / "src.fr", tmp_path / "ref.en"
     src.write_text("\n".join(REPAIRED) + "\n", encoding="utf-8")
     ref.write_text(
-        "A brown horse putting its head through a window, trying to eat an apple.\n"
-        "A goat putting its head through a wire fence, trying to reach the leaves.\n",
+        "A man putting his head through a door, looking into the room.\n"
+        "A man putting his head through the door of a shop, smiling at the camera.\n",
         encoding="utf-8",
     )
     runs = {}
