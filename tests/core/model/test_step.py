@@ -202,11 +202,28 @@ def test_the_shipped_model_decodes_the_same_pieces_on_both_paths(monkeypatch, pa
     finally:
         handle.remove()
     assert not calls
-    # int8 quantizes each row of a product's input with its own range (core/model/fast.py, `int8_rows`), so
-    # neither a batch's other sentences nor the two paths' grouping of a step's products move a sentence's pieces.
+    # int8 quantizes each row of a product's input with its own range (core/model/fast.py, `int8_rows`), so the
+    # two paths' grouping of a step's products does not move a sentence's pieces. (A sentence alone and in a batch
+    # can still part at a near tie: one row is quantized by fbgemm from its own min and max, a row of a batch
+    # after division by its largest |value|, so roundings differ — 4 of tiny.tsv's 40 sentences with session 29's
+    # fr→en model; the ranges themselves: test_int8_gives_each_row_of_a_batch_its_own_range.)
     assert fused == modules
-    if int8:  # and a sentence alone comes out as it does in the batch
-        assert fused[0] == fused[1][:12]
+
+
+def test_int8_gives_each_row_of_a_batch_its_own_range():
+    """A loud row in a batch does not coarsen the others: each row of the shipped model's int8 product comes out
+    within 5 % (of its largest value) of the row alone; with one range for the whole call it is off by 70–97 %."""
+    from core.checkpoint import load_model
+    from core.model.fast import Int8Linear
+
+    model = fast_model(load_model(None, packed=False).model, "int8")
+    layer = next(m for m in model.modules() if isinstance(m, Int8Linear))
+    x = torch.randn(4, layer.in_features, generator=torch.Generator().manual_seed(0))
+    x[0] *= 100
+    together = layer(x)
+    for i in range(4):
+        alone = layer(x[i : i + 1])[0]
+        assert (together[i] - alone).abs().max() <= 0.05 * alone.abs().max(), i
 
 
 @pytest.mark.parametrize("kind", ["plain", "packed", "int8"])
