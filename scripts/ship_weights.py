@@ -2,6 +2,7 @@
 
     python scripts/ship_weights.py --run runs/shipped --last 5
     python scripts/ship_weights.py --card-only      # re-measure the limits section of the shipped model, re-render
+    python scripts/ship_weights.py --promote runs/try   # ship a model shipped into a copy first (--out runs/try)
 
 A run started with `tt train --init-from weights` (a fine-tune, e.g. with guided alignment) keeps the
 base model's training record in the card (card["base"]) and adds its own (card["fine_tune"]); a run started from a
@@ -44,6 +45,7 @@ from core.checkpoint import (  # noqa: E402
 )
 from core.data.readers import heldout_range, read_corpus, write_aligned  # noqa: E402
 from core.device import describe_cpu  # noqa: E402
+from core.files import atomic_write_bytes  # noqa: E402
 from core.train.runs import METRICS, read_run  # noqa: E402
 from core.train.state import list_checkpoints, read_trainer_info  # noqa: E402
 from core.train.trainer import average_checkpoints  # noqa: E402
@@ -298,8 +300,28 @@ def news_results(model: Path, tmp: Path) -> dict:
 
 def write_card(out: Path, card: dict) -> None:
     """A model directory's card.json and the README.md rendered from it."""
-    (out / "card.json").write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    (out / "README.md").write_text(render_readme(out, card), encoding="utf-8")
+    atomic_write_bytes(out / "card.json", (json.dumps(card, indent=1, ensure_ascii=False) + "\n").encode())
+    atomic_write_bytes(out / "README.md", render_readme(out, card).encode())
+
+
+PROMOTED = ("model.safetensors", "alignment.json")
+
+
+def promote(trial: Path, out: Path, commit: str) -> dict:
+    """Ship the model of a try directory (a `--out` elsewhere) into `out`: its files and card come in, and the card's
+    history is the one a ship straight into `out` writes, the replaced model (at `commit`) first, then its history."""
+    card = json.loads((trial / "card.json").read_text(encoding="utf-8"))
+    previous = json.loads((out / "card.json").read_text(encoding="utf-8")) if (out / "card.json").exists() else {}
+    card.pop("history", None)
+    if previous.get("test_sets"):
+        card["history"] = [history_entry(previous, commit), *previous.get("history", [])]
+    if "alignment" in card:  # the key order of a straight ship: history before alignment
+        card["alignment"] = card.pop("alignment")
+    for name in PROMOTED:
+        if (trial / name).exists():
+            atomic_write_bytes(out / name, (trial / name).read_bytes())
+    write_card(out, card)
+    return card
 
 
 def card_results(model: Path, card: dict, tmp: Path) -> dict:
@@ -983,6 +1005,13 @@ def main() -> None:  # noqa: C901 - a script's main: its steps in order
     )
     ap.add_argument("--card-only", action="store_true", help="re-measure the limits of --out and re-render its card")
     ap.add_argument(
+        "--promote",
+        type=Path,
+        metavar="DIR",
+        help="ship the model of DIR (shipped there first with --out DIR) into --out, the replaced model into the "
+        "card's history; then --card-only both directions",
+    )
+    ap.add_argument(
         "--precision-only",
         action="store_true",
         help="re-measure --out's Precision section (fp32 and int8 on the card's test sets) and re-render its card",
@@ -1019,6 +1048,9 @@ def main() -> None:  # noqa: C901 - a script's main: its steps in order
     )
     args = ap.parse_args()
     LANGS[:] = [args.src_lang, args.tgt_lang]
+    if args.promote:
+        promote(args.promote, args.out, tt_git("rev-parse", "--short", "HEAD"))
+        return
     if args.card_only:
         card = json.loads((args.out / "card.json").read_text(encoding="utf-8"))
         card["limits"] = measure_limits(args.out)

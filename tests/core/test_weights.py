@@ -200,3 +200,26 @@ def test_ship_weights_into_another_directory_leaves_the_shipped_alignment_alone(
         for p, data in shipped.items():
             if p.read_bytes() != data:
                 p.write_bytes(data)
+
+
+def test_promote_ships_a_try_directory_with_the_replaced_model_in_history(tmp_path):
+    """`ship_weights --promote DIR` copies a model shipped into DIR (a try-run) into --out and writes the history a
+    straight ship writes: the replaced model's record first, then its own history — not DIR's card's history (both
+    ships of session 29 needed the entry added by hand)."""
+    import shutil
+
+    from tests.core.test_limits import ship_weights
+
+    sw = ship_weights()
+    out, trial = tmp_path / "en-fr", tmp_path / "try"
+    shutil.copytree(EN_FR, out)
+    shutil.copytree(WEIGHTS, trial, ignore=shutil.ignore_patterns("en-fr"))  # another model, its own history
+    replaced = json.loads((out / "card.json").read_text(encoding="utf-8"))
+    card = sw.promote(trial, out, "abc1234")
+    assert (out / "model.safetensors").read_bytes() == (WEIGHTS / "model.safetensors").read_bytes()
+    assert (out / "alignment.json").read_bytes() == (WEIGHTS / "alignment.json").read_bytes()
+    assert json.loads((out / "card.json").read_text(encoding="utf-8")) == card
+    assert card["history"] == [sw.history_entry(replaced, "abc1234"), *replaced.get("history", [])]
+    assert card["test_sets"] == CARD["test_sets"] and list(card)[-1] == "alignment"
+    readme = (out / "README.md").read_text(encoding="utf-8")
+    assert "`abc1234`" in readme and readme == sw.render_readme(out, card)
