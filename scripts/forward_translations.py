@@ -13,7 +13,9 @@ shuffled with seed 41 (session 17's back-translation order); English news (`news
 149,714 lines (the WMT news sides and BBC that bt2/bt5 drew from) shuffled with seed 42. Disjoint ranges never
 share a line's position, so each session takes the next range.
 
-`filter` reads the source lines and `tt translate --json` records (their `index` is the source line) and writes
+`filter` reads the source lines and `tt translate --json` records (their `index` is the source line; a run that was
+cut short is resumed on the lines after its last whole record, `tail -n +N`, and its file named after the first:
+each file's indexes continue after the records before it, and a record cut short at a stop is dropped) and writes
 - `bt.SRC` / `bt.TGT`: **back-translation** for the other direction: every output that passes the checks, tagged
   `<BT>` (Caswell et al. 2019) as that direction's source, the real sentence as its target;
 - `ft.SRC` / `ft.TGT`: **forward translation** (self-training) for this direction: the real source, its
@@ -77,6 +79,32 @@ def passes(source: str, record: dict) -> bool:
     )
 
 
+def read_records(paths: list[Path], n_sources: int) -> list[dict]:
+    """The records of `tt translate --json` files that translated one source file in turn: each file's indexes
+    shifted past the source lines before it (a resumed run numbers its lines from 0). A last line cut short by a
+    stop is dropped (and said); a broken line elsewhere, or an index out of order or past the sources, is an error."""
+    records: list[dict] = []
+    for path in paths:
+        offset = records[-1]["index"] + 1 if records else 0
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                if number == len(lines):
+                    print(f"{path}:{number}: a record cut short, dropped", file=sys.stderr)
+                    break
+                raise ValueError(f"{path}:{number}: not a JSON record") from None
+            index = record["index"] + offset
+            if index >= n_sources or (records and index <= records[-1]["index"]):
+                where = f"past the {n_sources} source lines" if index >= n_sources else "not after the record before"
+                raise ValueError(f"{path}:{number}: index {record['index']} (source line {index + 1}) is {where}")
+            records.append({**record, "index": index})
+    return records
+
+
 def split_sets(sources: list[str], records: list[dict], keep: float) -> tuple[list[Pair], list[Pair]]:
     """(back-translated pairs, forward pairs) as (source, translation): every output that passes, and the best
     `keep` share of them by mean log-probability per piece, best first."""
@@ -106,7 +134,12 @@ def main(argv: list[str] | None = None) -> int:
     cut.add_argument("seed", type=int)
     filt = commands.add_parser("filter", help="a model's translations -> back-translated and forward sets")
     filt.add_argument("source", type=Path)
-    filt.add_argument("jsonl", type=Path, help="tt translate --json output for SOURCE")
+    filt.add_argument(
+        "jsonl",
+        type=Path,
+        nargs="+",
+        help="tt translate --json output for SOURCE; more files: a cut run resumed on the lines after it, in order",
+    )
     filt.add_argument("src_lang")
     filt.add_argument("tgt_lang")
     filt.add_argument("keep", type=float, help="share of the passing outputs kept as forward pairs (0–1)")
@@ -124,8 +157,10 @@ def main(argv: list[str] | None = None) -> int:
         if not 0.0 <= args.keep <= 1.0:
             parser.error(f"keep is a share between 0 and 1, got {args.keep}")
         sources = args.source.read_text(encoding="utf-8").splitlines()
-        with args.jsonl.open(encoding="utf-8") as f:
-            records = [json.loads(line) for line in f if line.strip()]
+        try:
+            records = read_records(args.jsonl, len(sources))
+        except ValueError as exc:
+            raise SystemExit(f"forward_translations.py: {exc}") from None
         back, forward = split_sets(sources, records, args.keep)
         s, t, out = args.src_lang, args.tgt_lang, args.out_dir
         tagged = [Pair(p.src, "<BT> " + p.tgt, p.origin) for p in back]  # the other direction's source, tagged

@@ -121,3 +121,29 @@ def test_news_takes_a_range_of_the_fixed_shuffle(tmp_path):
     assert forward_translations.news_lines("fr", 11, 20, mono) == every[10:20]
     bad = run("news", "fr", 20, 10, tmp_path / "x")
     assert bad.returncode != 0 and "first ≤ last, got 20..10" in bad.stderr
+
+
+def test_filter_reads_a_cut_run_and_its_resumption_as_one(tmp_path):
+    """A generation cut by a session's stop is resumed on the lines after its last whole record (`tail -n +N`),
+    whose records number from 0 again: files given in turn continue one numbering and the cut record is dropped,
+    so the sets are the ones a whole run gives. The same records pasted into one file would pair outputs with the
+    wrong sources (session 30 did, by hand): an index that does not move forward is an error naming file:line."""
+    src = tmp_path / "src.fr"
+    src.write_text("".join(s + "\n" for s in SOURCES), encoding="utf-8")
+    first, rest, pasted = tmp_path / "out1.jsonl", tmp_path / "out2.jsonl", tmp_path / "pasted.jsonl"
+    first.write_text(RECORDS[0] + "\n" + RECORDS[1][:25], encoding="utf-8")  # stopped while writing record 1
+    resumed = [json.loads(r) for r in RECORDS[1:]]  # sources 2..7 translated again, numbered from 0
+    rest.write_text("".join(json.dumps({**r, "index": r["index"] - 1}) + "\n" for r in resumed), encoding="utf-8")
+    done = run("filter", src, first, rest, "fr", "en", 0.67, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert f"{first}:2: a record cut short, dropped" in done.stderr
+    assert "7 translations: 3 back-translated pairs, 2 forward pairs" in done.stdout
+    assert (tmp_path / "bt.fr").read_text(encoding="utf-8").splitlines() == [SOURCES[0], SOURCES[1], SOURCES[6]]
+    assert (tmp_path / "ft.en").read_text(encoding="utf-8").splitlines()[1] == json.loads(RECORDS[1])["translation"]
+
+    pasted.write_text(RECORDS[0] + "\n" + rest.read_text(encoding="utf-8"), encoding="utf-8")
+    wrong = run("filter", src, pasted, "fr", "en", 0.67, tmp_path)
+    assert wrong.returncode != 0
+    assert f"{pasted}:2: index 0 (source line 1) is not after the record before" in wrong.stderr
+    past = run("filter", src, first, rest, rest, "fr", "en", 0.67, tmp_path)
+    assert past.returncode != 0 and f"{rest}:1: index 0 (source line 8) is past the 7 source lines" in past.stderr
