@@ -8,6 +8,7 @@ naming it, raised before anything is created.
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import sys
@@ -183,3 +184,21 @@ def open_input(path: str | Path) -> IO[bytes]:
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     with open_output(path, binary=True) as f:
         f.write(data)
+
+
+def read_jsonl(path: str | Path) -> tuple[list[tuple[int, dict]], bool]:
+    """The records of a JSON-lines file that a process appends to, each with its line number, and whether its last
+    line was cut short (the writer stopped part-way: that line is dropped). A broken line before the last is a
+    DataError naming file:line."""
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    records = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            records.append((number, json.loads(line)))
+        except json.JSONDecodeError:
+            if number == len(lines):
+                return records, True
+            raise DataError(f"{path}:{number}: not a JSON record") from None
+    return records, False

@@ -27,7 +27,6 @@ repeat (fewer than 80 % distinct) and lines with a tab (the corpus readers' colu
 from __future__ import annotations
 
 import argparse
-import json
 import lzma
 import random
 import sys
@@ -37,7 +36,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from core.data.readers import Pair, write_aligned  # noqa: E402
-from core.files import atomic_write_bytes  # noqa: E402
+from core.errors import DataError  # noqa: E402
+from core.files import atomic_write_bytes, read_jsonl  # noqa: E402
 
 MONO = ROOT.parent / "shared" / "data" / "mono"
 # language -> (file, lines dropped from its end, shuffle seed)
@@ -86,17 +86,10 @@ def read_records(paths: list[Path], n_sources: int) -> list[dict]:
     records: list[dict] = []
     for path in paths:
         offset = records[-1]["index"] + 1 if records else 0
-        lines = path.read_text(encoding="utf-8").splitlines()
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                if number == len(lines):
-                    print(f"{path}:{number}: a record cut short, dropped", file=sys.stderr)
-                    break
-                raise ValueError(f"{path}:{number}: not a JSON record") from None
+        lines, cut = read_jsonl(path)
+        if cut:
+            print(f"{path}: its last record was cut short, dropped", file=sys.stderr)
+        for number, record in lines:
             index = record["index"] + offset
             if index >= n_sources or (records and index <= records[-1]["index"]):
                 where = f"past the {n_sources} source lines" if index >= n_sources else "not after the record before"
@@ -159,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         sources = args.source.read_text(encoding="utf-8").splitlines()
         try:
             records = read_records(args.jsonl, len(sources))
-        except ValueError as exc:
+        except (ValueError, DataError) as exc:
             raise SystemExit(f"forward_translations.py: {exc}") from None
         back, forward = split_sets(sources, records, args.keep)
         s, t, out = args.src_lang, args.tgt_lang, args.out_dir

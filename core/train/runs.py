@@ -12,13 +12,13 @@ on GPUs (wall time × processes); or wall hours.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from core.errors import DataError
+from core.files import read_jsonl
 
 METRICS = "metrics.jsonl"
 XAxis = Literal["step", "hours", "wall"]
@@ -158,16 +158,7 @@ def read_run(path: str | Path) -> Run:
         what = "no such directory" if not path.exists() else f"no {METRICS} (not a tt train run directory)"
         raise DataError(f"{path}: {what}")
     run = Run(path.resolve().name, path)
-    lines = metrics.read_text(encoding="utf-8").splitlines()
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            if number == len(lines):
-                break  # a run killed while writing its last line
-            raise DataError(f"{metrics}:{number}: not a JSON record") from None
+    for _, record in read_jsonl(metrics)[0]:  # a run killed while writing its last line loses that line only
         run.add(record)
     return run
 

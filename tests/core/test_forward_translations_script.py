@@ -136,7 +136,7 @@ def test_filter_reads_a_cut_run_and_its_resumption_as_one(tmp_path):
     rest.write_text("".join(json.dumps({**r, "index": r["index"] - 1}) + "\n" for r in resumed), encoding="utf-8")
     done = run("filter", src, first, rest, "fr", "en", 0.67, tmp_path)
     assert done.returncode == 0, done.stderr
-    assert f"{first}:2: a record cut short, dropped" in done.stderr
+    assert f"{first}: its last record was cut short, dropped" in done.stderr
     assert "7 translations: 3 back-translated pairs, 2 forward pairs" in done.stdout
     assert (tmp_path / "bt.fr").read_text(encoding="utf-8").splitlines() == [SOURCES[0], SOURCES[1], SOURCES[6]]
     assert (tmp_path / "ft.en").read_text(encoding="utf-8").splitlines()[1] == json.loads(RECORDS[1])["translation"]
