@@ -42,6 +42,7 @@ from core.checkpoint import (  # noqa: E402
     placeholder_metadata,
     placeholder_tokens,
     save_model,
+    shipped_models,
 )
 from core.data.readers import heldout_range, read_corpus, write_aligned  # noqa: E402
 from core.device import describe_cpu  # noqa: E402
@@ -910,9 +911,10 @@ def render_history(card: dict) -> str:
             )
         )
     table = "\n".join(f"| {row} |" for row in [head, " | ".join(["---", *["---:"] * (len(sets) + 2)]), *rows])
+    home = shipped_models().get(tuple(card.get("languages", ("fr", "en"))), ROOT / "weights")  # weights/en-fr for en→fr
     return f"""## History
 
-The models shipped before this one stay in git history, not in the tree: `git show COMMIT:weights/model.safetensors`
+The models shipped before this one stay in git history, not in the tree: `git show COMMIT:{home.relative_to(ROOT).as_posix()}/model.safetensors`
 (with that commit's `spm.model` and `card.json`) gives each back, and `tt translate --model DIR` runs it. BLEU as its
 own card measured it (beam 4, α 0.6, the same sets and signatures; AER on the Hansards trial pairs):
 

@@ -223,3 +223,18 @@ def test_promote_ships_a_try_directory_with_the_replaced_model_in_history(tmp_pa
     assert card["test_sets"] == CARD["test_sets"] and list(card)[-1] == "alignment"
     readme = (out / "README.md").read_text(encoding="utf-8")
     assert "`abc1234`" in readme and readme == sw.render_readme(out, card)
+
+
+def test_english_to_french_history_names_its_own_folder():
+    """en→fr's card keeps the model it replaced too, and its README says where git holds it: weights/en-fr, not the
+    fr→en model's weights/ (the first en→fr history, session 30, named the wrong file)."""
+    import subprocess
+
+    card = json.loads((EN_FR / "card.json").read_text(encoding="utf-8"))
+    old = card["history"][0]
+    readme = (EN_FR / "README.md").read_text(encoding="utf-8")
+    assert "`git show COMMIT:weights/en-fr/model.safetensors`" in readme and f"`{old['commit']}`" in readme
+    held = subprocess.run(
+        ["git", "cat-file", "-e", f"{old['commit']}:weights/en-fr/model.safetensors"], cwd=ROOT, capture_output=True
+    )
+    assert held.returncode == 0, held.stderr
