@@ -311,6 +311,10 @@ PROMOTED = ("model.safetensors", "alignment.json")
 def promote(trial: Path, out: Path, commit: str) -> dict:
     """Ship the model of a try directory (a `--out` elsewhere) into `out`: its files and card come in, and the card's
     history is the one a ship straight into `out` writes, the replaced model (at `commit`) first, then its history."""
+    missing = [name for name in ("card.json", "model.safetensors") if not (trial / name).is_file()]
+    if missing or trial.resolve() == out.resolve():
+        what = f"no {' or '.join(missing)} (ship a run into it first: --out {trial})" if missing else "is --out itself"
+        raise SystemExit(f"ship_weights.py: --promote {trial}: {what}")
     card = json.loads((trial / "card.json").read_text(encoding="utf-8"))
     previous = json.loads((out / "card.json").read_text(encoding="utf-8")) if (out / "card.json").exists() else {}
     card.pop("history", None)

@@ -223,6 +223,10 @@ def test_promote_ships_a_try_directory_with_the_replaced_model_in_history(tmp_pa
     assert card["test_sets"] == CARD["test_sets"] and list(card)[-1] == "alignment"
     readme = (out / "README.md").read_text(encoding="utf-8")
     assert "`abc1234`" in readme and readme == sw.render_readme(out, card)
+    with pytest.raises(SystemExit, match=r"--promote .*empty: no card.json or model.safetensors \(ship a run into it"):
+        sw.promote(tmp_path / "empty", out, "abc1234")
+    with pytest.raises(SystemExit, match="is --out itself"):
+        sw.promote(out, out, "abc1234")
 
 
 def test_english_to_french_history_names_its_own_folder():
