@@ -7,8 +7,8 @@
 A run started with `tt train --init-from weights` (a fine-tune, e.g. with guided alignment) keeps the
 base model's training record in the card (card["base"]) and adds its own (card["fine_tune"]); a run started from a
 model that was itself continued (the shipped model today) keeps that model's record too, earliest first
-(card["earlier_fine_tunes"]), so every run on the way stays in the card; the model it replaces in weights/ goes into
-the card's history (card["history"]: its figures and the commit that holds its weights). The
+(card["earlier_fine_tunes"]), so every run on the way stays in the card; the model it replaces in weights/ (or
+weights/en-fr) goes into the card's history (card["history"]: its figures and the commit that holds its weights). The
 Alignment section is measured here: `tt align --find-heads` on the Hansards trial set stores the rule
 with the new model, then the stored rule, the earlier rule and the diagonal are scored with `tt align --gold`.
 
@@ -317,9 +317,7 @@ def promote(trial: Path, out: Path, commit: str) -> dict:
         raise SystemExit(f"ship_weights.py: --promote {trial}: {what}")
     card = json.loads((trial / "card.json").read_text(encoding="utf-8"))
     previous = json.loads((out / "card.json").read_text(encoding="utf-8")) if (out / "card.json").exists() else {}
-    card.pop("history", None)
-    if previous.get("test_sets"):
-        card["history"] = [history_entry(previous, commit), *previous.get("history", [])]
+    record_replaced(card, previous, commit)
     if "alignment" in card:  # the key order of a straight ship: history before alignment
         card["alignment"] = card.pop("alignment")
     for name in PROMOTED:
@@ -838,6 +836,20 @@ def regressions(card: dict, shipped: dict, tolerance: float = SHIP_TOLERANCE) ->
 HISTORY_SETS = ("tatoeba-test", "multi30k-test2016", "newstest2013", "newstest2012", "flores101-dev")
 
 
+def record_replaced(card: dict, previous: dict, commit: str) -> None:
+    """card["history"]: the model it replaces (`previous`, whose weights git holds at `commit`) first, then that
+    model's own history; none where nothing was shipped before."""
+    card.pop("history", None)
+    if previous.get("test_sets"):
+        card["history"] = [history_entry(previous, commit), *previous.get("history", [])]
+
+
+def replaces_shipped(out: Path) -> bool:
+    """Whether `out` is a shipped model's directory (weights/, weights/en-fr): a ship there replaces a model that
+    the card's history keeps; a ship into a try directory does not."""
+    return out.resolve() in {directory.resolve() for directory in shipped_models().values()}
+
+
 def history_entry(card: dict, commit: str) -> dict:
     """What the card of a model that is being replaced keeps of it: its shape, its figures, and the commit whose
     weights/ holds it (`git show COMMIT:weights/model.safetensors`)."""
@@ -1194,10 +1206,8 @@ def main() -> None:  # noqa: C901 - a script's main: its steps in order
                 "bleu": ctrl_valid[ctrl_best]["bleu"],
                 "chrf": ctrl_valid[ctrl_best]["chrf"],
             }
-    if previous.get("test_sets") and args.out.resolve() == (ROOT / "weights").resolve():
-        # the model being replaced goes into the card's history; its weights stay in git at HEAD
-        head = tt_git("rev-parse", "--short", "HEAD")
-        card["history"] = [history_entry(previous, head), *previous.get("history", [])]
+    if replaces_shipped(args.out):  # the model being replaced goes into the card's history; git holds it at HEAD
+        record_replaced(card, previous, tt_git("rev-parse", "--short", "HEAD"))
     earlier_rule = previous.get("alignment") or (base_card.get("alignment") if fine_tune else None) or {}
     card["alignment"] = measure_alignment(args.out, earlier_rule, args.reverse_model)
     write_card(args.out, card)

@@ -223,6 +223,7 @@ def test_promote_ships_a_try_directory_with_the_replaced_model_in_history(tmp_pa
     assert card["test_sets"] == CARD["test_sets"] and list(card)[-1] == "alignment"
     readme = (out / "README.md").read_text(encoding="utf-8")
     assert "`abc1234`" in readme and readme == sw.render_readme(out, card)
+    assert sw.replaces_shipped(WEIGHTS) and sw.replaces_shipped(EN_FR) and not sw.replaces_shipped(out)
     with pytest.raises(SystemExit, match=r"--promote .*empty: no card.json or model.safetensors \(ship a run into it"):
         sw.promote(tmp_path / "empty", out, "abc1234")
     with pytest.raises(SystemExit, match="is --out itself"):
