@@ -199,7 +199,8 @@ def main() -> None:
     parser.add_argument(
         "--fast",
         default="int8",
-        help="tt's other modes, comma-separated: int8, bf16, fp32-packed (packed for oneDNN whatever the CPU), or none",
+        help="tt's other modes, comma-separated: int8, int8-fbgemm (every product on fbgemm whatever the CPU), bf16, "
+        "fp32-packed (packed for oneDNN whatever the CPU), or none",
     )
     parser.add_argument("--rows", default="greedy1,greedy64,beam64")
     parser.add_argument("--rounds", type=int, default=2, help="passes per engine and row; the best counts")

@@ -2,11 +2,13 @@
 is timed). Started with the OpenMP setting every tt command makes (bench_ct2.py passes it in the environment).
 
     python bench/tt_worker.py MODEL_DIR MODE THREADS
-    # MODE: fp32, fp32 unpacked, fp32-packed, int8, bf16
+    # MODE: fp32, fp32 unpacked, fp32-packed, int8, int8-fbgemm, bf16
 
 `fp32` is the model as `tt translate` loads it: packed for oneDNN where that pays (core/model/fast.py
 `packing_pays`: not on an Intel CPU), plain elsewhere; `fp32 unpacked` always plain, `fp32-packed` always
-packed (the two side by side in one run).
+packed (the two side by side in one run). `int8` is the int8 model as `tt translate --precision int8` runs it (on an
+Intel CPU few rows of its small weights multiplied in fp32: core/model/fast.py `SMALL_ROWS`); `int8-fbgemm` every
+product on fbgemm's int8 kernels whatever the CPU (the two side by side).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ def main() -> None:
 
     from core.checkpoint import load_model
     from core.decode import beam, search
+    from core.model import fast
     from core.model.fast import fast_model, packed_model
 
     torch.set_num_threads(int(threads))
@@ -35,6 +38,9 @@ def main() -> None:
         model = loaded.model
     elif mode == "fp32-packed":
         model = packed_model(loaded.model, inplace=True)
+    elif mode == "int8-fbgemm":
+        fast.SMALL_IN_FP32 = False  # read as the int8 layers and their fused step are built
+        model = fast_model(loaded.model, "int8")
     else:
         model = fast_model(loaded.model, mode)
 

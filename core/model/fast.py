@@ -192,12 +192,51 @@ def int8_rows(x: torch.Tensor, params, unbiased, bias: torch.Tensor | None) -> t
     return y.mul_(scale) if bias is None else torch.addcmul(bias, y, scale)
 
 
+# A few rows through a small int8 weight: fbgemm's dynamic product costs ~20 µs a call on an Intel Xeon however
+# small (choosing the rows' range, quantizing, packing, the product, scaling back), where MKL's fp32 product of the
+# same int8 weights, dequantized once, takes 6–17 µs for up to 4–8 rows of this model's 256 × 256 and 256 × 768
+# weights; fbgemm stays ahead from W_1's 256 × 2048 up at any row count (bench/README.md, *A few rows of a small
+# int8 weight in fp32*). So a product of at most SMALL_ROWS rows through a weight of fewer than SMALL_WEIGHT
+# entries (its fp32 copy, < 2 MB, fits in a core's L2) multiplies the int8 weight's values in fp32: the same
+# int8 weights, the activations unrounded — a step of one sentence (greedy: 1 row; beam 4: 4 rows), the last
+# rows of a batch. The rule reads the rows only, so a stacked product and its layers decide alike.
+SMALL_ROWS = 8
+SMALL_WEIGHT = 1 << 19
+# None: where the CPU is Intel's (`small_in_fp32`); True / False force it (tests, scripts/int8_ablation.py).
+SMALL_IN_FP32: bool | None = None
+
+
+def small_in_fp32() -> bool:
+    """Whether few rows through a small int8 weight are multiplied in fp32 (`SMALL_ROWS`): on Intel CPUs, where
+    it was measured to pay. On the AMD Zen 5 fbgemm's one-row int8 products were fast (int8 batch 1 at 1.4–1.6×
+    tt's fp32 there, bench/README.md), so they stay there until measured otherwise."""
+    if SMALL_IN_FP32 is not None:
+        return SMALL_IN_FP32
+    from core.device import cpu_vendor
+
+    return cpu_vendor() == "GenuineIntel"
+
+
+def takes_small_rows(weight: torch.Tensor) -> bool:
+    """Whether few rows through this (out, in) weight are multiplied in fp32 (`SMALL_ROWS`)."""
+    return weight.size(0) * weight.size(1) < SMALL_WEIGHT and small_in_fp32()
+
+
+def dequantized_t(weight: torch.Tensor) -> torch.Tensor | None:
+    """Wᵀ (in, out) in fp32 from a qint8 weight's own values (int8 × its row's scale), for `SMALL_ROWS`; None
+    where its products stay int8 (a large weight, or a CPU where `small_in_fp32` is off)."""
+    if not takes_small_rows(weight):
+        return None
+    return weight.dequantize().t().contiguous()  # (in, out)
+
+
 class Int8Linear(nn.Module):
     """An nn.Linear for inference on int8 weights, one scale per output row and zero points of 0 (what
     `fast_model(model, "int8")` makes of each Linear layer): its input rows are quantized one by one
-    (`int8_rows`). `weight()` and `bias()` read as torch.ao's dynamic Linear's do."""
+    (`int8_rows`); up to SMALL_ROWS rows through a small weight multiply its int8 values in fp32 (`dequantized_t`).
+    `weight()` and `bias()` read as torch.ao's dynamic Linear's do."""
 
-    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None) -> None:
+    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None, *, small: bool = True) -> None:
         super().__init__()
         if weight.dtype != torch.qint8 or bool(int8_scales(weight)[1].any()):
             raise ValueError("Int8Linear takes qint8 weights with zero points of 0")
@@ -211,6 +250,10 @@ class Int8Linear(nn.Module):
                 torch.ops.quantized.linear_prepack(weight, None),
                 self._bias,
             )
+        # The fp32 copy for few rows (`dequantized_t`), made on the first such call: the fused step, which decodes,
+        # keeps its own (`Int8Product`), so a model that only decodes never holds this one.
+        self.small = small and takes_small_rows(weight)
+        self._small_t: torch.Tensor | None = None
 
     def weight(self) -> torch.Tensor:
         return self._weight
@@ -222,6 +265,12 @@ class Int8Linear(nn.Module):
         flat = x.reshape(-1, self.in_features)
         if flat.dtype != torch.float32:
             flat = flat.float()
+        if self.small and flat.size(0) <= SMALL_ROWS:
+            if self._small_t is None:  # Wᵀ from the int8 values, as `dequantized_t` makes it
+                self._small_t = self._weight.dequantize().t().contiguous()  # (in, out)
+            w_t = self._small_t
+            y = torch.mm(flat, w_t) if self._bias is None else torch.addmm(self._bias, flat, w_t)
+            return y.view(*x.shape[:-1], -1)
         return int8_rows(flat.contiguous(), *self.packed).view(*x.shape[:-1], -1)
 
     def extra_repr(self) -> str:
@@ -332,7 +381,10 @@ class Int8Product:
     """x Wᵀ + b for the step's (N, in) rows on int8 weights with one scale per output row (`--quantize int8`):
     the rows of one or more of the model's `Int8Linear` layers, stacked as their fp32 weights are on the other
     paths. Each input row is quantized with its own range, as the layers themselves do it (`int8_rows`), so a
-    stacked product gives each layer's own outputs.
+    stacked product gives each layer's own outputs; up to SMALL_ROWS rows through a small weight are multiplied in
+    fp32 on the int8 weight's values (`small`, a `Product`: one row split across cores as fp32's is), as the
+    layers do it too. `weight_t` and `bias` are then that product's, so one sentence's cross-attention can absorb
+    W^Q and W^O as the fp32 path does (core/model/step.py); None where the product stays int8.
     `scale` multiplies a part's weight scales and bias (1/√d_k folded into W^Q: a power of two, so exact).
     """
 
@@ -350,9 +402,16 @@ class Int8Product:
             weight = torch._make_per_channel_quantized_tensor(
                 int_repr, row_scales, torch.zeros_like(row_scales, dtype=torch.long), 0
             )
-        self.packed = Int8Linear(weight, torch.cat(biases)).packed  # the stacked layer's, prepacked once
+        bias = torch.cat(biases)
+        self.packed = Int8Linear(weight, bias, small=False).packed  # the stacked layer's, prepacked once
+        small_t = dequantized_t(weight)  # (in, out) or None
+        self.small = None if small_t is None else Product(small_t.t(), bias, packed=False)
+        self.weight_t = None if self.small is None else self.small.weight_t
+        self.bias = None if self.small is None else self.small.bias
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        if self.small is not None and x.size(0) <= SMALL_ROWS:
+            return self.small(x)  # (N, out)
         return int8_rows(x, *self.packed)  # (N, out)
 
 

@@ -11,13 +11,15 @@ operations a decoder step. At batch 1 a step is that overhead plus reading the w
   reads a one-row product's weight 1.3–1.5× faster that way than through `F.linear` — except where the
   inputs outnumber the outputs (W_2), which read W's rows (core/model/fast.py, `Product`). Large products of
   a packed model go to oneDNN on its packed weights instead, and an int8 model's
-  (`fast_model(model, "int8")`, `--quantize int8`) to fbgemm's int8 kernels on its own int8 weights
-  (the products: core/model/fast.py);
+  (`fast_model(model, "int8")`, `--quantize int8`) to fbgemm's int8 kernels on its own int8 weights — on an
+  Intel CPU, few rows through a small weight in fp32 on those int8 values (`SMALL_ROWS`) — (the products:
+  core/model/fast.py);
 - each sub-layer's variant (cached or beam-slot self-attention; absorbed, one-query or grouped
   cross-attention) chosen once per step, not per layer;
 - attention written out for the one new query, on (N·h, T, d_k) views of the caches: 1/√d_k folded
   into W^Q, the source padding as an additive bias made once per batch, no masks built per step; for
-  a single sentence of an fp32 model, W^Q and W^O of the cross-attention multiplied into its keys and values;
+  a single sentence, W^Q and W^O of the cross-attention multiplied into its keys and values (fp32 weights, or an
+  int8 model's small weights multiplied in fp32 for one row: core/model/fast.py `SMALL_ROWS`);
 - beam search's beams of a sentence on one row of its memory and of every cache (`group`, `BeamSlots`):
   a step's keys and values are written once into the sentence's slots and never reordered, each beam
   reading its own prefix through an ancestry mask; the caches' memory passes from search to search;
@@ -116,6 +118,12 @@ class FusedStep:
         # Every decoder layer's W^K W^V of the memory stacked: the cross-attention caches in one product.
         self.cross_kv = stacked_product([(layer.cross_attn.w_kv, 1.0) for layer in model.decoder_layers], kind)
         self.generator = stacked_product([(model.generator, 1.0)], kind)
+        # Absorbing W^Q and W^O into one sentence's memory is fp32 arithmetic: an int8 model's cross-attention
+        # absorbs them where one row of its W^Q and W^O is multiplied in fp32 anyway (core/model/fast.py,
+        # `SMALL_ROWS`: the int8 weights' own values), and keeps its own products elsewhere.
+        self.absorbs = all(
+            getattr(p, "weight_t", None) is not None for layer in self.layers for p in (layer.cross_q, layer.cross_out)
+        )
         # The embeddings, positions and final norms, read once here rather than through the modules every step.
         self.src_table, self.src_scale = model.src_embed.table.weight, model.src_embed.scale
         self.tgt_table, self.tgt_scale = model.tgt_embed.table.weight, model.tgt_embed.scale
@@ -263,8 +271,7 @@ class FusedStep:
         """This step's cross-attention, chosen once for all layers: (layer i, its input y (N, d)) -> the
         sub-layer's output (N, d), W^O applied."""
         src_bias = self._source_bias(enc.src_mask)  # (N·h, 1, S) or None
-        # Absorbing W^Q and W^O into the memory is fp32 arithmetic: int8 layers keep their own products.
-        if n == 1 and src_bias is None and self.kind != "int8":
+        if n == 1 and src_bias is None and self.absorbs:
             absorbed = self._absorbed(state)
             return lambda i, y: absorbed[i](y)
         h, d_k, d = self.cfg.h, self.cfg.d_k, self.cfg.d_model

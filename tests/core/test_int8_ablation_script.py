@@ -74,7 +74,9 @@ def test_weights_only_rounds_each_row_to_255_levels_and_leaves_the_model_alone(a
 def test_the_8bit_variant_runs_fbgemm_over_the_full_range(monkeypatch):
     """Against the product on the int8 weights themselves (their rounding is common to both), 8-bit activations
     round about half as far as the reduced 7-bit range. The weights span ±60, not ±127, so that no pair of 8-bit
-    products can saturate fbgemm's 16-bit sums on a CPU without AVX-512 VNNI (2 · 255 · 60 < 32,767)."""
+    products can saturate fbgemm's 16-bit sums on a CPU without AVX-512 VNNI (2 · 255 · 60 < 32,767). Every product
+    on fbgemm (three rows of this small weight would otherwise be multiplied in fp32, core/model/fast.py SMALL_ROWS)."""
+    monkeypatch.setattr(fast, "SMALL_IN_FP32", False)
     torch.manual_seed(0)
     layer = nn.Linear(64, 32)
     scale = layer.weight.detach().abs().amax(1) / 60

@@ -119,12 +119,15 @@ def test_bleu_on_the_held_out_split_stays_close_to_fp32(shipped, mode):
 
 
 @torch.inference_mode()
-def test_int8_quantizes_each_row_of_a_call_with_its_own_range():
+def test_int8_quantizes_each_row_of_a_call_with_its_own_range(monkeypatch):
     """An int8 layer's rows do not share one activation range: a quiet row beside a loud one (a short
     sentence beside one with large activations, in a batch or a server's shared batch) keeps about the error it
-    has alone. With one range per call the quiet row's error would grow with the loud row's scale (here ~500×)."""
+    has alone. With one range per call the quiet row's error would grow with the loud row's scale (here ~500×).
+    (Every product on fbgemm here: three rows of this small weight would otherwise be multiplied in fp32.)"""
+    from core.model import fast
     from core.model.fast import Int8Linear
 
+    monkeypatch.setattr(fast, "SMALL_IN_FP32", False)
     torch.manual_seed(0)
     linear = torch.nn.Linear(256, 512).eval()
     layer = fast_model(torch.nn.Sequential(linear), "int8")[0]
@@ -137,3 +140,54 @@ def test_int8_quantizes_each_row_of_a_call_with_its_own_range():
         assert 0 < error_together <= 2 * error_alone, (i, error_together, error_alone)
     # 3-D input (batch, positions, features), as the modules receive it, row by row too
     torch.testing.assert_close(layer(torch.stack([torch.cat(rows)])), together.unsqueeze(0))
+
+
+@pytest.mark.parametrize("small", [False, True], ids=["fbgemm", "small in fp32"])
+@torch.inference_mode()
+def test_few_rows_of_a_small_int8_weight_are_multiplied_in_fp32_on_its_int8_values(monkeypatch, small):
+    """core/model/fast.py `SMALL_ROWS`: up to 8 rows through a weight of fewer than 2^19 entries give exactly the
+    fp32 product of the int8 weight's own values (int8 × its row's scale; the activations unrounded); a ninth row,
+    or a large weight, goes to fbgemm's int8 product, whose activations are rounded to 8 bits (not that product).
+    With SMALL_IN_FP32 off every call is fbgemm's; the stacked products of the fused step decide as the layers do."""
+    from core.model import fast
+    from core.model.fast import Int8Linear, Int8Product, int8_rows
+
+    monkeypatch.setattr(fast, "SMALL_IN_FP32", small)
+    torch.manual_seed(0)
+    small_linear, large_linear = torch.nn.Linear(256, 512).eval(), torch.nn.Linear(256, 2048).eval()
+    layers = fast_model(torch.nn.Sequential(small_linear, large_linear), "int8")
+    small_layer, large_layer = layers[0], layers[1]
+    assert type(small_layer) is Int8Linear and type(large_layer) is Int8Linear
+    assert not large_layer.small  # 256 × 2048 = 2^19 entries: fbgemm's at any row count
+    assert small_layer.small == small
+    for layer in (small_layer, large_layer):
+        exact_weight = layer.weight().dequantize()  # (out, in): the int8 values times their row's scale
+        for rows in (1, 8, 9):
+            x = torch.randn(rows, 256)
+            got = layer(x)
+            in_fp32 = torch.nn.functional.linear(x, exact_weight, layer.bias())
+            by_fbgemm = int8_rows(x, *layer.packed)
+            if small and layer is small_layer and rows <= fast.SMALL_ROWS:
+                torch.testing.assert_close(got, in_fp32, rtol=1e-5, atol=1e-5)
+                assert not torch.allclose(got, by_fbgemm, rtol=1e-5, atol=1e-5)
+            else:
+                assert torch.equal(got, by_fbgemm), (layer.out_features, rows)
+    # The stacked product (W^Q scaled, then W^KV, as the fused step builds it) gives its layers' own outputs.
+    w_q, w_kv = fast_model(torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.Linear(256, 512)), "int8")
+    stacked = Int8Product([(w_q, 0.125), (w_kv, 1.0)])
+    assert (stacked.small is not None) == small and (stacked.weight_t is not None) == small
+    for rows in (1, 4, 9):
+        x = torch.randn(rows, 256)
+        torch.testing.assert_close(stacked(x), torch.cat([w_q(x) * 0.125, w_kv(x)], 1), rtol=1e-5, atol=1e-5)
+
+
+def test_few_rows_in_fp32_follow_the_cpu_unless_set(monkeypatch):
+    """By default (SMALL_IN_FP32 None) the small path is taken on Intel CPUs only, where it was measured."""
+    from core.device import cpu_vendor
+    from core.model import fast
+
+    monkeypatch.setattr(fast, "SMALL_IN_FP32", None)
+    assert fast.small_in_fp32() == (cpu_vendor() == "GenuineIntel")
+    for forced in (False, True):
+        monkeypatch.setattr(fast, "SMALL_IN_FP32", forced)
+        assert fast.small_in_fp32() is forced

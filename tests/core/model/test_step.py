@@ -131,11 +131,15 @@ def test_no_fused_step_in_training_or_for_bf16_layers():
     assert fused_step(fast_model(model, "int8")).kind == "int8"
 
 
+@pytest.mark.parametrize("small", [False, True], ids=["fbgemm", "small in fp32"])
 @pytest.mark.parametrize("rows", ["batch", "one sentence"])
 @torch.inference_mode()
-def test_int8_layers_take_the_fused_step_and_compute_what_their_modules_compute(rows):
+def test_int8_layers_take_the_fused_step_and_compute_what_their_modules_compute(monkeypatch, rows, small):
     """`--quantize int8`: the stacked int8 products (Q scaled, K, V; every layer's cross K, V) and the
-    step give the int8 modules' own numbers; one sentence keeps its int8 cross-attention products."""
+    step give the int8 modules' own numbers. With every product on fbgemm one sentence keeps its int8
+    cross-attention products; with few rows of small weights in fp32 (core/model/fast.py `SMALL_ROWS`: every
+    weight of the tiny model is small) one sentence's cross-attention absorbs W^Q and W^O as fp32's does."""
+    monkeypatch.setattr(fast, "SMALL_IN_FP32", small)
     model = fast_model(model_of(seed=5, n_encoder_layers=2, n_decoder_layers=3), "int8")
     weight = model.generator.weight()  # a scale per output row, zero points 0
     assert weight.qscheme() == torch.per_channel_affine and weight.q_per_channel_scales().unique().numel() > 1
@@ -146,7 +150,7 @@ def test_int8_layers_take_the_fused_step_and_compute_what_their_modules_compute(
     real = src != 0
     torch.testing.assert_close(got_enc.memory[real], ref_enc.memory[real], rtol=1e-5, atol=1e-5)
     fused_state = steps_agree(model, step, ref_enc, step.start_state(ref_enc, capacity=6))
-    assert fused_state.absorbed is None
+    assert (fused_state.absorbed is not None) == (small and rows == "one sentence")
     # The int8 model is not the fp32 model: a step that read the fp32 weights would fail above.
     fp32 = model_of(seed=5, n_encoder_layers=2, n_decoder_layers=3)
     enc = fp32.encode(src)
@@ -210,12 +214,14 @@ def test_the_shipped_model_decodes_the_same_pieces_on_both_paths(monkeypatch, pa
     assert fused == modules
 
 
-def test_int8_gives_each_row_of_a_batch_its_own_range():
+def test_int8_gives_each_row_of_a_batch_its_own_range(monkeypatch):
     """A loud row in a batch does not coarsen the others: each row of the shipped model's int8 product comes out
-    within 5 % (of its largest value) of the row alone; with one range for the whole call it is off by 70–97 %."""
+    within 5 % (of its largest value) of the row alone; with one range for the whole call it is off by 70–97 %.
+    (Every product on fbgemm here: four rows of this small weight would otherwise be multiplied in fp32.)"""
     from core.checkpoint import load_model
     from core.model.fast import Int8Linear
 
+    monkeypatch.setattr(fast, "SMALL_IN_FP32", False)
     model = fast_model(load_model(None, packed=False).model, "int8")
     layer = next(m for m in model.modules() if isinstance(m, Int8Linear))
     x = torch.randn(4, layer.in_features, generator=torch.Generator().manual_seed(0))

@@ -1,0 +1,146 @@
+"""A few rows of a small int8 weight in fp32, or on fbgemm: the int8 model decoded both ways, side by side in one run.
+
+core/model/fast.py `SMALL_ROWS`: on an Intel CPU a product of at most 8 rows through a weight of fewer than 2^19
+entries (this model's 256 × 256 and 256 × 768) multiplies the int8 weight's values in fp32, where fbgemm's dynamic
+product costs ~20 µs a call however small; one sentence's cross-attention then absorbs W^Q and W^O as fp32's does.
+This bench builds the int8 model twice from the same weights — `SMALL_IN_FP32` off (every product on fbgemm, the
+code before) and on — and times both on the same sentences (the model card's held-out Tatoeba test split,
+tokenized once, length-sorted), rounds alternating and the first engine alternating, best round counts. It also
+counts the sentences whose pieces differ between the two (the activations of the small products are no longer
+rounded to 8 bits, so near ties can part).
+
+    python bench/bench_int8_small.py --threads 2 --sentences 300 --rounds 3
+
+Rows: greedy one sentence at a time (`tt translate "…"` greedy, the REPL), beam 4 one sentence at a time
+(`tt translate "…"`'s default search), and greedy batches of 64 (bulk; the last rows of a batch take the small path).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import torch  # noqa: E402
+
+from core.checkpoint import load_model  # noqa: E402
+from core.decode import beam, search  # noqa: E402
+from core.decode.source import prepare_source  # noqa: E402
+from core.device import describe_cpu  # noqa: E402
+from core.model import fast  # noqa: E402
+
+
+def int8_model(model: torch.nn.Module, small: bool) -> torch.nn.Module:
+    fast.SMALL_IN_FP32 = small  # read when the int8 layers (and their fused step) are built
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            q = fast.fast_model(model, "int8")
+        run(q, "greedy", [[5, 6, 3]])  # builds the fused step under this setting
+        return q
+    finally:
+        fast.SMALL_IN_FP32 = None
+
+
+def kernel_table(model: torch.nn.Module, threads: int, calls: int) -> None:
+    """µs a call of each product of the first decoder layer (and the generator) for a few row counts: fbgemm's
+    int8 product (`int8_rows`) against MKL's fp32 product of the same int8 weights, dequantized."""
+    from core.model.step import fused_step
+
+    step = fused_step(int8_model(model, True))
+    layer = step.layers[0]
+    products = {n: getattr(layer, n) for n in ("qkv", "self_out", "cross_q", "w_1", "w_2")}
+    products["generator"] = step.generator
+
+    def best(fn) -> float:
+        for _ in range(10):
+            fn()
+        times = []
+        for _ in range(5):
+            start = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            times.append((time.perf_counter() - start) / calls * 1e6)
+        return min(times)
+
+    print(f"µs a call, {threads} threads, best of 5 × {calls} calls: fbgemm int8 / fp32 on the int8 weights")
+    print("| rows | " + " | ".join(f"{n} ({p.in_features}×{p.out_features})" for n, p in products.items()) + " |")
+    print("|---:|" + "---:|" * len(products))
+    for rows in (1, 2, 4, 8, 16, 32, 64):
+        cells = []
+        for p in products.values():
+            x = torch.randn(rows, p.in_features)
+            int8 = best(lambda: fast.int8_rows(x, *p.packed))
+            if p.small is None:
+                cells.append(f"{int8:.0f} / –")
+                continue
+            fp32 = best(lambda: p.small(x))
+            cells.append(f"{int8:.0f} / {fp32:.0f}")
+        print(f"| {rows} | " + " | ".join(cells) + " |")
+    print()
+
+
+def run(model: torch.nn.Module, method: str, batch: list[list[int]]) -> list[list[int]]:
+    src = search.pad_batch(batch, model.cfg.pad_id)  # (B, S)
+    if method == "greedy":
+        return [h.tokens for h in search.greedy(model, src)]
+    return [hyps[0].tokens for hyps in beam.beam_search(model, src, beam_size=4, alpha=0.6)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default=str(ROOT / "weights"))
+    parser.add_argument("--sentences", type=int, default=300)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--calls", type=int, default=200, help="calls per timing in the kernel table")
+    parser.add_argument("--no-kernels", action="store_true", help="only the decoding rows")
+    args = parser.parse_args()
+    os.environ.setdefault("GOMP_SPINCOUNT", "0")
+    torch.set_num_threads(args.threads)
+    from bench_ct2 import held_out
+
+    loaded = load_model(Path(args.model))
+    cfg, tok = loaded.cfg, loaded.tokenizer
+    sources, _ = held_out(Path(args.model))
+    ids = [prepare_source(tok, s, cfg.max_len).ids or [cfg.eos_id] for s in sources[: args.sentences]]
+    ids.sort(key=len)
+    models = {"fbgemm (before)": int8_model(loaded.model, False), "small in fp32": int8_model(loaded.model, True)}
+    rows = {
+        "greedy, batch 1": ("greedy", [[s] for s in ids]),
+        "beam 4, batch 1": ("beam", [[s] for s in ids]),
+        "greedy, batch 64": ("greedy", [ids[i : i + 64] for i in range(0, len(ids), 64)]),
+    }
+    print(f"CPU: {describe_cpu()}; torch {torch.__version__}; {args.threads} threads; {len(ids)} sentences\n")
+    if not args.no_kernels:
+        with torch.inference_mode():
+            kernel_table(loaded.model, args.threads, args.calls)
+    print(
+        "| row | int8, every product on fbgemm (sent/s) | int8, few rows of small weights in fp32 (sent/s) | ratio | sentences that differ |"
+    )
+    print("|---|---:|---:|---:|---:|")
+    with torch.inference_mode():
+        for row, (method, batches) in rows.items():
+            best = dict.fromkeys(models, float("inf"))
+            outputs: dict[str, list] = {}
+            for r in range(args.rounds):
+                names = list(models) if r % 2 == 0 else list(reversed(models))
+                for name in names:
+                    start = time.perf_counter()
+                    out = [t for batch in batches for t in run(models[name], method, batch)]
+                    best[name] = min(best[name], time.perf_counter() - start)
+                    outputs[name] = out
+            a, b = (len(ids) / best[name] for name in models)
+            differ = sum(x != y for x, y in zip(*outputs.values()))
+            print(f"| {row} | {a:.1f} | {b:.1f} | {b / a:.2f}× | {differ} of {len(ids)} |")
+
+
+if __name__ == "__main__":
+    main()
