@@ -70,7 +70,9 @@ USER_ENV = dict(os.environ)
 
 
 def held_out(model_dir: Path) -> tuple[list[str], list[str]]:
-    """The model card's Tatoeba test split; a run without a card (a pilot) gets the shipped model's."""
+    """The model card's Tatoeba test split, (sources, references) in the model's direction (the corpus is
+    French⇥English; an en→fr card's sources are its English side); a run without a card (a pilot) gets the
+    shipped model's."""
     from core.data.readers import heldout_range, read_corpus
 
     card_file = model_dir / "card.json"
@@ -78,7 +80,8 @@ def held_out(model_dir: Path) -> tuple[list[str], list[str]]:
     test = card["test_sets"]["tatoeba-test"]
     lo, hi = test["buckets"]
     pairs = heldout_range(read_corpus(SHARED / test["file"]), lo, hi)
-    return [p.src for p in pairs], [p.tgt for p in pairs]
+    french, english = [p.src for p in pairs], [p.tgt for p in pairs]
+    return (english, french) if card.get("languages", ["fr", "en"])[0] == "en" else (french, english)
 
 
 def decoding_spec(loaded) -> dict:

@@ -199,10 +199,10 @@ def int8_rows(x: torch.Tensor, params, unbiased, bias: torch.Tensor | None) -> t
 # int8 weight in fp32*). So a product of at most SMALL_ROWS rows through a weight of fewer than SMALL_WEIGHT
 # entries (its fp32 copy, < 2 MB, fits in a core's L2) multiplies the int8 weight's values in fp32: the same
 # int8 weights, the activations unrounded — a step of one sentence (greedy: 1 row; beam 4: 4 rows), the last
-# rows of a batch. The rule reads the rows only, so a stacked product and its layers decide alike.
+# rows of a batch. A stacked product takes it where each layer it stacks does, so the two decide alike.
 SMALL_ROWS = 8
 SMALL_WEIGHT = 1 << 19
-# None: where the CPU is Intel's (`small_in_fp32`); True / False force it (tests, scripts/int8_ablation.py).
+# None: where the CPU is Intel's (`small_in_fp32`); True / False force it (tests, bench/bench_int8_small.py).
 SMALL_IN_FP32: bool | None = None
 
 
@@ -222,11 +222,8 @@ def takes_small_rows(weight: torch.Tensor) -> bool:
     return weight.size(0) * weight.size(1) < SMALL_WEIGHT and small_in_fp32()
 
 
-def dequantized_t(weight: torch.Tensor) -> torch.Tensor | None:
-    """Wᵀ (in, out) in fp32 from a qint8 weight's own values (int8 × its row's scale), for `SMALL_ROWS`; None
-    where its products stay int8 (a large weight, or a CPU where `small_in_fp32` is off)."""
-    if not takes_small_rows(weight):
-        return None
+def dequantized_t(weight: torch.Tensor) -> torch.Tensor:
+    """Wᵀ (in, out) in fp32 from a qint8 weight's own values (int8 × its row's scale), for `SMALL_ROWS`."""
     return weight.dequantize().t().contiguous()  # (in, out)
 
 
@@ -266,8 +263,8 @@ class Int8Linear(nn.Module):
         if flat.dtype != torch.float32:
             flat = flat.float()
         if self.small and flat.size(0) <= SMALL_ROWS:
-            if self._small_t is None:  # Wᵀ from the int8 values, as `dequantized_t` makes it
-                self._small_t = self._weight.dequantize().t().contiguous()  # (in, out)
+            if self._small_t is None:
+                self._small_t = dequantized_t(self._weight)  # (in, out)
             w_t = self._small_t
             y = torch.mm(flat, w_t) if self._bias is None else torch.addmm(self._bias, flat, w_t)
             return y.view(*x.shape[:-1], -1)
@@ -404,8 +401,9 @@ class Int8Product:
             )
         bias = torch.cat(biases)
         self.packed = Int8Linear(weight, bias, small=False).packed  # the stacked layer's, prepacked once
-        small_t = dequantized_t(weight)  # (in, out) or None
-        self.small = None if small_t is None else Product(small_t.t(), bias, packed=False)
+        # Few rows in fp32 where every stacked layer takes them so (`takes_small_rows`), as the layers decide.
+        small = all(takes_small_rows(linear.weight()) for linear, _ in parts)
+        self.small = Product(dequantized_t(weight).t(), bias, packed=False) if small else None
         self.weight_t = None if self.small is None else self.small.weight_t
         self.bias = None if self.small is None else self.small.bias
 

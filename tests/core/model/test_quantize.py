@@ -179,6 +179,11 @@ def test_few_rows_of_a_small_int8_weight_are_multiplied_in_fp32_on_its_int8_valu
     for rows in (1, 4, 9):
         x = torch.randn(rows, 256)
         torch.testing.assert_close(stacked(x), torch.cat([w_q(x) * 0.125, w_kv(x)], 1), rtol=1e-5, atol=1e-5)
+    # A stack decides as its layers do: six small layers (as six decoder layers' cross W^K W^V, 6 × 512 × 256 entries,
+    # past 2^19 together) take the small path; one large layer in a stack keeps it on fbgemm, as that layer is.
+    six = fast_model(torch.nn.Sequential(*[torch.nn.Linear(256, 512) for _ in range(6)]), "int8")
+    assert (Int8Product([(layer, 1.0) for layer in six]).small is not None) == small
+    assert Int8Product([(w_q, 1.0), (large_layer, 1.0)]).small is None
 
 
 def test_few_rows_in_fp32_follow_the_cpu_unless_set(monkeypatch):
