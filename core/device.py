@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
@@ -98,8 +99,10 @@ def _cpuinfo(field: str) -> str | None:
         return None
 
 
+@functools.cache
 def cpu_vendor() -> str:
-    """The CPU's vendor as Linux's /proc/cpuinfo names it ("GenuineIntel", "AuthenticAMD"), or "" elsewhere."""
+    """The CPU's vendor as Linux's /proc/cpuinfo names it ("GenuineIntel", "AuthenticAMD"), or "" elsewhere. Read
+    once a process: the int8 layers ask it for every small weight as a model is built (core/model/fast.py)."""
     return _cpuinfo("vendor_id") or ""
 
 
