@@ -510,6 +510,7 @@ def render_continued(ft: dict, before: tuple[str, str] = ("fr", "en")) -> str:
     options = (
         (f" --interpolate {ft['interpolate']}" if ft.get("interpolate") else "")
         + (f" --keep-tatoeba {keep:g}" if keep is not None else "")
+        + (" --mixes-only" if ft.get("mixes_only") else "")
         + (f" --select '{ft['selected']}'" if ft.get("select") else "")
         + (" --int8" if ft.get("int8") else "")
     )
@@ -528,6 +529,10 @@ def render_continued(ft: dict, before: tuple[str, str] = ("fr", "en")) -> str:
             f" — the best dev BLEU among the candidates whose Tatoeba valid BLEU is at most {keep:g} below the shipped "
             f"model's (`--keep-tatoeba`; the model issue's bound on the everyday sets)"
         )
+    if ft.get("mixes_only"):
+        rule += (
+            " — among" if not rule else ", among"
+        ) + " the mixes with the shipped model only (`--mixes-only`; the run's own checkpoints are scored, not shipped)"
     if ft.get("select"):  # named on the command line, not the rule's pick
         best = max(ft["valid"], key=lambda n: ft["valid"][n]["bleu"])
         rule = (
@@ -964,15 +969,22 @@ def interpolate(
     vsrc: Path,
     vref: Path,
     shipped: Path,
-) -> None:
+) -> list[str]:
     """Add a·(the chosen candidate) + (1 − a)·the shipped model of its direction (`shipped`: --out) for each share
     a to `candidates` and `valid` (WiSE-FT: back toward the shipped model, for what the continued run forgot;
-    tt average --weight)."""
+    tt average --weight); the names added, in order."""
     for a in shares:
         name = mix_name(chosen, a)
         candidates[name] = average_checkpoints([candidates[chosen], shipped], tmp / f"mix-{a:g}", [a, 1 - a])
         valid[name] = eval_json(candidates[name], vsrc, vref)
         print(f"valid  {name:24s} BLEU {valid[name]['bleu']:.2f}  chrF {valid[name]['chrf']:.2f}", file=sys.stderr)
+    return [mix_name(chosen, a) for a in shares]
+
+
+def rule_pool(valid: dict, mixes: list[str], mixes_only: bool) -> dict:
+    """The candidates the rule picks among: all of them, or with `mixes_only` (--mixes-only) the mixes with the
+    shipped model alone."""
+    return {name: valid[name] for name in mixes} if mixes_only else valid
 
 
 def choose_keeping(valid: dict, kept: dict, floor: float) -> str:
@@ -1057,6 +1069,12 @@ def main() -> None:  # noqa: C901 - a script's main: its steps in order
         help="choose the best --dev candidate whose Tatoeba valid BLEU is at most this far below the shipped model's",
     )
     ap.add_argument(
+        "--mixes-only",
+        action="store_true",
+        help="with --interpolate: choose among the mixes with the shipped model only (a run's own checkpoints are "
+        "scored, never shipped; docs/model.md: sessions 29-31's dev-slice pick did not generalize, the mix did)",
+    )
+    ap.add_argument(
         "--select",
         help="ship this candidate (its name as the valid lines print it, e.g. 'average of last 5 ×0.5 + shipped "
         "×0.5') instead of the rule's pick; the card says it was named",
@@ -1065,6 +1083,8 @@ def main() -> None:  # noqa: C901 - a script's main: its steps in order
         "--int8", action="store_true", help="also score every test set through --quantize int8 (the card's Precision)"
     )
     args = ap.parse_args()
+    if args.mixes_only and not args.interpolate:
+        sys.exit("ship_weights: --mixes-only needs --interpolate (the shares of the mixes to choose among)")
     LANGS[:] = [args.src_lang, args.tgt_lang]
     if args.promote:
         promote(args.promote, args.out, tt_git("rev-parse", "--short", "HEAD"))
@@ -1094,14 +1114,16 @@ def main() -> None:  # noqa: C901 - a script's main: its steps in order
     shares = [float(a) for a in args.interpolate.split(",")] if args.interpolate else []
     base = select(args.select, args.last, shares) if args.select else None
     candidates, valid, chosen = choose(args.run, args.last, tmp / "averaged", vsrc, vref)
+    pool = valid  # the candidates the rule may pick
     if args.interpolate:  # the named candidate's base is the one mixed, else the better of the two
-        interpolate(candidates, valid, base or chosen, shares, tmp, vsrc, vref, args.out)
-        chosen = max(valid, key=lambda n: valid[n]["bleu"])
+        mixes = interpolate(candidates, valid, base or chosen, shares, tmp, vsrc, vref, args.out)
+        pool = rule_pool(valid, mixes, args.mixes_only)
+        chosen = max(pool, key=lambda n: pool[n]["bleu"])
     kept = None
     if args.keep_tatoeba is not None:  # the everyday sets' bar of the model issue, on Tatoeba's valid split
         tvs, tvr, _ = tatoeba_split(tmp, vlo, vhi, "kept")
         kept = {name: eval_json(path, tvs, tvr) for name, path in {**candidates, "shipped": args.out}.items()}
-        chosen = choose_keeping(valid, kept, kept["shipped"]["bleu"] - args.keep_tatoeba)
+        chosen = choose_keeping(pool, kept, kept["shipped"]["bleu"] - args.keep_tatoeba)
     if args.select:
         chosen = args.select
     args.out.mkdir(exist_ok=True)
@@ -1165,6 +1187,8 @@ def main() -> None:  # noqa: C901 - a script's main: its steps in order
         record["interpolate"] = args.interpolate
     if args.select:
         record["select"] = True
+    if args.mixes_only:
+        record["mixes_only"] = True
     if args.int8:
         record["int8"] = True  # the card's ship command then carries --int8 (the Precision section's measurement)
     if kept is not None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
+import sys
 
 import pytest
 from typer.testing import CliRunner
@@ -235,6 +237,35 @@ def test_keeping_tatoeba_chooses_the_best_dev_candidate_within_the_bound():
     assert sw.choose_keeping(valid, {**kept, "shipped": {"bleu": 62.0}}, 61.5) == "mix"
 
 
+def test_mixes_only_leaves_the_runs_own_checkpoints_out_of_the_pick():
+    """--mixes-only: the rule picks among the mixes with the shipped model, even where a run's own checkpoint scores
+    more on the dev slice (sessions 29-31: that pick did not generalize); the Tatoeba bound still applies inside."""
+    sw = ship_weights()
+    valid = {"best": {"bleu": 22.0}, "average of last 5": {"bleu": 21.0}}
+    valid |= {sw.mix_name("best", 0.5): {"bleu": 20.5}, sw.mix_name("best", 0.7): {"bleu": 20.8}}
+    mixes = [sw.mix_name("best", 0.5), sw.mix_name("best", 0.7)]
+    assert sw.rule_pool(valid, mixes, False) is valid
+    pool = sw.rule_pool(valid, mixes, True)
+    assert (
+        max(pool, key=lambda n: pool[n]["bleu"])
+        == sw.mix_name("best", 0.7)
+        != max(valid, key=lambda n: valid[n]["bleu"])
+    )
+    kept = {name: {"bleu": 60.0} for name in valid} | {sw.mix_name("best", 0.7): {"bleu": 58.0}}
+    assert sw.choose_keeping(pool, kept, 59.0) == sw.mix_name("best", 0.5)
+
+
+def test_mixes_only_without_interpolate_is_a_one_line_error():
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "ship_weights.py"), "--mixes-only", "--out", "/nonexistent"],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode != 0 and run.stderr.strip() == (
+        "ship_weights: --mixes-only needs --interpolate (the shares of the mixes to choose among)"
+    )
+
+
 def test_an_interpolated_candidate_is_scored_and_the_card_shows_the_rule(tmp_path):
     """interpolate() writes a·candidate + (1 − a)·shipped and scores it with `tt eval` (here the shipped model with
     itself, so it scores what the shipped model does); the card's candidates table then carries the Tatoeba column."""
@@ -352,6 +383,8 @@ def test_a_continued_runs_section_says_what_ran():
     # --int8 as the record says the ship ran it (the card's Precision section then measured int8)
     assert ("--int8" in same) is bool(run.get("int8")) and " --int8\n" in sw.render_continued({**run, "int8": True})
     assert " --int8" not in sw.render_continued({**run, "int8": False})
+    mixed = sw.render_continued({**run, "mixes_only": True, "select": False})
+    assert " --mixes-only" in mixed and "(`--mixes-only`" in mixed and "--mixes-only" not in same
 
 
 def test_precision_only_rescores_the_cards_own_sets(tmp_path, monkeypatch):
