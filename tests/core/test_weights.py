@@ -27,6 +27,14 @@ def test_shipped_files_are_small_safetensors():
     assert (WEIGHTS / "README.md").read_text().count("CC-BY") >= 1
 
 
+def test_all_shipped_directions_together_fit_the_size_bar():
+    """The model issue's bound is on every shipped direction together (fr→en in weights/, en→fr in weights/en-fr),
+    not on one file: a direction grown wider must leave room for the other."""
+    models = sorted(WEIGHTS.rglob("model.safetensors"))
+    assert {p.parent for p in models} >= {WEIGHTS, EN_FR}
+    assert sum(p.stat().st_size for p in models) <= 60 * 1000 * 1000
+
+
 def test_default_model_is_the_shipped_one(shipped):
     assert shipped.path.resolve() == WEIGHTS.resolve()
     assert shipped.cfg.to_dict() == CARD["model_config"]
