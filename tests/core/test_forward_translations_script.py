@@ -71,6 +71,23 @@ def test_filter_writes_every_passing_output_as_back_translation_and_the_best_sha
     assert lines("ft.en") == ["The cat sleeps on the sofa.", "It has been raining for three days in Montreal."]
 
 
+def test_filter_drops_a_character_run_the_source_does_not_have(tmp_path):
+    """A back-translation that ran on into a rule of dashes (session 32's French news, 38 of 19,940) is dropped; a
+    run the source has is the source's own and stays."""
+    sources = ["Le bilan de la crise.", "Titre ----------", "Elle lit un livre."]
+    records = [
+        record(0, "The toll of the crisis -------------------", [-0.1]),
+        record(1, "Title ----------", [-0.1]),
+        record(2, "She reads a book.", [-0.1]),
+    ]
+    src, jsonl = tmp_path / "src.fr", tmp_path / "out.jsonl"
+    src.write_text("".join(s + "\n" for s in sources), encoding="utf-8")
+    jsonl.write_text("".join(r + "\n" for r in records), encoding="utf-8")
+    done = run("filter", src, jsonl, "fr", "en", 1.0, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "bt.fr").read_text(encoding="utf-8").splitlines() == sources[1:]
+
+
 def test_filter_keep_decides_the_forward_share(tmp_path):
     src, jsonl = tmp_path / "src.fr", tmp_path / "out.jsonl"
     src.write_text("".join(s + "\n" for s in SOURCES), encoding="utf-8")
