@@ -59,16 +59,10 @@ def kernel_table(model: torch.nn.Module, threads: int, calls: int) -> None:
     products = {n: getattr(layer, n) for n in ("qkv", "self_out", "cross_q", "w_1", "w_2")}
     products["generator"] = step.generator
 
+    from bench_kernels import best_us
+
     def best(fn) -> float:
-        for _ in range(10):
-            fn()
-        times = []
-        for _ in range(5):
-            start = time.perf_counter()
-            for _ in range(calls):
-                fn()
-            times.append((time.perf_counter() - start) / calls * 1e6)
-        return min(times)
+        return best_us(fn, calls, 5)
 
     print(f"µs a call, {threads} threads, best of 5 × {calls} calls: fbgemm int8 / fp32 on the int8 weights")
     print("| rows | " + " | ".join(f"{n} ({p.in_features}×{p.out_features})" for n, p in products.items()) + " |")
