@@ -48,7 +48,7 @@ from core.data.readers import heldout_range, read_corpus, write_aligned  # noqa:
 from core.device import describe_cpu  # noqa: E402
 from core.files import atomic_write_bytes  # noqa: E402
 from core.train.runs import METRICS, read_run  # noqa: E402
-from core.train.state import list_checkpoints, read_trainer_info  # noqa: E402
+from core.train.state import checkpoint_config, list_checkpoints, read_trainer_info  # noqa: E402
 from core.train.trainer import average_checkpoints  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
@@ -513,6 +513,7 @@ def render_continued(ft: dict, before: tuple[str, str] = ("fr", "en")) -> str:
         + (" --mixes-only" if ft.get("mixes_only") else "")
         + (f" --select '{ft['selected']}'" if ft.get("select") else "")
         + (" --int8" if ft.get("int8") else "")
+        + "".join(f" --soup-with {s['run']}" for s in ft.get("soup_with", []))
     )
     if kept is None:
         header = "| candidate | dev BLEU | dev chrF |\n|---|---:|---:|"
@@ -555,6 +556,7 @@ def render_continued(ft: dict, before: tuple[str, str] = ("fr", "en")) -> str:
     extra = (f" --placeholders {tc['placeholders']:g}" if tc.get("placeholders") else "") + (
         f" --precision {tc['precision']}" if tc.get("precision", "auto") != "auto" else ""
     )
+    souped = render_soup(ft, tc)
     lines = re.search(r"\(first (\d+) lines\)", ft.get("valid_set", ""))  # --dev-lines as the card records it
     dev_lines = f" --dev-lines {lines[1]}" if lines else ""
     return f"""### Continued training on Europarl and news: {tc["out"]}
@@ -575,7 +577,7 @@ accents ({"`bash scripts/model_continue.sh`; " if processes > 1 else ""}docs/mod
 python scripts/ship_weights.py --run {tc["out"]} --last 5{ship_out} --dev ../shared/data/news/newstest2013{dev_lines} --news{options}
 ```
 
-Candidates scored on {ft.get("valid_set", "the validation set")} (`tt eval`'s defaults: beam 4, α 0.6):
+{souped}Candidates scored on {ft.get("valid_set", "the validation set")} (`tt eval`'s defaults: beam 4, α 0.6):
 
 {header}
 {valid}
@@ -583,6 +585,28 @@ Candidates scored on {ft.get("valid_set", "the validation set")} (`tt eval`'s de
 Kept: **{ft["selected"]}**{rule}.
 
 """
+
+
+def render_soup(ft: dict, tc: dict) -> str:
+    """The paragraph on a soup (`--soup-with`): the other runs averaged with this one; empty without."""
+    others = ft.get("soup_with")
+    if not others:
+        return ""
+    listed = "; ".join(
+        f"`{s['run']}` ({s['train_steps']} steps, {s['train_seconds'] / 3600:.1f} h, FFN {s['d_ff']})" for s in others
+    )
+    widths = {s["d_ff"] for s in others} | {tc.get("d_ff") or ft["soup_d_ff"]}
+    cut = (
+        f"; the units wider runs grew beyond {ft['soup_d_ff']} are left out (core/model/grow.py `narrow_ffn`)"
+        if max(widths) > ft["soup_d_ff"]
+        else ""
+    )
+    return (
+        f"Its average of the last 5 checkpoints was averaged with those of {len(others)} other "
+        f"run{'s' if len(others) > 1 else ''} continued from the same model on other slices of the data — a model "
+        f"soup (Wortsman et al. 2022; `--soup-with`): {listed}. The soup keeps the shipped model's shape (FFN "
+        f"{ft['soup_d_ff']}){cut}.\n\n"
+    )
 
 
 def render_fine_tune(card: dict) -> str:
@@ -720,7 +744,9 @@ def check_note(card: dict) -> str:
 def training_hours(card: dict) -> float:
     """Wall-clock hours of every run that made the model: the first one and each continuation."""
     first = card.get("base") or card
-    return (first["train_seconds"] + sum(ft["train_seconds"] for ft in fine_tunes(card))) / 3600
+    runs = [ft["train_seconds"] for ft in fine_tunes(card)]
+    runs += [s["train_seconds"] for ft in fine_tunes(card) for s in ft.get("soup_with", [])]  # a soup's other runs
+    return (first["train_seconds"] + sum(runs)) / 3600
 
 
 def known_limits_data(card: dict, cfg: dict) -> str:
@@ -960,6 +986,48 @@ def choose(run: Path, last: int, averaged_dir: Path, vsrc: Path, vref: Path) -> 
     return candidates, valid, max(valid, key=lambda n: valid[n]["bleu"])
 
 
+def soup_name(last: int, runs: int) -> str:
+    """The candidate averaging --run's average of last `last` with those of `runs` more runs (`--soup-with`)."""
+    return f"soup of {runs + 1} runs' averages of last {last}"
+
+
+def soup_refusal(run: Path, config: dict, others: dict[Path, dict]) -> str | None:
+    """Why --soup-with's runs cannot be averaged with --run (their train configs, by run): each must continue the
+    same model (`--init-from`) in the same direction; None when they can. Only the path is compared: a model
+    shipped into it between the runs goes unseen (docs/model.md says which runs shared a start)."""
+    for other, tc in others.items():
+        for key, what in (("init_from", "--init-from"), ("src_lang", "--src-lang"), ("tgt_lang", "--tgt-lang")):
+            if tc.get(key) != config.get(key):
+                return (
+                    f"ship_weights: --soup-with {other}: {what} {tc.get(key)} where --run {run} has "
+                    f"{config.get(key)}; a soup averages runs continued from one model"
+                )
+    return None
+
+
+def soup(
+    candidates: dict[str, Path],
+    valid: dict,
+    runs: list[Path],
+    last: int,
+    d_ff: int,
+    tmp: Path,
+    vsrc: Path,
+    vref: Path,
+) -> str:
+    """Add the soup (Wortsman et al. 2022) of --run's average of last `last` and each of `runs`' own — runs
+    continued from the same model on other data — to `candidates` and `valid`, the mean kept at the shipped model's
+    FFN width `d_ff` (units a run grew dropped: core/model/grow.py narrow_ffn); its name."""
+    averages = [candidates[base_names(last)[1]]]
+    for i, run in enumerate(runs):
+        averages.append(average_checkpoints(list_checkpoints(run)[-last:], tmp / f"soup-average-{i}"))
+    name = soup_name(last, len(runs))
+    candidates[name] = average_checkpoints(averages, tmp / "soup", d_ff=d_ff)
+    valid[name] = eval_json(candidates[name], vsrc, vref)
+    print(f"valid  {name:24s} BLEU {valid[name]['bleu']:.2f}  chrF {valid[name]['chrf']:.2f}", file=sys.stderr)
+    return name
+
+
 def interpolate(
     candidates: dict[str, Path],
     valid: dict,
@@ -1008,10 +1076,11 @@ def mix_name(base: str, a: float) -> str:
     return f"{base} ×{a:g} + shipped ×{1 - a:g}"
 
 
-def select(name: str, last: int, shares: list[float]) -> str:
+def select(name: str, last: int, shares: list[float], soup_runs: int = 0) -> str:
     """The base candidate `name` is made from (itself, or the one it mixes toward the shipped model) — checked
     before anything is scored; a name that is none of the candidates is a one-line error listing them."""
-    bases = {b: b for b in base_names(last)} | {mix_name(b, a): b for b in base_names(last) for a in shares}
+    names = base_names(last) + ([soup_name(last, soup_runs)] if soup_runs else [])
+    bases = {b: b for b in names} | {mix_name(b, a): b for b in names for a in shares}
     if name not in bases:
         sys.exit(f"ship_weights: --select {name!r} is not a candidate; the candidates: {', '.join(map(repr, bases))}")
     return bases[name]
@@ -1082,6 +1151,17 @@ def main() -> None:  # noqa: C901 - a script's main: its steps in order
     ap.add_argument(
         "--int8", action="store_true", help="also score every test set through --quantize int8 (the card's Precision)"
     )
+    ap.add_argument(
+        "--soup-with",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="RUN",
+        help="another run continued from the same model (repeatable; the same --init-from, which must have held the "
+        "same weights when each run started: only the path is checked): its average of last --last is averaged with "
+        "--run's into the candidate 'soup of N runs' averages' (at the shipped model's FFN width), the one mixed "
+        "with --interpolate",
+    )
     args = ap.parse_args()
     if args.mixes_only and not args.interpolate:
         sys.exit("ship_weights: --mixes-only needs --interpolate (the shares of the mixes to choose among)")
@@ -1112,8 +1192,18 @@ def main() -> None:  # noqa: C901 - a script's main: its steps in order
         vsrc, vref = head_files(dsrc, dref, args.dev_lines, tmp, "dev") if args.dev_lines else (dsrc, dref)
 
     shares = [float(a) for a in args.interpolate.split(",")] if args.interpolate else []
-    base = select(args.select, args.last, shares) if args.select else None
+    base = select(args.select, args.last, shares, len(args.soup_with)) if args.select else None
+    soup_infos = {}
+    if args.soup_with:  # refused before anything is scored
+        run_config = read_trainer_info(list_checkpoints(args.run)[-1])["train_config"]
+        soup_infos = {r: read_trainer_info(list_checkpoints(r)[-1]) for r in args.soup_with}
+        refusal = soup_refusal(args.run, run_config, {r: i["train_config"] for r, i in soup_infos.items()})
+        if refusal:
+            sys.exit(refusal)
     candidates, valid, chosen = choose(args.run, args.last, tmp / "averaged", vsrc, vref)
+    if args.soup_with:  # the soup is the candidate the mixes start from
+        shipped_d_ff = checkpoint_config(args.out).d_ff
+        chosen = soup(candidates, valid, args.soup_with, args.last, shipped_d_ff, tmp, vsrc, vref)
     pool = valid  # the candidates the rule may pick
     if args.interpolate:  # the named candidate's base is the one mixed, else the better of the two
         mixes = interpolate(candidates, valid, base or chosen, shares, tmp, vsrc, vref, args.out)
@@ -1191,6 +1281,17 @@ def main() -> None:  # noqa: C901 - a script's main: its steps in order
         record["mixes_only"] = True
     if args.int8:
         record["int8"] = True  # the card's ship command then carries --int8 (the Precision section's measurement)
+    if args.soup_with:
+        record["soup_with"] = [
+            {
+                "run": str(r),
+                "train_steps": i["step"],
+                "train_seconds": round(i["elapsed"]),
+                "d_ff": checkpoint_config(list_checkpoints(r)[-1]).d_ff,
+            }
+            for r, i in soup_infos.items()
+        ]
+        record["soup_d_ff"] = loaded.cfg.d_ff  # the shape the soup was kept at
     if kept is not None:
         record["tatoeba_valid"] = {name: {k: kept[name][k] for k in ("bleu", "chrf")} for name in kept}
         record["keep_tatoeba"] = args.keep_tatoeba

@@ -83,3 +83,23 @@ def grow_vocab(
             rows[tensor.data_ptr()] = (table.mean(0, keepdim=True) + noise).to(tensor.dtype)
         grown[name] = torch.cat([tensor, rows[tensor.data_ptr()]])  # (vocab_size, d_model)
     return replace(cfg, vocab_size=vocab_size), grown
+
+
+def narrow_ffn(
+    state: dict[str, torch.Tensor], cfg: ModelConfig, d_ff: int
+) -> tuple[ModelConfig, dict[str, torch.Tensor]]:
+    """The config and weights of `cfg`'s model with every FFN cut to its first `d_ff` units; `state` is not changed.
+
+    The inverse of `widen_ffn`: the units it added (the last ones) are dropped, the trained ones kept as they are.
+    Not function-preserving once the added units have trained: what they learned goes (a model soup averaged at
+    the narrower shipped width keeps only what the wider run learned in the shared units, docs/model.md). Raises
+    ValueError when `d_ff` is wider than the model's."""
+    if d_ff > cfg.d_ff:
+        raise ValueError(f"cutting the FFN to {d_ff} units would widen it ({cfg.d_ff}); widen_ffn grows it")
+    cut = dict(state)
+    for name, tensor in state.items():
+        if name.endswith(("ffn.w_1.weight", "ffn.w_1.bias")):  # (d_ff, d_model), (d_ff,)
+            cut[name] = tensor[:d_ff].contiguous()
+        elif name.endswith("ffn.w_2.weight"):  # (d_model, d_ff)
+            cut[name] = tensor[:, :d_ff].contiguous()
+    return replace(cfg, d_ff=d_ff), cut

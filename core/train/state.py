@@ -28,7 +28,7 @@ from core.checkpoint import load_model, placeholder_metadata, placeholder_tokens
 from core.data.tokenizer import Tokenizer
 from core.errors import CheckpointError, ConfigError
 from core.files import atomic_write_bytes
-from core.model.grow import widen_ffn
+from core.model.grow import narrow_ffn, widen_ffn
 from core.model.transformer import Transformer
 
 TRAINER_STATE = "trainer.safetensors"
@@ -163,14 +163,18 @@ def clean_partial_checkpoints(run_dir: Path) -> None:
                 shutil.rmtree(p, ignore_errors=True)
 
 
-def average_checkpoints(paths: list[Path], out: str | Path, weights: list[float] | None = None) -> Path:
+def average_checkpoints(
+    paths: list[Path], out: str | Path, weights: list[float] | None = None, *, d_ff: int | None = None
+) -> Path:
     """Average the weights of several checkpoints or models into a model dir (§6.1: the last 5 or 20).
 
     `weights` (one per path, normalised to sum 1) makes it a weighted mean: with two models, one trained on from
     the other, that is the interpolation between them (WiSE-FT; docs/model.md). Models whose FFNs differ only in
     width are averaged at the widest, the narrower ones widened first with every added unit zero (in W1, b1 and
-    W2: a unit one model does not have counts as the zero it adds; core/model/grow.py).
-    Keeps one running sum, so memory stays at two models whatever the count.
+    W2: a unit one model does not have counts as the zero it adds; core/model/grow.py). `d_ff` narrower than the
+    widest saves the mean cut to that many units (`narrow_ffn`: the units growth added dropped — a soup of runs
+    continued from one model, kept at that model's shape). Keeps one running sum, so memory stays at two models
+    whatever the count.
     """
     if not paths:
         raise CheckpointError("no checkpoints to average")
@@ -180,20 +184,24 @@ def average_checkpoints(paths: list[Path], out: str | Path, weights: list[float]
         )
     shares = [w / sum(weights) for w in weights] if weights is not None else [1 / len(paths)] * len(paths)
     first = load_model(paths[0])
-    d_ff = max([first.cfg.d_ff] + [checkpoint_config(p).d_ff for p in paths[1:]])
-    cfg = replace(first.cfg, d_ff=d_ff)  # the widest model's shape holds the mean
+    widest = max([first.cfg.d_ff] + [checkpoint_config(p).d_ff for p in paths[1:]])
+    cfg = replace(first.cfg, d_ff=widest)  # the widest model's shape holds the mean
     total: dict[str, torch.Tensor] = {}
     for path, share in zip(paths, shares):
         other = load_model(path) if path is not paths[0] else first
-        if replace(other.cfg, d_ff=d_ff) != cfg:
+        if replace(other.cfg, d_ff=widest) != cfg:
             raise CheckpointError(f"{path}: a different model config from {paths[0]}; cannot average them")
         if other.tokenizer.proto != first.tokenizer.proto:
             raise CheckpointError(f"{path}: a different SentencePiece model from {paths[0]}; cannot average them")
-        for k, v in widen_ffn(other.model.state_dict(), other.cfg, d_ff, draw=False)[1].items():
+        for k, v in widen_ffn(other.model.state_dict(), other.cfg, widest, draw=False)[1].items():
             if not v.is_floating_point():
                 total.setdefault(k, v)
             else:
                 total[k] = total[k] + v.double() * share if k in total else v.double() * share
+    if d_ff is not None and d_ff != cfg.d_ff:
+        if d_ff > cfg.d_ff:
+            raise ConfigError(f"d_ff {d_ff} is wider than the widest model averaged ({cfg.d_ff})")
+        cfg, total = narrow_ffn(total, cfg, d_ff)
     model = Transformer(cfg)
     model.load_state_dict({k: v.float() if v.is_floating_point() else v for k, v in total.items()})
     # the placeholders the first model learned (the others share its vocabulary, so they are its run's too)

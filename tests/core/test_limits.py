@@ -10,6 +10,7 @@ import importlib.util
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -446,3 +447,50 @@ def test_a_named_candidate_is_checked_before_scoring_and_the_card_says_it_was_na
     assert "Kept: **average of last 5** — named with `--select`; it is also the best dev BLEU" in chosen
     unnamed = sw.render_card({**CARD, "fine_tune": {k: v for k, v in fine_tune.items() if k != "select"}})
     assert "--select" not in unnamed and f"Kept: **{mix}**.\n" in unnamed
+
+
+def test_a_soup_averages_runs_continued_from_one_model_at_its_width(tmp_path):
+    """--soup-with: the soup of --run's average of last N and another run's own, scored by the real model (here the
+    shipped model's weights as both runs' checkpoints, so the soup is the shipped model and scores what it does),
+    kept at the shipped FFN width; runs continued from other models are refused before anything is scored."""
+    sw = ship_weights()
+    src, ref = tmp_path / "dev.fr", tmp_path / "dev.en"
+    src.write_text("Je suis étudiant.\nIl fait froid.\n", encoding="utf-8")
+    ref.write_text("I am a student.\nIt is cold.\n", encoding="utf-8")
+    run = tmp_path / "other"
+    step = run / "checkpoints" / "step_00000100"
+    step.mkdir(parents=True)
+    for name in ("model.safetensors", "spm.model"):
+        (step / name).write_bytes((ROOT / "weights" / name).read_bytes())
+    (step / "trainer.json").write_text(json.dumps({"step": 100, "elapsed": 60.0, "train_config": {}}), "utf-8")
+    average = sw.base_names(5)[1]
+    candidates, valid = {average: ROOT / "weights"}, {average: sw.eval_json(ROOT / "weights", src, ref)}
+    d_ff = CARD["model_config"]["d_ff"]
+    name = sw.soup(candidates, valid, [run], 5, d_ff, tmp_path, src, ref)
+    assert name == sw.soup_name(5, 1) == "soup of 2 runs' averages of last 5"
+    assert valid[name]["bleu"] == valid[average]["bleu"] and sw.checkpoint_config(candidates[name]).d_ff == d_ff
+    assert sw.select(sw.mix_name(name, 0.5), 5, [0.5], 1) == name  # --select can name the soup's mix
+    mine = {"init_from": "weights", "src_lang": "fr", "tgt_lang": "en"}
+    assert sw.soup_refusal(Path("runs/a"), mine, {Path("runs/b"): dict(mine)}) is None
+    refused = sw.soup_refusal(Path("runs/a"), mine, {Path("runs/b"): {**mine, "init_from": "weights/next"}})
+    assert refused == (
+        "ship_weights: --soup-with runs/b: --init-from weights/next where --run runs/a has weights; "
+        "a soup averages runs continued from one model"
+    )
+
+
+def test_a_souped_runs_section_names_the_other_runs_and_their_hours():
+    """The card of a soup: the ship command carries --soup-with, a paragraph lists each other run (steps, hours,
+    FFN width) and says where grown units were cut; the card's training hours count them."""
+    sw = ship_weights()
+    run = CARD["fine_tune"]
+    other = {"run": "runs/fren16", "train_steps": 2000, "train_seconds": 3600, "d_ff": 3072}
+    souped = {**run, "soup_with": [other], "soup_d_ff": 2048}
+    text = sw.render_continued(souped)
+    assert " --soup-with runs/fren16\n" in text and "`runs/fren16` (2000 steps, 1.0 h, FFN 3072)" in text
+    assert "model soup (Wortsman et al. 2022" in text and "units wider runs grew beyond 2048 are left out" in text
+    narrow = sw.render_continued({**souped, "soup_with": [{**other, "d_ff": 2048}]})
+    assert "left out" not in narrow and "keeps the shipped model's shape (FFN 2048)." in narrow
+    assert "--soup-with" not in sw.render_continued(run) and "model soup" not in sw.render_continued(run)
+    card = {**CARD, "fine_tune": souped}
+    assert sw.training_hours(card) == pytest.approx(sw.training_hours(CARD) + 1.0)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import torch
 
 from core.checkpoint import load_model
-from core.model.grow import grow_vocab, widen_ffn
+from core.model.grow import grow_vocab, narrow_ffn, widen_ffn
 from core.model.transformer import Transformer
 
 
@@ -44,6 +45,26 @@ def test_the_ffn_never_narrows_and_equal_width_changes_nothing():
         widen_ffn(state, cfg, cfg.d_ff - 1)
     same_cfg, same = widen_ffn(state, cfg, cfg.d_ff)
     assert same_cfg == cfg and all(torch.equal(same[k], state[k]) for k in state)
+
+
+def test_narrowing_drops_the_units_widening_added():
+    """narrow_ffn is widen_ffn's inverse: the shipped model widened, then cut back, is the shipped model to the bit;
+    cut below its width it keeps the first units as they are; it never widens."""
+    loaded = load_model(None)
+    cfg, state = loaded.cfg, loaded.model.state_dict()
+    back_cfg, back = narrow_ffn(
+        widen_ffn(state, cfg, cfg.d_ff + 512, seed=1)[1], replace(cfg, d_ff=cfg.d_ff + 512), cfg.d_ff
+    )
+    assert back_cfg == cfg and all(torch.equal(back[k], state[k]) for k in state)
+    half_cfg, half = narrow_ffn(state, cfg, cfg.d_ff // 2)
+    name = "decoder_layers.1.ffn"
+    assert half_cfg.d_ff == cfg.d_ff // 2 and half[f"{name}.w_2.weight"].shape == (cfg.d_model, cfg.d_ff // 2)
+    assert torch.equal(half[f"{name}.w_1.weight"], state[f"{name}.w_1.weight"][: cfg.d_ff // 2])
+    assert torch.equal(half[f"{name}.w_1.bias"], state[f"{name}.w_1.bias"][: cfg.d_ff // 2])
+    assert torch.equal(half[f"{name}.w_2.bias"], state[f"{name}.w_2.bias"])  # (d_model,): not a unit's
+    Transformer(half_cfg).load_state_dict(half)  # a model of that shape takes it
+    with pytest.raises(ValueError, match="would widen"):
+        narrow_ffn(state, cfg, cfg.d_ff + 1)
 
 
 def test_a_larger_vocabulary_keeps_every_old_row_and_the_old_pieces_logits():

@@ -235,6 +235,16 @@ def test_a_model_averages_with_its_wider_continuation_as_the_wider_model(tmp_pat
         w1 = load_model(half).model.state_dict()["encoder_layers.0.ffn.w_1.weight"]
         new_rows = wide.model.state_dict()["encoder_layers.0.ffn.w_1.weight"][base.cfg.d_ff :]
         assert torch.allclose(w1[base.cfg.d_ff :], new_rows / 2, atol=1e-6)  # the narrow side adds zeros
+        # kept at the narrower shape (a soup at the shipped width): the grown units dropped, the shared ones averaged
+        cut = load_model(
+            average_checkpoints([tmp_path / "base", tmp_path / "wide"], tmp_path / "cut", d_ff=base.cfg.d_ff)
+        )
+        assert cut.cfg.d_ff == base.cfg.d_ff
+        shared = wide.model.state_dict()["encoder_layers.0.ffn.w_1.weight"][: base.cfg.d_ff]
+        expected_w1 = (base.model.state_dict()["encoder_layers.0.ffn.w_1.weight"] + shared) / 2
+        assert torch.allclose(cut.model.state_dict()["encoder_layers.0.ffn.w_1.weight"], expected_w1, atol=1e-6)
+        with pytest.raises(ConfigError, match="wider than the widest"):
+            average_checkpoints([tmp_path / "base"], tmp_path / "wider", d_ff=wide_d_ff * 2)
 
 
 def test_fp16_on_cpu_is_refused(tmp_path):
