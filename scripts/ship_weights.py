@@ -991,24 +991,31 @@ def soup_name(last: int, runs: int) -> str:
     return f"soup of {runs + 1} runs' averages of last {last}"
 
 
-def soup_refusal(run: Path, config: dict, others: dict[Path, dict]) -> str | None:
-    """Why --soup-with's runs cannot be averaged with --run (their train configs, by run): each must continue the
-    same model (`--init-from`) in the same direction; None when they can. Only the path is compared: a model
-    shipped into it between the runs goes unseen (docs/model.md says which runs shared a start)."""
-    for other, tc in others.items():
+def soup_refusal(run: Path, info: dict, others: dict[Path, dict]) -> str | None:
+    """Why --soup-with's runs cannot be averaged with --run (their trainer.json records, by run): each must continue
+    the same model (`--init-from`, and the same bytes where both runs recorded their start's digest) in the same
+    direction; None when they can. Runs started before the digest was recorded are compared by path only."""
+    config = info["train_config"]
+    for other, record in others.items():
+        tc = record["train_config"]
         for key, what in (("init_from", "--init-from"), ("src_lang", "--src-lang"), ("tgt_lang", "--tgt-lang")):
             if tc.get(key) != config.get(key):
                 return (
                     f"ship_weights: --soup-with {other}: {what} {tc.get(key)} where --run {run} has "
                     f"{config.get(key)}; a soup averages runs continued from one model"
                 )
+        if info.get("init_digest") and record.get("init_digest") and info["init_digest"] != record["init_digest"]:
+            return (
+                f"ship_weights: --soup-with {other}: started from other weights in {config.get('init_from')} than "
+                f"--run {run} (another model was there then); a soup averages runs continued from one model"
+            )
     return None
 
 
 def soup(
     candidates: dict[str, Path],
     valid: dict,
-    runs: list[Path],
+    runs: dict[Path, list[Path]],
     last: int,
     d_ff: int,
     tmp: Path,
@@ -1016,11 +1023,11 @@ def soup(
     vref: Path,
 ) -> str:
     """Add the soup (Wortsman et al. 2022) of --run's average of last `last` and each of `runs`' own — runs
-    continued from the same model on other data — to `candidates` and `valid`, the mean kept at the shipped model's
-    FFN width `d_ff` (units a run grew dropped: core/model/grow.py narrow_ffn); its name."""
+    continued from the same model on other data, each with its checkpoints — to `candidates` and `valid`, the mean
+    kept at the shipped model's FFN width `d_ff` (units a run grew dropped: core/model/grow.py narrow_ffn); its name."""
     averages = [candidates[base_names(last)[1]]]
-    for i, run in enumerate(runs):
-        averages.append(average_checkpoints(list_checkpoints(run)[-last:], tmp / f"soup-average-{i}"))
+    for i, checkpoints in enumerate(runs.values()):
+        averages.append(average_checkpoints(checkpoints[-last:], tmp / f"soup-average-{i}"))
     name = soup_name(last, len(runs))
     candidates[name] = average_checkpoints(averages, tmp / "soup", d_ff=d_ff)
     valid[name] = eval_json(candidates[name], vsrc, vref)
@@ -1157,8 +1164,8 @@ def main() -> None:  # noqa: C901 - a script's main: its steps in order
         action="append",
         default=[],
         metavar="RUN",
-        help="another run continued from the same model (repeatable; the same --init-from, which must have held the "
-        "same weights when each run started: only the path is checked): its average of last --last is averaged with "
+        help="another run continued from the same model (repeatable; the same --init-from, holding the same weights "
+        "when each run started: checked by the digest runs record, by path for runs from before it): its average of last --last is averaged with "
         "--run's into the candidate 'soup of N runs' averages' (at the shipped model's FFN width), the one mixed "
         "with --interpolate",
     )
@@ -1193,17 +1200,17 @@ def main() -> None:  # noqa: C901 - a script's main: its steps in order
 
     shares = [float(a) for a in args.interpolate.split(",")] if args.interpolate else []
     base = select(args.select, args.last, shares, len(args.soup_with)) if args.select else None
-    soup_infos = {}
+    info = read_trainer_info(list_checkpoints(args.run)[-1])  # the run's record, read once
+    soup_runs = {r: list_checkpoints(r) for r in args.soup_with}
+    soup_infos = {r: read_trainer_info(c[-1]) for r, c in soup_runs.items()}
     if args.soup_with:  # refused before anything is scored
-        run_config = read_trainer_info(list_checkpoints(args.run)[-1])["train_config"]
-        soup_infos = {r: read_trainer_info(list_checkpoints(r)[-1]) for r in args.soup_with}
-        refusal = soup_refusal(args.run, run_config, {r: i["train_config"] for r, i in soup_infos.items()})
+        refusal = soup_refusal(args.run, info, soup_infos)
         if refusal:
             sys.exit(refusal)
     candidates, valid, chosen = choose(args.run, args.last, tmp / "averaged", vsrc, vref)
     if args.soup_with:  # the soup is the candidate the mixes start from
         shipped_d_ff = checkpoint_config(args.out).d_ff
-        chosen = soup(candidates, valid, args.soup_with, args.last, shipped_d_ff, tmp, vsrc, vref)
+        chosen = soup(candidates, valid, soup_runs, args.last, shipped_d_ff, tmp, vsrc, vref)
     pool = valid  # the candidates the rule may pick
     if args.interpolate:  # the named candidate's base is the one mixed, else the better of the two
         mixes = interpolate(candidates, valid, base or chosen, shares, tmp, vsrc, vref, args.out)
@@ -1247,7 +1254,6 @@ def main() -> None:  # noqa: C901 - a script's main: its steps in order
         results.update(news_results(args.out, tmp))
     samples_in = SAMPLES if LANGS[0] == "fr" else SAMPLES_EN
     samples = tt("translate", "--model", str(args.out), *samples_in).splitlines()
-    info = read_trainer_info(list_checkpoints(args.run)[-1])
     fine_tune = info["train_config"].get("init_from")
     if fine_tune:  # the base model's record (the card of the model it started from) stays in the card
         base_card = (
@@ -1287,7 +1293,7 @@ def main() -> None:  # noqa: C901 - a script's main: its steps in order
                 "run": str(r),
                 "train_steps": i["step"],
                 "train_seconds": round(i["elapsed"]),
-                "d_ff": checkpoint_config(list_checkpoints(r)[-1]).d_ff,
+                "d_ff": checkpoint_config(soup_runs[r][-1]).d_ff,
             }
             for r, i in soup_infos.items()
         ]

@@ -6,7 +6,8 @@ A run directory looks like this (the layout `tt train --resume` and `tt average`
       model.safetensors, spm.model     the best model so far: a model dir `tt translate` loads
       metrics.jsonl                    one JSON object per event (start, step, valid, checkpoint, end)
       checkpoints/step_00001000/       a model dir + trainer.safetensors (optimizer moments, RNG)
-                                       + trainer.json (step, epoch, data position, TrainConfig)
+                                       + trainer.json (step, epoch, data position, TrainConfig, and
+                                         the digest of the --init-from weights a fine-tune started from)
 
 Every checkpoint is written to a hidden temp dir and renamed into place, so a crash leaves either
 the whole checkpoint or none; `list_checkpoints` only sees finished ones.
@@ -24,7 +25,8 @@ from typing import Any
 import torch
 
 from core.card import LANGUAGES_KEY, model_languages
-from core.checkpoint import load_model, placeholder_metadata, placeholder_tokens, read_weights, save_model
+from core.checkpoint import WEIGHTS_FILE, load_model, placeholder_metadata, placeholder_tokens, read_weights, save_model
+from core.data.cache import file_identity
 from core.data.tokenizer import Tokenizer
 from core.errors import CheckpointError, ConfigError
 from core.files import atomic_write_bytes
@@ -48,6 +50,11 @@ def list_checkpoints(run_dir: str | Path) -> list[Path]:
     return sorted(
         p for p in root.iterdir() if p.is_dir() and p.name.startswith("step_") and (p / TRAINER_JSON).exists()
     )
+
+
+def init_digest(model_dir: str | Path) -> str:
+    """The digest of a model directory's weights (blake2b of the bytes): what a fine-tune started from."""
+    return file_identity(Path(model_dir) / WEIGHTS_FILE)["blake2b"]
 
 
 def read_trainer_info(checkpoint: Path) -> dict[str, Any]:

@@ -40,6 +40,7 @@ from core.train.state import (  # noqa: F401 - TRAINER_* and average_checkpoints
     average_checkpoints,
     checkpoint_config,
     clean_partial_checkpoints,
+    init_digest,
     list_checkpoints,
     read_checkpoint,
     truncate_metrics,
@@ -163,6 +164,9 @@ class Trainer:
         # (config, weights) to fine-tune. A resumed fine-tune is its checkpoint's model: the --init-from
         # directory is not read again, so it may have changed or gone since the run started.
         init = self.init_model() if cfg.init_from and not self.resume else None
+        # The bytes the run started from (what --init-from held then), so runs said to continue one model can be
+        # told apart when another was shipped into the same path between them (ship_weights --soup-with).
+        self.init_digest = init_digest(cfg.init_from) if init else None
         # Rank 0 trains the tokenizer; the others wait and load it, so all agree on the vocabulary.
         if self.is_main:
             self.data = prepare_data(cfg, self.run_dir, True, reuse_tokenizer=self.resume)
@@ -205,6 +209,7 @@ class Trainer:
             info = read_checkpoint(latest, self.model, self.optimizer, self.device, self.scaler)
             self.step, self.epoch, self.batch_in_epoch = info["step"], info["epoch"], info["batch_in_epoch"]
             self.best_score = info.get("best_score")
+            self.init_digest = info.get("init_digest")  # absent in runs started before it was recorded
             self.elapsed_before = info.get("elapsed", 0.0)
             self.cpu_before = info.get("cpu_time", 0.0)
             if self.is_main:
@@ -290,6 +295,7 @@ class Trainer:
             "best_score": self.best_score,
             **self.clocks(),
             "train_config": asdict(self.cfg),
+            **({"init_digest": self.init_digest} if self.init_digest else {}),
         }
         final = write_checkpoint(
             self.run_dir,

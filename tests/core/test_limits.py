@@ -466,17 +466,25 @@ def test_a_soup_averages_runs_continued_from_one_model_at_its_width(tmp_path):
     average = sw.base_names(5)[1]
     candidates, valid = {average: ROOT / "weights"}, {average: sw.eval_json(ROOT / "weights", src, ref)}
     d_ff = CARD["model_config"]["d_ff"]
-    name = sw.soup(candidates, valid, [run], 5, d_ff, tmp_path, src, ref)
+    name = sw.soup(candidates, valid, {run: sw.list_checkpoints(run)}, 5, d_ff, tmp_path, src, ref)
     assert name == sw.soup_name(5, 1) == "soup of 2 runs' averages of last 5"
     assert valid[name]["bleu"] == valid[average]["bleu"] and sw.checkpoint_config(candidates[name]).d_ff == d_ff
     assert sw.select(sw.mix_name(name, 0.5), 5, [0.5], 1) == name  # --select can name the soup's mix
-    mine = {"init_from": "weights", "src_lang": "fr", "tgt_lang": "en"}
+    mine = {"train_config": {"init_from": "weights", "src_lang": "fr", "tgt_lang": "en"}, "init_digest": "ab"}
     assert sw.soup_refusal(Path("runs/a"), mine, {Path("runs/b"): dict(mine)}) is None
-    refused = sw.soup_refusal(Path("runs/a"), mine, {Path("runs/b"): {**mine, "init_from": "weights/next"}})
+    other = {**mine, "train_config": {**mine["train_config"], "init_from": "weights/next"}}
+    refused = sw.soup_refusal(Path("runs/a"), mine, {Path("runs/b"): other})
     assert refused == (
         "ship_weights: --soup-with runs/b: --init-from weights/next where --run runs/a has weights; "
         "a soup averages runs continued from one model"
     )
+    # the same path, other bytes then (a model shipped into it between the runs); unrecorded: by path only
+    assert sw.soup_refusal(Path("runs/a"), mine, {Path("runs/b"): {**mine, "init_digest": "cd"}}) == (
+        "ship_weights: --soup-with runs/b: started from other weights in weights than --run runs/a "
+        "(another model was there then); a soup averages runs continued from one model"
+    )
+    unrecorded = {k: v for k, v in mine.items() if k != "init_digest"}
+    assert sw.soup_refusal(Path("runs/a"), mine, {Path("runs/b"): unrecorded}) is None
 
 
 def test_a_souped_runs_section_names_the_other_runs_and_their_hours():

@@ -18,7 +18,7 @@ from core.device import autocast_context, native_bf16, resolve_precision
 from core.errors import CheckpointError, ConfigError
 from core.train.config import TrainConfig
 from core.train.lock import LOCK_FILE, RunLock, lock_run_dir
-from core.train.state import average_checkpoints, list_checkpoints
+from core.train.state import average_checkpoints, init_digest, list_checkpoints, read_trainer_info
 from core.train.trainer import Trainer, cooldown_factor, label_smoothed_loss, noam_lr
 from tests.conftest import TINY_TSV, tiny_train_config
 
@@ -407,6 +407,9 @@ def test_init_from_with_a_wider_ffn_grows_the_model_and_keeps_its_outputs(tmp_pa
     assert step_losses(tmp_path / "wide")[1] < step_losses(tmp_path / "base")[1] * 0.8
     w2 = grown.model.state_dict()["decoder_layers.0.ffn.w_2.weight"]
     assert w2[:, base.cfg.d_ff :].abs().sum() > 0  # three steps moved the new units off zero
+    # Each checkpoint records the digest of the weights it started from (ship_weights --soup-with compares them).
+    started = read_trainer_info(list_checkpoints(tmp_path / "wide")[-1])["init_digest"]
+    assert started == init_digest(tmp_path / "base") != init_digest(tmp_path / "wide")
     # Resuming takes the grown model from its checkpoint, even with the --init-from model gone since.
     (tmp_path / "base").rename(tmp_path / "gone")
     resumed = tiny_cfg(
@@ -414,6 +417,7 @@ def test_init_from_with_a_wider_ffn_grows_the_model_and_keeps_its_outputs(tmp_pa
     )
     assert Trainer(resumed, resume=True).run()["step"] == 5
     assert load_model(list_checkpoints(tmp_path / "wide")[-1]).cfg.d_ff == wide
+    assert read_trainer_info(list_checkpoints(tmp_path / "wide")[-1])["init_digest"] == started  # kept, not re-read
     (tmp_path / "gone").rename(tmp_path / "base")  # back, for the refusal below
     with pytest.raises(ConfigError, match="would narrow the model's FFN"):
         Trainer(
