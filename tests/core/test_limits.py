@@ -371,7 +371,8 @@ def test_a_continued_runs_section_says_what_ran():
     it started from, the corpora it read, and the command with the run's own stopping rule and process count."""
     sw = ship_weights()
     en_fr = json.loads((ROOT / "weights" / "en-fr" / "card.json").read_text(encoding="utf-8"))
-    run = en_fr["fine_tune"]
+    # the shipped run's record without a soup's paragraph and flags (its own test below)
+    run = {k: v for k, v in en_fr["fine_tune"].items() if k not in ("soup_with", "soup_d_ff")}
     assert run["train_config"]["src_lang"] == "en" and run["train_config"].get("max_steps")
     same = sw.render_continued(run, ("en", "fr"))
     assert "turned round" not in same and "turned round" in sw.render_continued(run, ("fr", "en"))
@@ -491,7 +492,10 @@ def test_a_souped_runs_section_names_the_other_runs_and_their_hours():
     """The card of a soup: the ship command carries --soup-with, a paragraph lists each other run (steps, hours,
     FFN width) and says where grown units were cut; the card's training hours count them."""
     sw = ship_weights()
-    run = CARD["fine_tune"]
+    # the shipped run's record as a run of the shipped width, not souped (the shipped card may be either)
+    run = {k: v for k, v in CARD["fine_tune"].items() if k not in ("soup_with", "soup_d_ff")}
+    overrides = {k: v for k, v in run["train_config"].get("model_overrides", {}).items() if k != "d_ff"}
+    run["train_config"] = {**run["train_config"], "model_overrides": overrides}
     other = {"run": "runs/fren16", "train_steps": 2000, "train_seconds": 3600, "d_ff": 3072}
     souped = {**run, "soup_with": [other], "soup_d_ff": 2048}
     text = sw.render_continued(souped)
@@ -501,4 +505,4 @@ def test_a_souped_runs_section_names_the_other_runs_and_their_hours():
     assert "left out" not in narrow and "keeps the shipped model's shape (FFN 2048)." in narrow
     assert "--soup-with" not in sw.render_continued(run) and "model soup" not in sw.render_continued(run)
     card = {**CARD, "fine_tune": souped}
-    assert sw.training_hours(card) == pytest.approx(sw.training_hours(CARD) + 1.0)
+    assert sw.training_hours(card) == pytest.approx(sw.training_hours({**CARD, "fine_tune": run}) + 1.0)
