@@ -975,10 +975,13 @@ def render_readme(out: Path, card: dict) -> str:
     return render_card(card)
 
 
-def choose(run: Path, last: int, averaged_dir: Path, vsrc: Path, vref: Path) -> tuple[dict[str, Path], dict, str]:
+def choose(
+    run: Path, checkpoints: list[Path], last: int, averaged_dir: Path, vsrc: Path, vref: Path
+) -> tuple[dict[str, Path], dict, str]:
     """A run's candidates — its best checkpoint by validation BLEU (the run's top level) and the average
-    of its last `last` checkpoints — scored on the validation split: (candidates, scores, the better one)."""
-    averaged = average_checkpoints(list_checkpoints(run)[-last:], averaged_dir)
+    of its last `last` `checkpoints` (the run's, oldest first) — scored on the validation split: (candidates,
+    scores, the better one)."""
+    averaged = average_checkpoints(checkpoints[-last:], averaged_dir)
     candidates = dict(zip(base_names(last), (run, averaged)))
     valid = {name: eval_json(path, vsrc, vref) for name, path in candidates.items()}
     for name, s in valid.items():
@@ -1164,10 +1167,10 @@ def main() -> None:  # noqa: C901 - a script's main: its steps in order
         action="append",
         default=[],
         metavar="RUN",
-        help="another run continued from the same model (repeatable; the same --init-from, holding the same weights "
-        "when each run started: checked by the digest runs record, by path for runs from before it): its average of last --last is averaged with "
-        "--run's into the candidate 'soup of N runs' averages' (at the shipped model's FFN width), the one mixed "
-        "with --interpolate",
+        help="another run continued from the same model (repeatable; the same --init-from, holding the same "
+        "weights when each run started: checked by the digest runs record, by path for runs from before it): its "
+        "average of last --last is averaged with --run's into the candidate 'soup of N runs' averages' (at the "
+        "shipped model's FFN width), the one mixed with --interpolate",
     )
     args = ap.parse_args()
     if args.mixes_only and not args.interpolate:
@@ -1200,14 +1203,14 @@ def main() -> None:  # noqa: C901 - a script's main: its steps in order
 
     shares = [float(a) for a in args.interpolate.split(",")] if args.interpolate else []
     base = select(args.select, args.last, shares, len(args.soup_with)) if args.select else None
-    info = read_trainer_info(list_checkpoints(args.run)[-1])  # the run's record, read once
+    checkpoints = list_checkpoints(args.run)  # listed once; the last holds the run's record, read once
+    info = read_trainer_info(checkpoints[-1])
     soup_runs = {r: list_checkpoints(r) for r in args.soup_with}
     soup_infos = {r: read_trainer_info(c[-1]) for r, c in soup_runs.items()}
-    if args.soup_with:  # refused before anything is scored
-        refusal = soup_refusal(args.run, info, soup_infos)
-        if refusal:
-            sys.exit(refusal)
-    candidates, valid, chosen = choose(args.run, args.last, tmp / "averaged", vsrc, vref)
+    refusal = soup_refusal(args.run, info, soup_infos)  # refused before anything is scored
+    if refusal:
+        sys.exit(refusal)
+    candidates, valid, chosen = choose(args.run, checkpoints, args.last, tmp / "averaged", vsrc, vref)
     if args.soup_with:  # the soup is the candidate the mixes start from
         shipped_d_ff = checkpoint_config(args.out).d_ff
         chosen = soup(candidates, valid, soup_runs, args.last, shipped_d_ff, tmp, vsrc, vref)
@@ -1304,7 +1307,9 @@ def main() -> None:  # noqa: C901 - a script's main: its steps in order
     card = {
         "model_config": loaded.cfg.to_dict(),
         **(base if fine_tune else record),
-        "hardware": f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, CPU only",
+        # where the first training ran: a continued run keeps its base's line (this process's threads are the ship's)
+        "hardware": (base_card.get("hardware") if fine_tune else None)
+        or f"{platform.processor() or platform.machine()}, {info['train_config'].get('threads', 1)} threads, CPU only",
         "test_sets": {
             name: {
                 **spec,
@@ -1330,7 +1335,9 @@ def main() -> None:  # noqa: C901 - a script's main: its steps in order
         if earlier:
             card["earlier_fine_tunes"] = earlier
         if args.control:
-            _, ctrl_valid, ctrl_best = choose(args.control, args.last, tmp / "control", vsrc, vref)
+            _, ctrl_valid, ctrl_best = choose(
+                args.control, list_checkpoints(args.control), args.last, tmp / "control", vsrc, vref
+            )
             record["control"] = {
                 "run": str(args.control.relative_to(ROOT) if args.control.is_absolute() else args.control),
                 "selected": ctrl_best,

@@ -366,13 +366,17 @@ def test_the_precision_record_scores_each_set_in_int8(tmp_path):
     assert "threads" in record["machine"]
 
 
+def unsouped(record: dict) -> dict:
+    """A shipped card's run record without a soup's keys: the record of a run shipped alone."""
+    return {k: v for k, v in record.items() if k not in ("soup_with", "soup_d_ff")}
+
+
 def test_a_continued_runs_section_says_what_ran():
     """Each continued run's section in a card: turned round only where the run's direction differs from the model
     it started from, the corpora it read, and the command with the run's own stopping rule and process count."""
     sw = ship_weights()
     en_fr = json.loads((ROOT / "weights" / "en-fr" / "card.json").read_text(encoding="utf-8"))
-    # the shipped run's record without a soup's paragraph and flags (its own test below)
-    run = {k: v for k, v in en_fr["fine_tune"].items() if k not in ("soup_with", "soup_d_ff")}
+    run = unsouped(en_fr["fine_tune"])  # without a soup's paragraph and flags (their own test below)
     assert run["train_config"]["src_lang"] == "en" and run["train_config"].get("max_steps")
     same = sw.render_continued(run, ("en", "fr"))
     assert "turned round" not in same and "turned round" in sw.render_continued(run, ("fr", "en"))
@@ -492,8 +496,7 @@ def test_a_souped_runs_section_names_the_other_runs_and_their_hours():
     """The card of a soup: the ship command carries --soup-with, a paragraph lists each other run (steps, hours,
     FFN width) and says where grown units were cut; the card's training hours count them."""
     sw = ship_weights()
-    # the shipped run's record as a run of the shipped width, not souped (the shipped card may be either)
-    run = {k: v for k, v in CARD["fine_tune"].items() if k not in ("soup_with", "soup_d_ff")}
+    run = unsouped(CARD["fine_tune"])  # as a run of the shipped width, not souped (the shipped card may be either)
     overrides = {k: v for k, v in run["train_config"].get("model_overrides", {}).items() if k != "d_ff"}
     run["train_config"] = {**run["train_config"], "model_overrides": overrides}
     other = {"run": "runs/fren16", "train_steps": 2000, "train_seconds": 3600, "d_ff": 3072}
