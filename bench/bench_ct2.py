@@ -35,6 +35,9 @@ named in the header.
 
     nice -n 5 python bench/bench_ct2.py --threads 2 [--sentences N] [--batch1 300] [--fast int8]
 
+`--ct2-best` also times CTranslate2 alone at each of its settings (one thread and --threads, MKL on and off) and
+prints each tt engine against the fastest: a comparison at one setting can show a setting of CTranslate2's, not tt.
+
 Needs the `bench` extra (pip install -e .[bench]) for ctranslate2.
 """
 
@@ -212,6 +215,13 @@ def main() -> None:
         action="store_true",
         help="after each row, time CTranslate2 alone (bench/ct2_standalone.py) on the row's batches and compare",
     )
+    parser.add_argument(
+        "--ct2-best",
+        action="store_true",
+        help="after each row, time CTranslate2 alone at each of its settings (one thread and --threads, with MKL "
+        "and without: CT2_USE_MKL) and print each tt engine's rate against the best (bench/README.md: on an Intel "
+        "Xeon its two-thread MKL runs were 4x slower than one thread)",
+    )
     args = parser.parse_args()
     import ctranslate2
     import sacrebleu
@@ -292,6 +302,11 @@ def main() -> None:
                 )
             if args.standalone:
                 alone[name] = standalone(tmp, spec, method, batches, limits, args.threads, args.rounds, results)
+            if args.ct2_best:
+                jobs = write_jobs(tmp, spec, method, batches, limits)
+                alone.setdefault(name, []).extend(
+                    best_lines(ct2_best(tmp, jobs, args.threads, args.rounds), results, len(subset))
+                )
     finally:
         engines.close()
     for name, lines in alone.items():
@@ -305,6 +320,21 @@ def standalone(
 ) -> list[str]:
     """CTranslate2 timed alone (bench/ct2_standalone.py, a process of its own, while the engines wait on their
     pipes) on the row's batches, beside the bench's figure for it: the harness must not change CTranslate2's rate."""
+    jobs = write_jobs(tmp, spec, method, batches, limits)
+    lines = []
+    n = sum(len(b) for b in batches)
+    for q in ("float32", "int8"):
+        alone = run_alone(tmp / q, q, threads, jobs, rounds, engine_env())
+        bench_rate = n / results[f"CT2 {q}"][0]
+        lines.append(
+            f"CT2 {q} standalone {alone['rate']:.1f} sent/s, in the bench {bench_rate:.1f} "
+            f"(bench / standalone {bench_rate / alone['rate']:.3f})"
+        )
+    return lines
+
+
+def write_jobs(tmp: Path, spec: dict, method: str, batches: list, limits: list[int]) -> Path:
+    """A row's batches as bench/ct2_standalone.py reads them: pieces, the length limits, the banned pieces."""
     vocab = spec["vocab"]
     jobs = tmp / "jobs.json"
     jobs.write_text(
@@ -318,16 +348,42 @@ def standalone(
         ),
         encoding="utf-8",
     )
-    lines = []
-    n = sum(len(b) for b in batches)
+    return jobs
+
+
+def run_alone(ct2_dir: Path, compute_type: str, threads: int, jobs: Path, rounds: int, env: dict[str, str]) -> dict:
+    """bench/ct2_standalone.py's record: CTranslate2 timed in a process of its own, under `env`."""
+    cmd = [sys.executable, str(BENCH / "ct2_standalone.py"), str(ct2_dir), compute_type, str(threads), str(jobs)]
+    run = subprocess.run([*cmd, str(rounds)], check=True, capture_output=True, text=True, env=env)
+    return json.loads(run.stdout)
+
+
+def ct2_best(tmp: Path, jobs: Path, threads: int, rounds: int) -> dict[str, list[dict]]:
+    """CTranslate2 alone at each of its settings, per compute type: one thread and `threads`, with MKL and without
+    (CT2_USE_MKL). Each record says the setting its process ran under; the best first."""
+    settings = [(t, mkl) for t in sorted({1, threads}) for mkl in ("1", "0")]
+    best = {}
     for q in ("float32", "int8"):
-        cmd = [sys.executable, str(BENCH / "ct2_standalone.py"), str(tmp / q), q, str(threads), str(jobs), str(rounds)]
-        run = subprocess.run(cmd, check=True, capture_output=True, text=True, env=engine_env())
-        alone = json.loads(run.stdout)
-        bench_rate = n / results[f"CT2 {q}"][0]
+        runs = [run_alone(tmp / q, q, t, jobs, rounds, {**engine_env(), "CT2_USE_MKL": mkl}) for t, mkl in settings]
+        best[q] = sorted(runs, key=lambda r: -r["rate"])
+    return best
+
+
+def best_lines(best: dict[str, list[dict]], results: dict, n: int) -> list[str]:
+    """Each engine of the row against CTranslate2's best setting of its kind: tt's int8 modes against CT2 int8,
+    every other engine against CT2 float32 (the like-for-like ratios of issue 46)."""
+    lines = []
+    for q, runs in best.items():
+        tried = ", ".join(
+            f"{r['threads']} thread(s) MKL {'on' if r['mkl'] == '1' else 'off'} {r['rate']:.1f}" for r in runs
+        )
+        lines.append(f"CT2 {q} alone at each setting, sent/s: {tried}")
+    for engine, (secs, _, _) in results.items():
+        q = "int8" if "int8" in engine else "float32"
+        top = best[q][0]
         lines.append(
-            f"CT2 {q} standalone {alone['rate']:.1f} sent/s, in the bench {bench_rate:.1f} "
-            f"(bench / standalone {bench_rate / alone['rate']:.3f})"
+            f"{engine} {n / secs:.1f} sent/s / CT2 {q} at its best ({top['threads']} thread(s), MKL "
+            f"{'on' if top['mkl'] == '1' else 'off'}) {top['rate']:.1f} = {n / secs / top['rate']:.2f}x"
         )
     return lines
 

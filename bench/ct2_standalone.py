@@ -8,12 +8,14 @@ both sides of the check.
     python bench/ct2_standalone.py CT2_DIR COMPUTE_TYPE THREADS JOBS.json [ROUNDS]
 
 JOBS.json: {"method": "greedy" | "beam", "batches": [[[pieces]]], "limits": [int], "eos": piece, "banned": [[piece]]}.
-Prints one JSON line: {"sentences": n, "seconds": best pass, "rate": sentences per second}.
+Prints one JSON line: {"sentences": n, "seconds": best pass, "rate": sentences per second, "threads": THREADS,
+"mkl": CTranslate2's CT2_USE_MKL as this process saw it (null: unset, CTranslate2 decides)}.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -51,7 +53,8 @@ def main() -> None:
                 max(range(len(r.hypotheses)), key=lambda j: r.scores[j] / ((5 + len(r.hypotheses[j])) / 6) ** 0.6)
         best = min(best, time.perf_counter() - start)
     n = sum(len(b) for b in batches)
-    print(json.dumps({"sentences": n, "seconds": best, "rate": n / best}))
+    setting = {"threads": int(threads), "mkl": os.environ.get("CT2_USE_MKL")}
+    print(json.dumps({"sentences": n, "seconds": best, "rate": n / best, **setting}))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,45 @@
+"""bench_ct2 --ct2-best: CTranslate2 timed alone at each of its settings, and tt's engines held to the best.
+
+On one Intel Xeon CTranslate2's two-thread MKL runs were 4x slower than its one thread (bench/README.md, session
+37), so a comparison at one setting only can show a lead that is CTranslate2's setting. Run on the shared tiny model,
+converted by bench/ct2_convert.py, and the real bench/ct2_standalone.py in processes of its own.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.slow
+
+
+def test_ct2_best_times_every_setting_and_holds_tt_to_the_fastest(tiny_loaded, tmp_path):
+    sys.path.insert(0, str(ROOT / "bench"))
+    import bench_ct2
+    from ct2_convert import convert
+
+    for q in ("float32", "int8"):
+        convert(tiny_loaded, tmp_path / q, None if q == "float32" else q)
+    spec = bench_ct2.decoding_spec(tiny_loaded)
+    sentences = ["Je suis étudiant.", "Il fait froid.", "Où est la gare ?"]
+    batches = [[tiny_loaded.tokenizer.sp.encode(s)] for s in sentences]
+    jobs = bench_ct2.write_jobs(tmp_path, spec, "greedy", batches, [32] * len(batches))
+
+    best = bench_ct2.ct2_best(tmp_path, jobs, threads=2, rounds=1)
+
+    for q in ("float32", "int8"):
+        # each setting ran, in a process that saw it (the record is the worker's own)
+        assert sorted((r["threads"], r["mkl"]) for r in best[q]) == [(1, "0"), (1, "1"), (2, "0"), (2, "1")]
+        rates = [r["rate"] for r in best[q]]
+        assert all(r > 0 for r in rates) and rates[0] == max(rates)
+        assert all(r["sentences"] == len(sentences) for r in best[q])
+
+    results = {"tt fp32 unpacked": (0.5, 0, []), "tt int8": (0.25, 0, [])}
+    lines = bench_ct2.best_lines(best, results, len(sentences))
+    top_f, top_i = best["float32"][0]["rate"], best["int8"][0]["rate"]
+    assert "tt fp32 unpacked 6.0 sent/s / CT2 float32 at its best" in lines[2]
+    assert lines[2].endswith(f"= {6.0 / top_f:.2f}x")
+    assert "tt int8 12.0 sent/s / CT2 int8 at its best" in lines[3] and lines[3].endswith(f"= {12.0 / top_i:.2f}x")
