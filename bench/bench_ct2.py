@@ -300,10 +300,11 @@ def main() -> None:
                     f"| {same}/{len(outs)} |",
                     flush=True,
                 )
-            if args.standalone:
-                alone[name] = standalone(tmp, spec, method, batches, limits, args.threads, args.rounds, results)
-            if args.ct2_best:
+            if args.standalone or args.ct2_best:
                 jobs = write_jobs(tmp, spec, method, batches, limits)
+            if args.standalone:
+                alone[name] = standalone(tmp, jobs, len(subset), args.threads, args.rounds, results)
+            if args.ct2_best:
                 alone.setdefault(name, []).extend(
                     best_lines(ct2_best(tmp, jobs, args.threads, args.rounds), results, len(subset))
                 )
@@ -315,14 +316,11 @@ def main() -> None:
     print(f"load average after: {os.getloadavg()[0]:.2f}")
 
 
-def standalone(
-    tmp: Path, spec: dict, method: str, batches: list, limits: list[int], threads: int, rounds: int, results: dict
-) -> list[str]:
+def standalone(tmp: Path, jobs: Path, n: int, threads: int, rounds: int, results: dict) -> list[str]:
     """CTranslate2 timed alone (bench/ct2_standalone.py, a process of its own, while the engines wait on their
-    pipes) on the row's batches, beside the bench's figure for it: the harness must not change CTranslate2's rate."""
-    jobs = write_jobs(tmp, spec, method, batches, limits)
+    pipes) on the row's `n` sentences (`jobs`, write_jobs), beside the bench's figure for it: the harness must not
+    change CTranslate2's rate."""
     lines = []
-    n = sum(len(b) for b in batches)
     for q in ("float32", "int8"):
         alone = run_alone(tmp / q, q, threads, jobs, rounds, engine_env())
         bench_rate = n / results[f"CT2 {q}"][0]
@@ -353,8 +351,9 @@ def write_jobs(tmp: Path, spec: dict, method: str, batches: list, limits: list[i
 
 def run_alone(ct2_dir: Path, compute_type: str, threads: int, jobs: Path, rounds: int, env: dict[str, str]) -> dict:
     """bench/ct2_standalone.py's record: CTranslate2 timed in a process of its own, under `env`."""
-    cmd = [sys.executable, str(BENCH / "ct2_standalone.py"), str(ct2_dir), compute_type, str(threads), str(jobs)]
-    run = subprocess.run([*cmd, str(rounds)], check=True, capture_output=True, text=True, env=env)
+    script = str(BENCH / "ct2_standalone.py")
+    cmd = [sys.executable, script, str(ct2_dir), compute_type, str(threads), str(jobs), str(rounds)]
+    run = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
     return json.loads(run.stdout)
 
 
@@ -369,21 +368,24 @@ def ct2_best(tmp: Path, jobs: Path, threads: int, rounds: int) -> dict[str, list
     return best
 
 
+def setting(record: dict) -> str:
+    """The setting a ct2_standalone.py record ran under, as best_lines prints it."""
+    return f"{record['threads']} thread(s), MKL {'on' if record['mkl'] == '1' else 'off'}"
+
+
 def best_lines(best: dict[str, list[dict]], results: dict, n: int) -> list[str]:
     """Each engine of the row against CTranslate2's best setting of its kind: tt's int8 modes against CT2 int8,
     every other engine against CT2 float32 (the like-for-like ratios of issue 46)."""
     lines = []
     for q, runs in best.items():
-        tried = ", ".join(
-            f"{r['threads']} thread(s) MKL {'on' if r['mkl'] == '1' else 'off'} {r['rate']:.1f}" for r in runs
-        )
+        tried = ", ".join(f"{setting(r)} {r['rate']:.1f}" for r in runs)
         lines.append(f"CT2 {q} alone at each setting, sent/s: {tried}")
     for engine, (secs, _, _) in results.items():
         q = "int8" if "int8" in engine else "float32"
         top = best[q][0]
         lines.append(
-            f"{engine} {n / secs:.1f} sent/s / CT2 {q} at its best ({top['threads']} thread(s), MKL "
-            f"{'on' if top['mkl'] == '1' else 'off'}) {top['rate']:.1f} = {n / secs / top['rate']:.2f}x"
+            f"{engine} {n / secs:.1f} sent/s / CT2 {q} at its best ({setting(top)}) {top['rate']:.1f} "
+            f"= {n / secs / top['rate']:.2f}x"
         )
     return lines
 
