@@ -13,7 +13,8 @@
 
 - `stacked_product`: one frozen x Wᵀ + b over the rows of one or more of a model's Linear layers, on the kernel
   its kind computes fastest — `Product` (fp32: MKL's `addmm` on Wᵀ, or oneDNN on a packed copy) or
-  `Int8Product` (fbgemm's int8 kernels). core/model/step.py builds the decoding steps from them.
+  `Int8Product` (fbgemm's int8 kernels; few rows of a small weight in fp32 on an Intel CPU, `SMALL_ROWS`; many rows in
+  bf16 on a CPU with AMX, `MANY_ROWS`). core/model/step.py builds the decoding steps from them.
 """
 
 from __future__ import annotations
@@ -217,6 +218,42 @@ def small_in_fp32() -> bool:
     return cpu_vendor() == "GenuineIntel"
 
 
+# Many rows through an int8 weight, on a CPU with AMX's bf16 tiles: oneDNN's bf16 product on the int8 values
+# themselves (exact in bf16: |q| ≤ 127), packed once, the rows' own fp32 scales and the bias applied after in one
+# fp32 operation — the activations rounded to bf16 (8 significant bits) instead of quantized to 7 bits over each
+# row's range. From MANY_ROWS rows it was 1.2–2.3× faster than fbgemm's per-row int8 product for this model's
+# shapes, and 4–6× closer to the exact product of the int8 weights (bench/README.md, *Many rows of the int8 model in
+# bf16 on AMX*); below, fbgemm's is as fast or faster.
+MANY_ROWS = 32
+# None: where the CPU has AMX's bf16 tiles (`many_rows_bf16`); True / False force it (tests, benches).
+MANY_ROWS_BF16: bool | None = None
+
+
+def many_rows_bf16() -> bool:
+    """Whether many rows through an int8 weight go to oneDNN's bf16 product on its values (`MANY_ROWS`)."""
+    if MANY_ROWS_BF16 is not None:
+        return MANY_ROWS_BF16
+    capabilities = getattr(torch.cpu, "get_capabilities", None)
+    return packing_available() and capabilities is not None and bool(capabilities().get("amx_bf16"))
+
+
+class ManyRowsBf16:
+    """x Wᵀ + b for (N, in) fp32 rows on int8 weights with one scale per output row (`MANY_ROWS`): oneDNN's bf16
+    product of the rows, rounded to bf16, and the int8 values, packed once on first use; scales and bias in fp32."""
+
+    def __init__(self, int_repr: torch.Tensor, row_scales: torch.Tensor, bias: torch.Tensor | None) -> None:
+        self.values = int_repr.to(torch.bfloat16)  # (out, in): the int8 values, exact
+        self.scales = row_scales.float()  # (out,)
+        self.bias = torch.zeros(int_repr.size(0)) if bias is None else bias.detach().float()
+        self._packed: torch.Tensor | None = None
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        if self._packed is None:
+            self._packed = torch.ops.mkldnn._reorder_linear_weight(self.values, 64)
+        sums = torch.ops.mkldnn._linear_pointwise(x.to(torch.bfloat16), self._packed, None, "none", [], "")
+        return torch.addcmul(self.bias, sums, self.scales)  # (N, out) fp32
+
+
 def takes_small_rows(weight: torch.Tensor) -> bool:
     """Whether few rows through this (out, in) weight are multiplied in fp32 (`SMALL_ROWS`)."""
     return weight.size(0) * weight.size(1) < SMALL_WEIGHT and small_in_fp32()
@@ -230,7 +267,8 @@ def dequantized_t(weight: torch.Tensor) -> torch.Tensor:
 class Int8Linear(nn.Module):
     """An nn.Linear for inference on int8 weights, one scale per output row and zero points of 0 (what
     `fast_model(model, "int8")` makes of each Linear layer): its input rows are quantized one by one
-    (`int8_rows`); up to SMALL_ROWS rows through a small weight multiply its int8 values in fp32 (`dequantized_t`).
+    (`int8_rows`); up to SMALL_ROWS rows through a small weight multiply its int8 values in fp32 (`dequantized_t`), and
+    on a CPU with AMX MANY_ROWS rows or more multiply them in bf16 (`ManyRowsBf16`).
     `weight()` and `bias()` read as torch.ao's dynamic Linear's do."""
 
     def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None, *, small: bool = True) -> None:
@@ -251,6 +289,9 @@ class Int8Linear(nn.Module):
         # keeps its own (`Int8Product`), so a model that only decodes never holds this one.
         self.small = small and takes_small_rows(weight)
         self._small_t: torch.Tensor | None = None
+        # Many rows on AMX in bf16 (`MANY_ROWS`), made on the first such call.
+        self.many = small and many_rows_bf16()
+        self._many: ManyRowsBf16 | None = None
 
     def weight(self) -> torch.Tensor:
         return self._weight
@@ -268,6 +309,10 @@ class Int8Linear(nn.Module):
             w_t = self._small_t
             y = torch.mm(flat, w_t) if self._bias is None else torch.addmm(self._bias, flat, w_t)
             return y.view(*x.shape[:-1], -1)
+        if self.many and flat.size(0) >= MANY_ROWS:
+            if self._many is None:
+                self._many = ManyRowsBf16(self._weight.int_repr(), int8_scales(self._weight)[0], self._bias)
+            return self._many(flat).view(*x.shape[:-1], -1)
         return int8_rows(flat.contiguous(), *self.packed).view(*x.shape[:-1], -1)
 
     def extra_repr(self) -> str:
@@ -379,8 +424,8 @@ class Int8Product:
     the rows of one or more of the model's `Int8Linear` layers, stacked as their fp32 weights are on the other
     paths. Each input row is quantized with its own range, as the layers themselves do it (`int8_rows`), so a
     stacked product gives each layer's own outputs; up to SMALL_ROWS rows through a small weight are multiplied in
-    fp32 on the int8 weight's values (`small`, a `Product`: one row split across cores as fp32's is), as the
-    layers do it too. `weight_t` and `bias` are then that product's, so one sentence's cross-attention can absorb
+    fp32 on the int8 weight's values (`small`, a `Product`: one row split across cores as fp32's is), and MANY_ROWS
+    rows or more in bf16 on them where the CPU has AMX (`many`), as the layers do it too. `weight_t` and `bias` are then that product's, so one sentence's cross-attention can absorb
     W^Q and W^O as the fp32 path does (core/model/step.py); None where the product stays int8.
     `scale` multiplies a part's weight scales and bias (1/√d_k folded into W^Q: a power of two, so exact).
     """
@@ -406,10 +451,14 @@ class Int8Product:
         self.small = Product(dequantized_t(weight).t(), bias, packed=False) if small else None
         self.weight_t = None if self.small is None else self.small.weight_t
         self.bias = None if self.small is None else self.small.bias
+        self.many = ManyRowsBf16(int_repr, row_scales, bias) if many_rows_bf16() else None
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        if self.small is not None and x.size(0) <= SMALL_ROWS:
+        rows = x.size(0)
+        if self.small is not None and rows <= SMALL_ROWS:
             return self.small(x)  # (N, out)
+        if self.many is not None and rows >= MANY_ROWS:
+            return self.many(x)  # (N, out)
         return int8_rows(x, *self.packed)  # (N, out)
 
 

@@ -12,7 +12,8 @@ operations a decoder step. At batch 1 a step is that overhead plus reading the w
   inputs outnumber the outputs (W_2), which read W's rows (core/model/fast.py, `Product`). Large products of
   a packed model go to oneDNN on its packed weights instead, and an int8 model's
   (`fast_model(model, "int8")`, `--quantize int8`) to fbgemm's int8 kernels on its own int8 weights — on an
-  Intel CPU, few rows through a small weight in fp32 on those int8 values (`SMALL_ROWS`) — (the products:
+  Intel CPU, few rows through a small weight in fp32 on those int8 values (`SMALL_ROWS`); on a CPU with AMX, many
+  rows in bf16 on them (`MANY_ROWS`) — (the products:
   core/model/fast.py);
 - each sub-layer's variant (cached or beam-slot self-attention; absorbed, one-query or grouped
   cross-attention) chosen once per step, not per layer;

@@ -186,6 +186,58 @@ def test_few_rows_of_a_small_int8_weight_are_multiplied_in_fp32_on_its_int8_valu
     assert Int8Product([(w_q, 1.0), (large_layer, 1.0)]).small is None
 
 
+@torch.inference_mode()
+def test_many_rows_of_an_int8_weight_multiply_its_values_in_bf16(monkeypatch):
+    """core/model/fast.py `MANY_ROWS`: from 32 rows a product goes to oneDNN's bf16 product on the int8 values (exact in
+    bf16), the rows' own fp32 scales and the bias applied after — so each row comes out within bf16's rounding of its
+    activations of the exact product of the int8 weights, several times closer than fbgemm's 7-bit activations, and a
+    row's numbers do not depend on the rows beside it. 31 rows stay on fbgemm; the stacked products of the fused step
+    decide as their layers do."""
+    from core.model import fast
+    from core.model.fast import Int8Linear, Int8Product, int8_rows
+
+    monkeypatch.setattr(fast, "SMALL_IN_FP32", False)
+    monkeypatch.setattr(fast, "MANY_ROWS_BF16", True)
+    torch.manual_seed(0)
+    layer = fast_model(torch.nn.Sequential(torch.nn.Linear(256, 512).eval()), "int8")[0]
+    assert type(layer) is Int8Linear and layer.many
+    exact = layer.weight().dequantize()  # (out, in): the int8 values times their rows' scales
+    x = torch.randn(fast.MANY_ROWS, 256)
+    x[0] *= 100  # a loud row beside quiet ones
+    got, in_fp32 = layer(x), torch.nn.functional.linear(x, exact, layer.bias())
+    by_fbgemm = int8_rows(x, *layer.packed)
+    error = (got - in_fp32).abs().amax(1)  # (rows,)
+    fbgemm_error = (by_fbgemm - in_fp32).abs().amax(1)
+    assert (error > 0).all() and (error <= 0.01 * in_fp32.abs().amax(1)).all()
+    assert error.mean() < fbgemm_error.mean() / 3, (error.mean(), fbgemm_error.mean())
+    torch.testing.assert_close(
+        layer(x[1:].repeat(2, 1))[: fast.MANY_ROWS - 1], got[1:], rtol=0, atol=0
+    )  # no shared range
+    fewer = x[: fast.MANY_ROWS - 1]
+    assert torch.equal(layer(fewer), int8_rows(fewer, *layer.packed))  # 31 rows: fbgemm's
+    w_q, w_kv = fast_model(torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.Linear(256, 512)), "int8")
+    stacked = Int8Product([(w_q, 0.125), (w_kv, 1.0)])
+    assert stacked.many is not None
+    y = torch.randn(40, 256)
+    torch.testing.assert_close(stacked(y), torch.cat([w_q(y) * 0.125, w_kv(y)], 1), rtol=1e-5, atol=1e-5)
+    monkeypatch.setattr(fast, "MANY_ROWS_BF16", False)
+    assert Int8Product([(w_q, 1.0)]).many is None
+    assert not fast_model(torch.nn.Sequential(torch.nn.Linear(256, 512)), "int8")[0].many
+
+
+def test_many_rows_in_bf16_follow_the_cpu_unless_set(monkeypatch):
+    """By default (MANY_ROWS_BF16 None) many rows go to bf16 where the CPU has AMX's bf16 tiles, where it was
+    measured faster than fbgemm; elsewhere (AVX-512 BF16 without AMX, AVX2) fbgemm's until measured."""
+    from core.model import fast
+
+    monkeypatch.setattr(fast, "MANY_ROWS_BF16", None)
+    amx = bool(torch.cpu.get_capabilities().get("amx_bf16"))
+    assert fast.many_rows_bf16() == (amx and fast.packing_available())
+    for forced in (False, True):
+        monkeypatch.setattr(fast, "MANY_ROWS_BF16", forced)
+        assert fast.many_rows_bf16() is forced
+
+
 def test_few_rows_in_fp32_follow_the_cpu_unless_set(monkeypatch):
     """By default (SMALL_IN_FP32 None) the small path is taken on Intel CPUs only, where it was measured."""
     from core.device import cpu_vendor

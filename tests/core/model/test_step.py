@@ -131,15 +131,19 @@ def test_no_fused_step_in_training_or_for_bf16_layers():
     assert fused_step(fast_model(model, "int8")).kind == "int8"
 
 
+@pytest.mark.parametrize("many", [False, True], ids=["", "many rows in bf16"])
 @pytest.mark.parametrize("small", [False, True], ids=["fbgemm", "small in fp32"])
 @pytest.mark.parametrize("rows", ["batch", "one sentence"])
 @torch.inference_mode()
-def test_int8_layers_take_the_fused_step_and_compute_what_their_modules_compute(monkeypatch, rows, small):
+def test_int8_layers_take_the_fused_step_and_compute_what_their_modules_compute(monkeypatch, rows, small, many):
     """`--quantize int8`: the stacked int8 products (Q scaled, K, V; every layer's cross K, V) and the
     step give the int8 modules' own numbers. With every product on fbgemm one sentence keeps its int8
     cross-attention products; with few rows of small weights in fp32 (core/model/fast.py `SMALL_ROWS`: every
-    weight of the tiny model is small) one sentence's cross-attention absorbs W^Q and W^O as fp32's does."""
+    weight of the tiny model is small) one sentence's cross-attention absorbs W^Q and W^O as fp32's does. With
+    many rows in bf16 (`MANY_ROWS`, lowered to 2 here so that the small batch takes it) too."""
     monkeypatch.setattr(fast, "SMALL_IN_FP32", small)
+    monkeypatch.setattr(fast, "MANY_ROWS_BF16", many)
+    monkeypatch.setattr(fast, "MANY_ROWS", 2)
     model = fast_model(model_of(seed=5, n_encoder_layers=2, n_decoder_layers=3), "int8")
     weight = model.generator.weight()  # a scale per output row, zero points 0
     assert weight.qscheme() == torch.per_channel_affine and weight.q_per_channel_scales().unique().numel() > 1
@@ -239,6 +243,9 @@ def test_a_group_of_rows_reads_one_row_of_memory_as_if_each_had_its_copy(kind, m
     step gives what it gives over a copy per beam, and beam search keeps one row per sentence."""
     if kind == "packed":
         monkeypatch.setattr(fast, "PACK_MIN_MACS", 1)
+    # One int8 kernel for both: the copies' memory is 45 rows, the shared 15, and from 32 rows an int8 product may
+    # go to bf16 (core/model/fast.py `MANY_ROWS`), whose roundings differ from fbgemm's.
+    monkeypatch.setattr(fast, "MANY_ROWS_BF16", False)
     model = model_of(seed=7, n_encoder_layers=2, n_decoder_layers=3)
     model = {"plain": model, "packed": packed_model(model), "int8": fast_model(model, "int8")}[kind]
     step = fused_step(model)
