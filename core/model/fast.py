@@ -242,14 +242,14 @@ class ManyRowsBf16:
     product of the rows, rounded to bf16, and the int8 values, packed once on first use; scales and bias in fp32."""
 
     def __init__(self, int_repr: torch.Tensor, row_scales: torch.Tensor, bias: torch.Tensor | None) -> None:
-        self.values = int_repr.to(torch.bfloat16)  # (out, in): the int8 values, exact
+        self._int_repr = int_repr  # (out, in) int8, the layer's own
         self.scales = row_scales.float()  # (out,)
         self.bias = torch.zeros(int_repr.size(0)) if bias is None else bias.detach().float()
         self._packed: torch.Tensor | None = None
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        if self._packed is None:
-            self._packed = torch.ops.mkldnn._reorder_linear_weight(self.values, 64)
+        if self._packed is None:  # the int8 values in bf16 (exact), in oneDNN's layout: the only bf16 copy kept
+            self._packed = torch.ops.mkldnn._reorder_linear_weight(self._int_repr.to(torch.bfloat16), 64)
         sums = torch.ops.mkldnn._linear_pointwise(x.to(torch.bfloat16), self._packed, None, "none", [], "")
         return torch.addcmul(self.bias, sums, self.scales)  # (N, out) fp32
 
