@@ -425,8 +425,9 @@ class Int8Product:
     paths. Each input row is quantized with its own range, as the layers themselves do it (`int8_rows`), so a
     stacked product gives each layer's own outputs; up to SMALL_ROWS rows through a small weight are multiplied in
     fp32 on the int8 weight's values (`small`, a `Product`: one row split across cores as fp32's is), and MANY_ROWS
-    rows or more in bf16 on them where the CPU has AMX (`many`), as the layers do it too. `weight_t` and `bias` are then that product's, so one sentence's cross-attention can absorb
-    W^Q and W^O as the fp32 path does (core/model/step.py); None where the product stays int8.
+    rows or more in bf16 on them where the CPU has AMX (`many`), as the layers do it too. `weight_t` and `bias` are
+    then the small product's, so one sentence's cross-attention can absorb W^Q and W^O as the fp32 path does
+    (core/model/step.py); None where the product stays int8.
     `scale` multiplies a part's weight scales and bias (1/√d_k folded into W^Q: a power of two, so exact).
     """
 
