@@ -250,7 +250,7 @@ class ManyRowsBf16:
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         if self._packed is None:  # the int8 values in bf16 (exact), in oneDNN's layout: the only bf16 copy kept
             self._packed = torch.ops.mkldnn._reorder_linear_weight(self._int_repr.to(torch.bfloat16), 64)
-        sums = torch.ops.mkldnn._linear_pointwise(x.to(torch.bfloat16), self._packed, None, "none", [], "")
+        sums = onednn_linear(x.to(torch.bfloat16), self._packed, None)  # (N, out) bf16
         return torch.addcmul(self.bias, sums, self.scales)  # (N, out) fp32
 
 
