@@ -12,6 +12,7 @@ sentences whose pieces differ from the first setting's (the products' roundings 
 
     python bench/bench_int8_small.py --threads 2 --sentences 300 --rounds 3
     python bench/bench_int8_small.py --configs small,small+many --threads 1 --sentences 512 --no-kernels
+    python bench/bench_int8_small.py --configs fbgemm,small+many --no-kernels --code /tmp/before   # the code before
 
 Settings: `fbgemm` (every product on fbgemm), `small` (few rows of small weights in fp32), `many` (many rows in bf16,
 no fp32 path), `small+many` (both: what an Intel CPU with AMX runs by default).
@@ -30,6 +31,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
+# --code DIR decodes with another copy of core/ (`git archive REV core | tar -x -C DIR`): a change measured before and
+# after by alternating runs of this same script, `fbgemm` (which no change to the other paths touches) in each.
+if "--code" in sys.argv:
+    sys.path.insert(0, sys.argv[sys.argv.index("--code") + 1])
 
 import torch  # noqa: E402
 
@@ -109,6 +114,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--calls", type=int, default=200, help="calls per timing in the kernel table")
     parser.add_argument("--no-kernels", action="store_true", help="only the decoding rows")
+    parser.add_argument("--code", help="a directory holding another copy of core/ to decode with (before/after)")
     parser.add_argument(
         "--configs", default="fbgemm,small", help=f"settings to compare, the first the reference ({', '.join(CONFIGS)})"
     )
@@ -132,7 +138,10 @@ def main() -> None:
         "greedy, batch 64": ("greedy", [ids[i : i + 64] for i in range(0, len(ids), 64)]),
         "beam 4, batch 64": ("beam", [ids[i : i + 64] for i in range(0, len(ids), 64)]),
     }
-    print(f"CPU: {describe_cpu()}; torch {torch.__version__}; {args.threads} threads; {len(ids)} sentences\n")
+    code = Path(sys.modules["core"].__file__).parent
+    print(
+        f"CPU: {describe_cpu()}; torch {torch.__version__}; {args.threads} threads; {len(ids)} sentences; code {code}\n"
+    )
     if not args.no_kernels:
         with torch.inference_mode():
             kernel_table(loaded.model, args.threads, args.calls)

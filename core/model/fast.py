@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import copy
+import math
 import warnings
 
 import torch
@@ -218,12 +219,14 @@ def small_in_fp32() -> bool:
     return cpu_vendor() == "GenuineIntel"
 
 
-# Many rows through an int8 weight, on a CPU with AMX's bf16 tiles: oneDNN's bf16 product on the int8 values
-# themselves (exact in bf16: |q| ≤ 127), packed once, the rows' own fp32 scales and the bias applied after in one
-# fp32 operation — the activations rounded to bf16 (8 significant bits) instead of quantized to 7 bits over each
-# row's range. From MANY_ROWS rows it was 1.2–2.3× faster than fbgemm's per-row int8 product for this model's
+# Many rows through an int8 weight, on a CPU with AMX's bf16 tiles: oneDNN's bf16 product on the int8 weights times
+# their rows' scales (each rounded to bf16: within a quarter of its int8 step, |q| ≤ 127), packed once, the bias
+# added inside the product — the activations rounded to bf16 (8 significant bits) instead of quantized to 7 bits over
+# each row's range. From MANY_ROWS rows it was 1.2–2.3× faster than fbgemm's per-row int8 product for this model's
 # shapes, and 4–6× closer to the exact product of the int8 weights (bench/README.md, *Many rows of the int8 model in
-# bf16 on AMX*); below, fbgemm's is as fast or faster.
+# bf16 on AMX*); below, fbgemm's is as fast or faster. The scales folded into the weights, rather than applied to the
+# bf16 sums after in fp32, save a mixed-dtype pass over every output (20–25 % of the path's time at 64 rows): greedy
+# 1.07–1.17× and beam 4 1.13–1.46× faster in batches of 64 (*Scales folded into the bf16 weights*).
 MANY_ROWS = 32
 # None: where the CPU has AMX's bf16 tiles (`many_rows_bf16`); True / False force it (tests, benches).
 MANY_ROWS_BF16: bool | None = None
@@ -239,19 +242,30 @@ def many_rows_bf16() -> bool:
 
 class ManyRowsBf16:
     """x Wᵀ + b for (N, in) fp32 rows on int8 weights with one scale per output row (`MANY_ROWS`): oneDNN's bf16
-    product of the rows, rounded to bf16, and the int8 values, packed once on first use; scales and bias in fp32."""
+    product of the rows, rounded to bf16, and the int8 values times their rows' scales in bf16, packed once on first
+    use; the bias (fp32) added inside the product, the sums rounded to bf16 and returned in fp32.
+    `after` (out,), where given, multiplies the outputs in fp32: a stacked product's factor that is not a power of
+    two (1/√d_k for d_k = 8), which folded into the bf16 weights would round them apart from the layer's own."""
 
-    def __init__(self, int_repr: torch.Tensor, row_scales: torch.Tensor, bias: torch.Tensor | None) -> None:
+    def __init__(
+        self,
+        int_repr: torch.Tensor,
+        row_scales: torch.Tensor,
+        bias: torch.Tensor | None,
+        after: torch.Tensor | None = None,
+    ) -> None:
         self._int_repr = int_repr  # (out, in) int8, the layer's own
         self.scales = row_scales.float()  # (out,)
         self.bias = torch.zeros(int_repr.size(0)) if bias is None else bias.detach().float()
+        self.after = None if after is None else after.float()  # (out,)
         self._packed: torch.Tensor | None = None
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        if self._packed is None:  # the int8 values in bf16 (exact), in oneDNN's layout: the only bf16 copy kept
-            self._packed = torch.ops.mkldnn._reorder_linear_weight(self._int_repr.to(torch.bfloat16), 64)
-        sums = onednn_linear(x.to(torch.bfloat16), self._packed, None)  # (N, out) bf16
-        return torch.addcmul(self.bias, sums, self.scales)  # (N, out) fp32
+        if self._packed is None:  # the weights in bf16, in oneDNN's layout: the only bf16 copy kept
+            weight = (self._int_repr.float() * self.scales[:, None]).to(torch.bfloat16)  # (out, in)
+            self._packed = torch.ops.mkldnn._reorder_linear_weight(weight, 64)
+        y = onednn_linear(x.to(torch.bfloat16), self._packed, self.bias).float()  # (N, out)
+        return y if self.after is None else y.mul_(self.after)
 
 
 def takes_small_rows(weight: torch.Tensor) -> bool:
@@ -432,12 +446,14 @@ class Int8Product:
     """
 
     def __init__(self, parts: list[tuple[nn.Module, float]]) -> None:
-        ints, scales, biases = [], [], []
+        ints, scales, biases, own = [], [], [], []  # own: each layer's scales, bias and factor, for `many`
         for linear, scale in parts:
             weight, bias = linear.weight(), linear.bias()  # zero points are 0 (linear_kind checked)
+            bias = torch.zeros(weight.size(0)) if bias is None else bias.detach()
             ints.append(weight.int_repr())
             scales.append(int8_scales(weight)[0] * scale)
-            biases.append(torch.zeros(weight.size(0)) if bias is None else bias.detach() * scale)
+            biases.append(bias * scale)
+            own.append((int8_scales(weight)[0], bias, torch.full((weight.size(0),), scale)))
         int_repr, row_scales = torch.cat(ints), torch.cat(scales)
         self.in_features, self.out_features = int_repr.size(1), int_repr.size(0)
         with warnings.catch_warnings():  # torch.ao's quantized tensors announce their move to torchao
@@ -452,7 +468,15 @@ class Int8Product:
         self.small = Product(dequantized_t(weight).t(), bias, packed=False) if small else None
         self.weight_t = None if self.small is None else self.small.weight_t
         self.bias = None if self.small is None else self.small.bias
-        self.many = ManyRowsBf16(int_repr, row_scales, bias) if many_rows_bf16() else None
+        self.many = None
+        if many_rows_bf16():
+            # A power of two multiplies bf16 values exactly: folded in. Another factor multiplies the outputs after,
+            # so each stacked layer's weights round to bf16 as the layer's own do.
+            if all(math.frexp(scale)[0] == 0.5 for _, scale in parts):
+                self.many = ManyRowsBf16(int_repr, row_scales, bias)
+            else:
+                own_scales, own_biases, factors = (torch.cat(t) for t in zip(*own))
+                self.many = ManyRowsBf16(int_repr, own_scales, own_biases, after=factors)
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         rows = x.size(0)
