@@ -58,12 +58,20 @@ def native_bf16(device: torch.device) -> bool:
     if device.type == "cpu":
         # x86 only: AVX512-BF16 (Cooper Lake, Zen 4 and later) or AMX (Sapphire Rapids and later).
         # Other CPUs stay fp32 until someone measures bf16 faster there.
-        capabilities = getattr(torch.cpu, "get_capabilities", None)
-        if capabilities is None:  # an older torch
+        found = cpu_capabilities()
+        if not found:  # an older torch
             return bool(getattr(torch.cpu, "_is_avx512_bf16_supported", lambda: False)())
-        found = capabilities()
         return bool(found.get("avx512_bf16") or found.get("amx_bf16"))
     return False  # mps: bf16 autocast support varies by macOS version
+
+
+@functools.cache
+def cpu_capabilities() -> dict[str, object]:
+    """The CPU's instruction sets as torch reads them (`torch.cpu.get_capabilities()`: "avx512_bf16", "amx_bf16", …;
+    the hardware's, whatever ATEN_CPU_CAPABILITY says), read once a process: native_bf16 and the int8 layers
+    (core/model/fast.py, for every weight as a model is built) ask it. {} with a torch that cannot say."""
+    capabilities = getattr(torch.cpu, "get_capabilities", None)
+    return dict(capabilities()) if capabilities is not None else {}
 
 
 def autocast_context(device: torch.device, precision: str):

@@ -236,8 +236,9 @@ def many_rows_bf16() -> bool:
     """Whether many rows through an int8 weight go to oneDNN's bf16 product on its values (`MANY_ROWS`)."""
     if MANY_ROWS_BF16 is not None:
         return MANY_ROWS_BF16
-    capabilities = getattr(torch.cpu, "get_capabilities", None)
-    return packing_available() and capabilities is not None and bool(capabilities().get("amx_bf16"))
+    from core.device import cpu_capabilities
+
+    return packing_available() and bool(cpu_capabilities().get("amx_bf16"))
 
 
 class ManyRowsBf16:

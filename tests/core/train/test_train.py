@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from core.checkpoint import load_model
-from core.device import autocast_context, native_bf16, resolve_precision
+from core.device import autocast_context, cpu_capabilities, native_bf16, resolve_precision
 from core.errors import CheckpointError, ConfigError
 from core.train.config import TrainConfig
 from core.train.lock import LOCK_FILE, RunLock, lock_run_dir
@@ -311,6 +311,12 @@ def test_precision_auto_resolves_to_what_the_device_runs_natively():
     with pytest.raises(ConfigError, match="unknown precision 'fp8'; use auto, fp32, bf16 or fp16"):
         resolve_precision(cpu, "fp8")
     assert resolve_precision(torch.device("mps"), "auto") == "fp32"
+
+
+def test_the_cpu_capabilities_are_torchs_read_once_and_decide_native_bf16():
+    found = cpu_capabilities()
+    assert found == dict(torch.cpu.get_capabilities()) and cpu_capabilities() is found  # read once a process
+    assert native_bf16(torch.device("cpu")) == bool(found.get("avx512_bf16") or found.get("amx_bf16"))
 
 
 def test_a_run_records_the_precision_auto_chose(tmp_path):
