@@ -115,6 +115,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=200, help="calls per timing in the kernel table")
     parser.add_argument("--no-kernels", action="store_true", help="only the decoding rows")
     parser.add_argument("--code", help="a directory holding another copy of core/ to decode with (before/after)")
+    parser.add_argument("--many-rows", type=int, help="MANY_ROWS for this run (the fewest rows a bf16 product takes)")
     parser.add_argument(
         "--configs", default="fbgemm,small", help=f"settings to compare, the first the reference ({', '.join(CONFIGS)})"
     )
@@ -124,6 +125,8 @@ def main() -> None:
     if unknown or len(configs) < 2:
         parser.error(f"--configs takes two or more of {', '.join(CONFIGS)}; got {args.configs!r}")
     torch.set_num_threads(args.threads)
+    if args.many_rows is not None:
+        fast.MANY_ROWS = args.many_rows  # read at every call
     from bench_ct2 import held_out
 
     loaded = load_model(Path(args.model))
@@ -140,7 +143,8 @@ def main() -> None:
     }
     code = Path(sys.modules["core"].__file__).parent
     print(
-        f"CPU: {describe_cpu()}; torch {torch.__version__}; {args.threads} threads; {len(ids)} sentences; code {code}\n"
+        f"CPU: {describe_cpu()}; torch {torch.__version__}; {args.threads} threads; {len(ids)} sentences; code {code}; "
+        f"MANY_ROWS {fast.MANY_ROWS}\n"
     )
     if not args.no_kernels:
         with torch.inference_mode():

@@ -1015,6 +1015,20 @@ def soup_refusal(run: Path, info: dict, others: dict[Path, dict]) -> str | None:
     return None
 
 
+def start_refusal(run: Path, info: dict, out: Path) -> str | None:
+    """Why --run's card cannot be written: it started (`--init-from`) from a directory that is neither --out nor a
+    shipped model (no card.json: another run, whose record no card holds), so the card could not say what the
+    model was trained from; None when it can. Refused before anything is scored (session 39's run from a run
+    failed there after its scoring)."""
+    start = info["train_config"].get("init_from")
+    if not start or (ROOT / start).resolve() == out.resolve() or (ROOT / start / "card.json").is_file():
+        return None
+    return (
+        f"ship_weights: --run {run} started from {start}, which has no card.json (a run, not a shipped model); "
+        "ship that run first, or continue a shipped model"
+    )
+
+
 def soup(
     candidates: dict[str, Path],
     valid: dict,
@@ -1207,7 +1221,7 @@ def main() -> None:  # noqa: C901 - a script's main: its steps in order
     info = read_trainer_info(checkpoints[-1])
     soup_runs = {r: list_checkpoints(r) for r in args.soup_with}
     soup_infos = {r: read_trainer_info(c[-1]) for r, c in soup_runs.items()}
-    refusal = soup_refusal(args.run, info, soup_infos)  # refused before anything is scored
+    refusal = start_refusal(args.run, info, args.out) or soup_refusal(args.run, info, soup_infos)  # before scoring
     if refusal:
         sys.exit(refusal)
     candidates, valid, chosen = choose(args.run, checkpoints, args.last, tmp / "averaged", vsrc, vref)

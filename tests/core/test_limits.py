@@ -256,6 +256,23 @@ def test_mixes_only_leaves_the_runs_own_checkpoints_out_of_the_pick():
     assert sw.choose_keeping(pool, kept, 59.0) == sw.mix_name("best", 0.5)
 
 
+def test_a_run_started_from_another_run_is_refused_before_scoring(tmp_path):
+    """A run continued from an unshipped run (`--init-from runs/A`, no card.json there) cannot get a card that says
+    what it was trained from: refused up front, where a shipped model or --out itself as the start passes."""
+    sw = ship_weights()
+    other = tmp_path / "runA"
+    other.mkdir()
+    (other / "model.safetensors").write_bytes((ROOT / "weights" / "model.safetensors").read_bytes())
+    info = {"train_config": {"init_from": str(other)}}
+    assert sw.start_refusal(Path("runs/B"), info, ROOT / "weights") == (
+        f"ship_weights: --run runs/B started from {other}, which has no card.json (a run, not a shipped model); "
+        "ship that run first, or continue a shipped model"
+    )
+    assert sw.start_refusal(Path("runs/B"), info, other) is None  # the start is --out itself
+    for start in ("weights", "weights/en-fr", None):
+        assert sw.start_refusal(Path("runs/B"), {"train_config": {"init_from": start}}, tmp_path / "try") is None
+
+
 def test_mixes_only_without_interpolate_is_a_one_line_error():
     run = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "ship_weights.py"), "--mixes-only", "--out", "/nonexistent"],
