@@ -447,22 +447,21 @@ class Int8Product:
     """
 
     def __init__(self, parts: list[tuple[nn.Module, float]]) -> None:
-        ints, scales, biases, own = [], [], [], []  # own: each layer's scales, bias and factor, for `many`
+        ints, own_scales, own_biases, factors = [], [], [], []  # each layer's own, and its `scale` per output row
         for linear, scale in parts:
             weight, bias = linear.weight(), linear.bias()  # zero points are 0 (linear_kind checked)
-            bias = torch.zeros(weight.size(0)) if bias is None else bias.detach()
             ints.append(weight.int_repr())
-            scales.append(int8_scales(weight)[0] * scale)
-            biases.append(bias * scale)
-            own.append((int8_scales(weight)[0], bias, torch.full((weight.size(0),), scale)))
-        int_repr, row_scales = torch.cat(ints), torch.cat(scales)
+            own_scales.append(int8_scales(weight)[0])  # float64
+            own_biases.append(torch.zeros(weight.size(0)) if bias is None else bias.detach())
+            factors.append(torch.full((weight.size(0),), scale, dtype=torch.float64))
+        int_repr, own_scale, own_bias, factor = (torch.cat(t) for t in (ints, own_scales, own_biases, factors))
+        row_scales, bias = own_scale * factor, own_bias * factor.float()  # (out,) float64, (out,) fp32
         self.in_features, self.out_features = int_repr.size(1), int_repr.size(0)
         with warnings.catch_warnings():  # torch.ao's quantized tensors announce their move to torchao
             warnings.simplefilter("ignore")
             weight = torch._make_per_channel_quantized_tensor(
                 int_repr, row_scales, torch.zeros_like(row_scales, dtype=torch.long), 0
             )
-        bias = torch.cat(biases)
         self.packed = Int8Linear(weight, bias, small=False).packed  # the stacked layer's, prepacked once
         # Few rows in fp32 where every stacked layer takes them so (`takes_small_rows`), as the layers decide.
         small = all(takes_small_rows(linear.weight()) for linear, _ in parts)
@@ -476,8 +475,7 @@ class Int8Product:
             if all(math.frexp(scale)[0] == 0.5 for _, scale in parts):
                 self.many = ManyRowsBf16(int_repr, row_scales, bias)
             else:
-                own_scales, own_biases, factors = (torch.cat(t) for t in zip(*own))
-                self.many = ManyRowsBf16(int_repr, own_scales, own_biases, after=factors)
+                self.many = ManyRowsBf16(int_repr, own_scale, own_bias, after=factor)
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         rows = x.size(0)
