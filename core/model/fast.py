@@ -232,13 +232,20 @@ MANY_ROWS = 32
 MANY_ROWS_BF16: bool | None = None
 
 
+def onednn_bf16() -> bool:
+    """Whether oneDNN runs bf16 products here: AVX-512 (BW, VL, DQ) or AVX-NE-CONVERT, within ONEDNN_MAX_CPU_ISA."""
+    return packing_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported()
+
+
 def many_rows_bf16() -> bool:
-    """Whether many rows through an int8 weight go to oneDNN's bf16 product on its values (`MANY_ROWS`)."""
+    """Whether many rows through an int8 weight go to oneDNN's bf16 product on its values (`MANY_ROWS`): where the
+    CPU has AMX's bf16 tiles (where it was measured to pay) and oneDNN may use them — ONEDNN_MAX_CPU_ISA=AVX2 on
+    such a CPU withholds its bf16 products, which then refuse to run."""
     if MANY_ROWS_BF16 is not None:
         return MANY_ROWS_BF16
     from core.device import cpu_capabilities
 
-    return packing_available() and bool(cpu_capabilities().get("amx_bf16"))
+    return bool(cpu_capabilities().get("amx_bf16")) and onednn_bf16()
 
 
 class ManyRowsBf16:

@@ -8,6 +8,7 @@ docs/precision.md. The data-free tests check the shipped model on fixed sample s
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 import torch
@@ -188,16 +189,20 @@ def test_few_rows_of_a_small_int8_weight_are_multiplied_in_fp32_on_its_int8_valu
 
 @torch.inference_mode()
 def test_many_rows_of_an_int8_weight_multiply_its_values_in_bf16(monkeypatch):
-    """core/model/fast.py `MANY_ROWS`: from 32 rows a product goes to oneDNN's bf16 product on the int8 values (exact in
-    bf16), the rows' own fp32 scales and the bias applied after — so each row comes out within bf16's rounding of its
-    activations of the exact product of the int8 weights, several times closer than fbgemm's 7-bit activations, and a
-    row's numbers do not depend on the rows beside it. 31 rows stay on fbgemm; the stacked products of the fused step
-    decide as their layers do."""
+    """core/model/fast.py `MANY_ROWS`: from 32 rows a product goes to oneDNN's bf16 product on the int8 weights times
+    their rows' scales (each within a quarter of its int8 step in bf16), the bias added in the product — so each row
+    comes out within bf16's rounding of its activations of the exact product of the int8 weights, several times closer
+    than fbgemm's 7-bit activations, and a row's numbers do not depend on the rows beside it. 31 rows stay on fbgemm;
+    the stacked products of the fused step decide as their layers do. Where oneDNN has no bf16 products (AVX2 only,
+    ONEDNN_MAX_CPU_ISA) the path is never taken by default, which is what is checked there."""
     from core.model import fast
     from core.model.fast import Int8Linear, Int8Product, int8_rows
 
-    if not torch.ops.mkldnn._is_mkldnn_bf16_supported():
-        pytest.skip("oneDNN has no bf16 products on this CPU (the path is taken only where AMX is)")
+    if not fast.onednn_bf16():
+        monkeypatch.setattr(fast, "MANY_ROWS_BF16", None)
+        assert not fast.many_rows_bf16()
+        assert not fast_model(torch.nn.Sequential(torch.nn.Linear(256, 512)), "int8")[0].many
+        return
     monkeypatch.setattr(fast, "SMALL_IN_FP32", False)
     monkeypatch.setattr(fast, "MANY_ROWS_BF16", True)
     torch.manual_seed(0)
@@ -229,15 +234,30 @@ def test_many_rows_of_an_int8_weight_multiply_its_values_in_bf16(monkeypatch):
 
 def test_many_rows_in_bf16_follow_the_cpu_unless_set(monkeypatch):
     """By default (MANY_ROWS_BF16 None) many rows go to bf16 where the CPU has AMX's bf16 tiles, where it was
-    measured faster than fbgemm; elsewhere (AVX-512 BF16 without AMX, AVX2) fbgemm's until measured."""
+    measured faster than fbgemm, and oneDNN may use them; elsewhere (AVX-512 BF16 without AMX, AVX2) fbgemm's until
+    measured. ONEDNN_MAX_CPU_ISA=AVX2 withholds oneDNN's bf16 products on an AMX CPU: the path stays off there
+    (a process of its own, since oneDNN reads the variable once), where it would fail on the first batch."""
+    import subprocess
+    import sys
+
     from core.model import fast
 
     monkeypatch.setattr(fast, "MANY_ROWS_BF16", None)
     amx = bool(torch.cpu.get_capabilities().get("amx_bf16"))
-    assert fast.many_rows_bf16() == (amx and fast.packing_available())
+    assert fast.many_rows_bf16() == (amx and fast.packing_available() and fast.onednn_bf16())
     for forced in (False, True):
         monkeypatch.setattr(fast, "MANY_ROWS_BF16", forced)
         assert fast.many_rows_bf16() is forced
+    check = "import torch; from core.model import fast; print(torch.ops.mkldnn._is_mkldnn_bf16_supported(), fast.many_rows_bf16())"
+    withheld = subprocess.run(
+        [sys.executable, "-c", check],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        env={**os.environ, "ONEDNN_MAX_CPU_ISA": "AVX2"},
+    )
+    assert withheld.stdout.split() == ["False", "False"]
 
 
 def test_few_rows_in_fp32_follow_the_cpu_unless_set(monkeypatch):

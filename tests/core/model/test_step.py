@@ -140,9 +140,9 @@ def test_int8_layers_take_the_fused_step_and_compute_what_their_modules_compute(
     step give the int8 modules' own numbers. With every product on fbgemm one sentence keeps its int8
     cross-attention products; with few rows of small weights in fp32 (core/model/fast.py `SMALL_ROWS`: every
     weight of the tiny model is small) one sentence's cross-attention absorbs W^Q and W^O as fp32's does. With
-    many rows in bf16 (`MANY_ROWS`, lowered to 2 here so that the small batch takes it) too."""
-    if many and not torch.ops.mkldnn._is_mkldnn_bf16_supported():
-        pytest.skip("oneDNN has no bf16 products on this CPU (the path is taken only where AMX is)")
+    many rows in bf16 (`MANY_ROWS`, lowered to 2 here so that the small batch takes it) too — where oneDNN has bf16
+    products (elsewhere the path is never taken: tests/core/model/test_quantize.py), else the case runs on fbgemm."""
+    many = many and fast.onednn_bf16()
     monkeypatch.setattr(fast, "SMALL_IN_FP32", small)
     monkeypatch.setattr(fast, "MANY_ROWS_BF16", many)
     monkeypatch.setattr(fast, "MANY_ROWS", 2)
