@@ -1,6 +1,7 @@
 """A trained model made larger without changing what it computes (function-preserving growth, Net2Net).
 
     tt train --init-from weights/next --d-ff 2048 …   # the FFN of every layer twice as wide
+    tt train --init-from weights --encoder-layers 5 …  # two encoder layers more on top of the stack
 
 The position-wise FFN (Eq. 2) is a sum over its hidden units: FFN(x) = Σ_i max(0, x·w1_i + b1_i) w2_i + b2. Units
 added with w2_i = 0 add nothing, so the wider model's outputs are the trained model's (to float rounding); their
@@ -55,6 +56,46 @@ def widen_ffn(
         elif name.endswith("ffn.w_2.weight"):  # (d_model, d_ff)
             grown[name] = torch.cat([tensor, tensor.new_zeros(tensor.size(0), extra)], dim=1)
     return replace(cfg, d_ff=d_ff), grown
+
+
+def deepen_encoder(
+    state: dict[str, torch.Tensor], cfg: ModelConfig, n_layers: int, *, seed: int = 0, draw: bool = True
+) -> tuple[ModelConfig, dict[str, torch.Tensor]]:
+    """The config and weights of `cfg`'s model with `n_layers` encoder layers, the new ones on top of the stack;
+    `state` is not changed.
+
+    A post-norm layer ends in LayerNorm(x + FFN(x)) with its gain γ and bias β. The top layer's γ and β move to
+    the new top layer and every norm below it in the new layers is the plain one (γ = 1, β = 0); the new layers'
+    attention output projection and W2 (weights and biases) start at zero. So the old top layer hands on the
+    normalised vector n, each new sublayer adds nothing and LayerNorm(n) = n, and the last norm puts γ·n + β back:
+    the deeper model's outputs are the trained model's (to float rounding; LayerNorm's ε). The new layers' Q, K, V
+    and W1 are Xavier-uniform as a fresh model's (a generator seeded with `seed`), or zero with draw=False (the
+    layers a shallower model does not have, for averaging with a deeper one). Pre-norm stacks end in their own
+    norm, so there the new layers simply add nothing. Raises ValueError when `n_layers` is fewer than the model's.
+    """
+    refusal = f"--encoder-layers {n_layers} would remove layers ({cfg.n_encoder_layers}); the encoder can only grow"
+    grown = _to_grow(state, cfg.n_encoder_layers, n_layers, refusal)
+    if grown is None:
+        return cfg, dict(state)
+    gen = torch.Generator().manual_seed(seed)
+    top, prefix = cfg.n_encoder_layers - 1, "encoder_layers."
+    template = {k.split(".", 2)[2]: v for k, v in state.items() if k.startswith(f"{prefix}{top}.")}
+    for i in range(cfg.n_encoder_layers, n_layers):
+        for name, tensor in template.items():
+            if name.endswith("norm.weight"):
+                new = torch.ones_like(tensor)
+            elif draw and name.endswith("weight") and not name.startswith(("self_attn.w_o", "ffn.w_2")):
+                bound = math.sqrt(6.0 / sum(tensor.shape))  # nn.init.xavier_uniform_
+                new = ((torch.rand(tensor.shape, generator=gen) * 2 - 1) * bound).to(tensor.dtype)
+            else:  # biases, the output projection and W2: zero
+                new = torch.zeros_like(tensor)
+            grown[f"{prefix}{i}.{name}"] = new
+    if cfg.norm == "post":
+        norm = f"{prefix}{top}.ffn_norm.norm"
+        for part, plain in (("weight", torch.ones_like), ("bias", torch.zeros_like)):
+            grown[f"{prefix}{n_layers - 1}.ffn_norm.norm.{part}"] = state[f"{norm}.{part}"]
+            grown[f"{norm}.{part}"] = plain(state[f"{norm}.{part}"])
+    return replace(cfg, n_encoder_layers=n_layers), grown
 
 
 def grow_vocab(

@@ -30,7 +30,7 @@ from core.data.cache import file_identity
 from core.data.tokenizer import Tokenizer
 from core.errors import CheckpointError, ConfigError
 from core.files import atomic_write_bytes
-from core.model.grow import narrow_ffn, widen_ffn
+from core.model.grow import deepen_encoder, narrow_ffn, widen_ffn
 from core.model.transformer import Transformer
 
 TRAINER_STATE = "trainer.safetensors"
@@ -178,7 +178,9 @@ def average_checkpoints(
     `weights` (one per path, normalised to sum 1) makes it a weighted mean: with two models, one trained on from
     the other, that is the interpolation between them (WiSE-FT; docs/model.md). Models whose FFNs differ only in
     width are averaged at the widest, the narrower ones widened first with every added unit zero (in W1, b1 and
-    W2: a unit one model does not have counts as the zero it adds; core/model/grow.py). `d_ff` narrower than the
+    W2: a unit one model does not have counts as the zero it adds; core/model/grow.py), and models whose encoders
+    differ only in depth at the deepest, the shallower ones deepened as `deepen_encoder` grows them (the layers they
+    lack add nothing, so a run grown deeper interpolates with the model it grew from). `d_ff` narrower than the
     widest saves the mean cut to that many units (`narrow_ffn`: the units growth added dropped — a soup of runs
     continued from one model, kept at that model's shape). Keeps one running sum, so memory stays at two models
     whatever the count.
@@ -191,16 +193,18 @@ def average_checkpoints(
         )
     shares = [w / sum(weights) for w in weights] if weights is not None else [1 / len(paths)] * len(paths)
     first = load_model(paths[0])
-    widest = max([first.cfg.d_ff] + [checkpoint_config(p).d_ff for p in paths[1:]])
-    cfg = replace(first.cfg, d_ff=widest)  # the widest model's shape holds the mean
+    configs = [first.cfg] + [checkpoint_config(p) for p in paths[1:]]
+    widest, deepest = max(c.d_ff for c in configs), max(c.n_encoder_layers for c in configs)
+    cfg = replace(first.cfg, d_ff=widest, n_encoder_layers=deepest)  # the largest model's shape holds the mean
     total: dict[str, torch.Tensor] = {}
     for path, share in zip(paths, shares):
         other = load_model(path) if path is not paths[0] else first
-        if replace(other.cfg, d_ff=widest) != cfg:
+        if replace(other.cfg, d_ff=widest, n_encoder_layers=deepest) != cfg:
             raise CheckpointError(f"{path}: a different model config from {paths[0]}; cannot average them")
         if other.tokenizer.proto != first.tokenizer.proto:
             raise CheckpointError(f"{path}: a different SentencePiece model from {paths[0]}; cannot average them")
-        for k, v in widen_ffn(other.model.state_dict(), other.cfg, widest, draw=False)[1].items():
+        state = widen_ffn(other.model.state_dict(), other.cfg, widest, draw=False)[1]
+        for k, v in deepen_encoder(state, replace(other.cfg, d_ff=widest), deepest, draw=False)[1].items():
             if not v.is_floating_point():
                 total.setdefault(k, v)
             else:

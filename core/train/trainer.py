@@ -103,7 +103,7 @@ STOP_STATUS = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}
 # grow without changing what the model computes (core/model/grow.py); the rest of the architecture is the
 # loaded model's.
 FINE_TUNE_MAY_CHANGE = ("dropout", "attention_dropout")
-FINE_TUNE_MAY_GROW = ("d_ff",)
+FINE_TUNE_MAY_GROW = ("d_ff", "n_encoder_layers")
 
 
 class Trainer:
@@ -249,13 +249,14 @@ class Trainer:
         cfg.spm_model = str(spm)
         overrides = {k: cfg.model_overrides[k] for k in FINE_TUNE_MAY_CHANGE if cfg.model_overrides.get(k) is not None}
         model_cfg, state = replace(loaded.cfg, **overrides), loaded.model.state_dict()
-        if cfg.model_overrides.get("d_ff") is not None:
-            from core.model.grow import widen_ffn
+        from core.model.grow import deepen_encoder, widen_ffn
 
-            try:
-                model_cfg, state = widen_ffn(state, model_cfg, cfg.model_overrides["d_ff"], seed=cfg.seed)
-            except ValueError as exc:
-                raise ConfigError(f"--init-from {cfg.init_from}: {exc}") from None
+        for field, grow in (("d_ff", widen_ffn), ("n_encoder_layers", deepen_encoder)):
+            if cfg.model_overrides.get(field) is not None:
+                try:
+                    model_cfg, state = grow(state, model_cfg, cfg.model_overrides[field], seed=cfg.seed)
+                except ValueError as exc:
+                    raise ConfigError(f"--init-from {cfg.init_from}: {exc}") from None
         return model_cfg, state
 
     def fit_vocab(

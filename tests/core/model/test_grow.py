@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from core.checkpoint import load_model
-from core.model.grow import grow_vocab, narrow_ffn, widen_ffn
+from core.model.grow import deepen_encoder, grow_vocab, narrow_ffn, widen_ffn
 from core.model.transformer import Transformer
 
 
@@ -36,6 +36,38 @@ def test_a_wider_ffn_gives_the_same_logits_and_keeps_the_old_weights():
     other = widen_ffn(state, cfg, 2 * cfg.d_ff, seed=4)[1]
     assert torch.equal(again[f"{name}.w_1.weight"], wide_state[f"{name}.w_1.weight"])
     assert not torch.equal(other[f"{name}.w_1.weight"], wide_state[f"{name}.w_1.weight"])
+
+
+def test_a_deeper_encoder_gives_the_same_logits_and_keeps_the_old_layers():
+    """New encoder layers on top: the old top's final norm moves to the new top, the new sublayers add nothing,
+    so the shipped model's logits come out again; the old layers below the top are untouched."""
+    loaded = load_model(None)
+    cfg, state = loaded.cfg, loaded.model.state_dict()
+    src = torch.tensor([loaded.tokenizer.encode("Le gouvernement a annoncé une hausse des impôts.") + [cfg.eos_id]])
+    tgt = torch.tensor([[cfg.bos_id] + loaded.tokenizer.encode("The government announced a tax rise.")])
+    with torch.inference_mode():
+        before = loaded.model.eval()(src, tgt)
+    n, top = cfg.n_encoder_layers, f"encoder_layers.{cfg.n_encoder_layers - 1}"
+    for draw in (True, False):
+        deep_cfg, deep_state = deepen_encoder(state, cfg, n + 2, seed=3, draw=draw)
+        assert deep_cfg.n_encoder_layers == n + 2 and deep_cfg.n_decoder_layers == cfg.n_decoder_layers
+        deep = Transformer(deep_cfg).eval()
+        deep.load_state_dict(deep_state)
+        with torch.inference_mode():
+            after = deep(src, tgt)
+        assert torch.allclose(before, after, atol=1e-3), (before - after).abs().max()
+        assert all(torch.equal(deep_state[k], v) for k, v in state.items() if not k.startswith(f"{top}.ffn_norm"))
+        new = f"encoder_layers.{n + 1}"
+        assert torch.equal(deep_state[f"{new}.ffn_norm.norm.weight"], state[f"{top}.ffn_norm.norm.weight"])
+        assert (deep_state[f"{top}.ffn_norm.norm.weight"] == 1).all() and not deep_state[
+            f"{top}.ffn_norm.norm.bias"
+        ].any()
+        assert not deep_state[f"{new}.ffn.w_2.weight"].any() and not deep_state[f"{new}.self_attn.w_o.weight"].any()
+        assert (deep_state[f"{new}.ffn.w_1.weight"].std() > 0) == draw  # drawn as a fresh layer's, or absent
+    with pytest.raises(ValueError, match="would remove layers"):
+        deepen_encoder(state, cfg, n - 1)
+    same_cfg, same = deepen_encoder(state, cfg, n)
+    assert same_cfg == cfg and all(torch.equal(same[k], state[k]) for k in state)
 
 
 def test_the_ffn_never_narrows_and_equal_width_changes_nothing():

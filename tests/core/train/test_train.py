@@ -433,6 +433,38 @@ def test_init_from_with_a_wider_ffn_grows_the_model_and_keeps_its_outputs(tmp_pa
         ).run()
 
 
+def test_init_from_with_more_encoder_layers_keeps_the_outputs_and_averages_with_its_start(tmp_path):
+    """--init-from with a larger --encoder-layers: new layers on top of the encoder that add nothing at first (the
+    first loss is the trained model's), then train; the deeper run interpolates with the model it grew from at
+    the deeper shape (a weight of 1 on either side gives that model's outputs); fewer layers are refused."""
+    Trainer(tiny_cfg(tmp_path / "base", max_steps=40)).run()
+    base = load_model(tmp_path / "base")
+    deep = base.cfg.n_encoder_layers + 2
+    grow = {"max_steps": 3, "warmup": 1, "init_from": str(tmp_path / "base")}
+    Trainer(tiny_cfg(tmp_path / "deep", **grow, model_overrides={"n_encoder_layers": deep})).run()
+    grown = load_model(tmp_path / "deep")
+    assert grown.cfg.n_encoder_layers == deep and grown.cfg.n_decoder_layers == base.cfg.n_decoder_layers
+    assert step_losses(tmp_path / "deep")[1] < step_losses(tmp_path / "base")[1] * 0.8
+    top = grown.model.state_dict()[f"encoder_layers.{deep - 1}.ffn.w_2.weight"]
+    assert top.abs().sum() > 0  # three steps moved the new layer's W2 off zero
+    src = torch.tensor([[5, 6, 7, base.cfg.eos_id]])
+    tgt = torch.tensor([[base.cfg.bos_id, 8, 9]])
+    with torch.inference_mode():
+        for share, expected in ((1.0, base.model), (0.0, grown.model)):
+            mix = average_checkpoints(
+                [tmp_path / "base", tmp_path / "deep"], tmp_path / f"mix{share}", [share, 1 - share]
+            )
+            mixed = load_model(mix)
+            assert mixed.cfg.n_encoder_layers == deep
+            assert torch.allclose(mixed.model(src, tgt), expected(src, tgt), atol=1e-4)
+    half = load_model(average_checkpoints([tmp_path / "base", tmp_path / "deep"], tmp_path / "half", [1, 1]))
+    assert torch.allclose(half.model.state_dict()[f"encoder_layers.{deep - 1}.ffn.w_2.weight"], top / 2, atol=1e-6)
+    with pytest.raises(ConfigError, match="would remove layers"):
+        Trainer(
+            tiny_cfg(tmp_path / "shallow", init_from=str(tmp_path / "base"), model_overrides={"n_encoder_layers": 1})
+        ).run()
+
+
 def test_a_run_says_its_direction_without_a_card(tmp_path):
     """A run directory, its checkpoints and `tt average`'s output name the direction trained, so that
     `tt translate --model RUN --from en --to fr` is accepted and the text pipeline reads English as the source."""
