@@ -503,7 +503,11 @@ def render_continued(ft: dict, before: tuple[str, str] = ("fr", "en")) -> str:
     on the corpus-scale mix (scripts/model_continue.sh, a run started with --init-from and without guided
     alignment)."""
     tc = {**ft["train_config"], **ft["train_config"].get("model_overrides", {})}  # dropout lives with the model options
-    grow = f" --d-ff {tc['d_ff']}" if tc.get("d_ff") else ""  # the FFN widened at the start (core/model/grow.py)
+    grow = "".join(  # the FFN widened, the encoder deepened at the start (core/model/grow.py)
+        f" --{flag} {tc[key]}"
+        for key, flag in (("d_ff", "d-ff"), ("n_encoder_layers", "encoder-layers"))
+        if tc.get(key)
+    )
     data_flags = " \\\n  ".join(f"--data {d}" for d in tc["data"])
     weights = " ".join(f"--data-weight {w:g}" for w in tc.get("data_weights") or [])
     kept, keep = ft.get("tatoeba_valid"), ft.get("keep_tatoeba")

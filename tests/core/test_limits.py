@@ -409,6 +409,12 @@ def test_a_continued_runs_section_says_what_ran():
     mixed = sw.render_continued({**run, "mixes_only": True, "select": False})
     assert " --mixes-only" in mixed and "(`--mixes-only`" in mixed
     assert "--mixes-only" not in sw.render_continued({**run, "mixes_only": False})
+    # the growth the run started with (core/model/grow.py) is part of its command
+    assert "--encoder-layers" not in same and "--d-ff" not in same
+    overrides = {**run["train_config"].get("model_overrides", {}), "n_encoder_layers": 5, "d_ff": 3072}
+    grown = {**run["train_config"], "model_overrides": overrides}
+    deeper = sw.render_continued({**run, "train_config": grown})
+    assert " --d-ff 3072 --encoder-layers 5" in deeper
 
 
 def test_precision_only_rescores_the_cards_own_sets(tmp_path, monkeypatch):
