@@ -37,6 +37,8 @@ named in the header.
 
 `--ct2-best` also times CTranslate2 alone at each of its settings (one thread and --threads, MKL on and off) and
 prints each tt engine against the fastest: a comparison at one setting can show a setting of CTranslate2's, not tt.
+`--tt-one-thread` gives tt the same choice: each tt engine runs at --threads and again on one thread ("tt int8,
+1 thread"), each worker saying the threads it decodes on before anything is timed.
 
 Needs the `bench` extra (pip install -e .[bench]) for ctranslate2.
 """
@@ -139,21 +141,40 @@ def limits_for(loaded) -> Callable[[list[list[int]]], int]:
     return limits_of
 
 
+ONE_THREAD = ", 1 thread"  # an engine named "tt int8, 1 thread" decodes on one thread whatever --threads says
+
+
+def engine_setting(name: str, threads: int) -> tuple[str, int]:
+    """(the mode its worker takes, the threads it decodes on) of an engine's name: "tt int8" → ("int8", threads),
+    "tt int8, 1 thread" → ("int8", 1), "CT2 float32" → ("float32", threads)."""
+    mode = name.split(" ", 1)[1]
+    return (mode.removesuffix(ONE_THREAD), 1) if mode.endswith(ONE_THREAD) else (mode, threads)
+
+
+def engine_names(packs: bool, fast: str, threads_too: int) -> list[str]:
+    """The engines of a run: tt's (the plain fp32 model, fp32 packed where `packs`, the modes `fast` names), each
+    again on one thread where `threads_too` is more than one (--tt-one-thread), then CTranslate2's two."""
+    modes = [] if fast == "none" else fast.split(",")
+    tt = ["tt fp32 unpacked", *(["tt fp32"] if packs else []), *(f"tt {m}" for m in modes)]
+    return [*tt, *(name + ONE_THREAD for name in tt if threads_too > 1), "CT2 float32", "CT2 int8"]
+
+
 class Engines:
-    """The engines' worker processes, started once and given the same batches in turn."""
+    """The engines' worker processes, started once and given the same batches in turn. `threads`: what each
+    worker decodes on, as its first line said."""
 
     def __init__(self, names: list[str], model_dir: Path, ct2_dir: Path, spec_file: Path, threads: int) -> None:
         env = engine_env()  # the same for both engines
         self.procs: dict[str, subprocess.Popen] = {}
         for name in names:
+            mode, n = engine_setting(name, threads)
             if name.startswith("CT2 "):
-                args = [BENCH / "ct2_worker.py", ct2_dir / name[4:], name[4:], threads, spec_file]
+                args = [BENCH / "ct2_worker.py", ct2_dir / mode, mode, n, spec_file]
             else:
-                args = [BENCH / "tt_worker.py", model_dir, name[3:], threads]
+                args = [BENCH / "tt_worker.py", model_dir, mode, n]
             cmd = [sys.executable, *map(str, args)]
             self.procs[name] = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
-        for name in names:
-            self._read(name)
+        self.threads = {name: self._read(name)["threads"] for name in names}
 
     def _read(self, name: str) -> dict:
         line = self.procs[name].stdout.readline()
@@ -208,6 +229,12 @@ def main() -> None:
         help="tt's other modes, comma-separated: int8, int8-fbgemm (every product on fbgemm whatever the CPU), bf16, "
         "fp32-packed (packed for oneDNN whatever the CPU), or none",
     )
+    parser.add_argument(
+        "--tt-one-thread",
+        action="store_true",
+        help="also run each tt engine on one thread (`tt translate --threads 1`), beside it at --threads: tt at its "
+        "best setting as --ct2-best gives CTranslate2 its own",
+    )
     parser.add_argument("--rows", default="greedy1,greedy64,beam64")
     parser.add_argument("--rounds", type=int, default=2, help="passes per engine and row; the best counts")
     parser.add_argument(
@@ -259,9 +286,8 @@ def main() -> None:
 
     # tt's engines: the plain fp32 model (the reference for "identical"), fp32 as `tt translate` runs it where
     # that differs (Linear layers packed for oneDNN: not on an Intel CPU, `packing_pays`), and the other modes.
-    fast = [] if args.fast == "none" else args.fast.split(",")
     packs = packing_pays()
-    names = ["tt fp32 unpacked", *(["tt fp32"] if packs else []), *(f"tt {m}" for m in fast), "CT2 float32", "CT2 int8"]
+    names = engine_names(packs, args.fast, args.threads if args.tt_one_thread else 1)
     spec_file = tmp / "spec.json"
     spec_file.write_text(json.dumps(spec), encoding="utf-8")
     engines = Engines(names, model_dir, tmp, spec_file, args.threads)

@@ -63,7 +63,7 @@ def main() -> None:
     )
     run = decoder(translator, spec)
     refuse_if_loaded("ct2_worker", "torch")
-    serve(run)
+    serve(run, int(threads))  # intra_threads, as the translator was built
 
 
 if __name__ == "__main__":

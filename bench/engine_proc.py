@@ -3,7 +3,8 @@ and the process's peak resident memory. Each worker (ct2_worker.py, tt_worker.py
 its own, so it loads its engine's libraries and nothing else (no `multiprocessing` spawn, which re-imports the
 parent's main module and with it torch).
 
-Protocol, one JSON object per line: the worker writes {"ready": true} once its engine is loaded; then for each
+Protocol, one JSON object per line: the worker writes {"ready": true, "threads": N} once its engine is loaded
+(N: the threads it decodes on, as the worker set them); then for each
 job {"method": "greedy" | "beam", "batch": [[piece ids]], "limit": the length limit} it answers
 {"seconds": time inside the engine, "peak": peak RSS above the size before the call (bytes), "out": [[ids]]}.
 End of input ends it.
@@ -45,11 +46,11 @@ def refuse_if_loaded(worker: str, forbidden: str) -> None:
         raise SystemExit(f"{worker}: {forbidden} is loaded in this process: its threads would run beside the engine")
 
 
-def serve(run: Run) -> None:
+def serve(run: Run, threads: int) -> None:
     """The job loop: a warm-up call per method (untimed), then each job timed inside the engine."""
     out = sys.stdout
     sys.stdout = sys.stderr  # nothing else may write on the protocol's stream
-    out.write(json.dumps({"ready": True}) + "\n")
+    out.write(json.dumps({"ready": True, "threads": threads}) + "\n")
     out.flush()
     warm, rss = set(), PeakRSS()
     for line in sys.stdin:

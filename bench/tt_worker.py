@@ -51,7 +51,7 @@ def main() -> None:
         return [hyps[0].tokens for hyps in beam.beam_search(model, src, beam_size=4, alpha=0.6)]
 
     refuse_if_loaded("tt_worker", "ctranslate2")
-    serve(run)
+    serve(run, torch.get_num_threads())  # what torch decodes on, as set above
 
 
 if __name__ == "__main__":

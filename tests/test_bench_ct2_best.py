@@ -43,3 +43,31 @@ def test_ct2_best_times_every_setting_and_holds_tt_to_the_fastest(tiny_loaded, t
     assert "tt fp32 unpacked 6.0 sent/s / CT2 float32 at its best" in lines[2]
     assert lines[2].endswith(f"= {6.0 / top_f:.2f}x")
     assert "tt int8 12.0 sent/s / CT2 int8 at its best" in lines[3] and lines[3].endswith(f"= {12.0 / top_i:.2f}x")
+
+
+def test_tt_one_thread_engines_decode_on_one_thread_beside_the_others(tiny_model_dir, tmp_path):
+    """bench_ct2 --tt-one-thread: an engine named "…, 1 thread" is a worker that decodes on one thread (its own
+    word, from torch), the others on --threads; both give the same outputs."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import bench_ct2
+
+    assert bench_ct2.engine_setting("tt int8, 1 thread", 2) == ("int8", 1)
+    assert bench_ct2.engine_setting("tt fp32 unpacked", 2) == ("fp32 unpacked", 2)
+    assert bench_ct2.engine_setting("CT2 float32", 2) == ("float32", 2)
+    assert bench_ct2.engine_names(False, "int8", 2) == [
+        "tt fp32 unpacked",
+        "tt int8",
+        "tt fp32 unpacked, 1 thread",
+        "tt int8, 1 thread",
+        "CT2 float32",
+        "CT2 int8",
+    ]
+    assert bench_ct2.engine_names(True, "none", 1) == ["tt fp32 unpacked", "tt fp32", "CT2 float32", "CT2 int8"]
+    names = ["tt fp32 unpacked", "tt fp32 unpacked" + bench_ct2.ONE_THREAD]
+    engines = bench_ct2.Engines(names, tiny_model_dir, tmp_path, tmp_path / "spec.json", 2)
+    try:
+        assert engines.threads == {names[0]: 2, names[1]: 1}
+        outs = [engines.call(name, "greedy", [[5, 6, 7, 3]], 12)[2] for name in names]
+        assert outs[0] == outs[1] and outs[0][0]
+    finally:
+        engines.close()
