@@ -1019,18 +1019,12 @@ def soup_refusal(run: Path, info: dict, others: dict[Path, dict]) -> str | None:
     return None
 
 
-def start_card(start: str, out: Path) -> Path:
-    """The card of the model a run started from (`--init-from`): --out's, the card this ship replaces, when the
-    run started from --out; else the start's own."""
-    return out / "card.json" if (ROOT / start).resolve() == out.resolve() else ROOT / start / "card.json"
-
-
-def start_refusal(run: Path, info: dict, out: Path) -> str | None:
+def start_refusal(run: Path, info: dict) -> str | None:
     """Why --run's card cannot be written: the model it started from (`--init-from`) has no card (another run,
     whose record no card holds), so the card could not say what the model was trained from; None when it can.
     Refused before anything is scored (session 39's run from a run failed there after its scoring)."""
     start = info["train_config"].get("init_from")
-    if not start or start_card(start, out).is_file():
+    if not start or (ROOT / start / "card.json").is_file():  # --out as the start: the card it replaces
         return None
     return (
         f"ship_weights: --run {run} started from {start}, which has no card.json (a run, not a shipped model); "
@@ -1230,7 +1224,7 @@ def main() -> None:  # noqa: C901 - a script's main: its steps in order
     info = read_trainer_info(checkpoints[-1])
     soup_runs = {r: list_checkpoints(r) for r in args.soup_with}
     soup_infos = {r: read_trainer_info(c[-1]) for r, c in soup_runs.items()}
-    refusal = start_refusal(args.run, info, args.out) or soup_refusal(args.run, info, soup_infos)  # before scoring
+    refusal = start_refusal(args.run, info) or soup_refusal(args.run, info, soup_infos)  # before scoring
     if refusal:
         sys.exit(refusal)
     candidates, valid, chosen = choose(args.run, checkpoints, args.last, tmp / "averaged", vsrc, vref)
@@ -1282,7 +1276,9 @@ def main() -> None:  # noqa: C901 - a script's main: its steps in order
     samples = tt("translate", "--model", str(args.out), *samples_in).splitlines()
     fine_tune = info["train_config"].get("init_from")
     if fine_tune:  # the base model's record (the card of the model it started from) stays in the card
-        base_card = json.loads(start_card(fine_tune, args.out).read_text(encoding="utf-8"))  # start_refusal: there
+        # its card (start_refusal checked it is there); when it is --out, the card this ship replaces: the new one
+        # is written last
+        base_card = json.loads((ROOT / fine_tune / "card.json").read_text(encoding="utf-8"))
         base = base_card.get("base") or {
             k: base_card[k] for k in ("train_steps", "train_seconds", "train_config", "selected", "valid")
         }
