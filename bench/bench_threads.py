@@ -1,7 +1,7 @@
 """Sentences given as arguments: one thread against two, per shipped direction and precision.
 
-`tt translate "…"` (and the REPL) translate a sentence at a time; for them `--threads 0` picks a thread
-count by precision (tt_cli/options.py, FEW_THREADS). This bench measures what that choice rests on: each
+`tt translate "…"` (and the REPL) translate a sentence at a time; for them `--threads 0` runs one thread
+(tt_cli/options.py, `set_threads`), whatever the precision. This bench measures what that choice rests on: each
 shipped model in fp32 and in int8, the same sentences translated one call each through `tt translate`'s
 pipeline (core.api.Translator.translate_text: splitting, protection, beam 4 — the defaults), at one thread
 and at two, best of --rounds whole passes in turn, in one process. The reference of each row is its own
@@ -11,8 +11,9 @@ one-thread pass; the ratio is sentences/s at two threads over one (> 1: two thre
 
 Sentences (--corpus): news, the first --sentences lines of each direction's source side of newstest2013
 (the dev set, ~18 words a sentence); tatoeba, --sentences of Tatoeba's pairs spread over its lengths
-(everyday sentences, ~6 words). From ../shared/data when present, else the source side of tests/fixtures/tiny.tsv (fr→en only). The
-GOMP_SPINCOUNT every tt command sets (tt_cli/__init__.py) is set before torch loads.
+(everyday sentences, ~6 words). From ../shared/data when present, else the source side of
+tests/fixtures/tiny.tsv (fr→en only). The GOMP_SPINCOUNT every tt command sets (tt_cli/__init__.py) is set
+before torch loads.
 """
 
 from __future__ import annotations
@@ -29,14 +30,11 @@ sys.path.insert(0, str(ROOT))
 
 def cpu_name() -> str:
     """describe_cpu()'s line with the family and model, which tell CPUs of one name apart (Zen 3 and Zen 4 EPYCs)."""
-    from core.device import describe_cpu
+    from core.device import _cpuinfo, describe_cpu
 
-    try:
-        lines = Path("/proc/cpuinfo").read_text().splitlines()
-    except OSError:
-        return describe_cpu()
-    field = {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in reversed(lines))}
-    return f"{describe_cpu()} (family {field.get('cpu family', '?')} model {field.get('model', '?')})"
+    family = _cpuinfo("cpu family")  # None where there is no /proc/cpuinfo
+    model = _cpuinfo("model\t")  # "model\t", not "model": the field "model name" starts with it too
+    return describe_cpu() if family is None else f"{describe_cpu()} (family {family} model {model})"
 
 
 def source_lines(corpus: str, source: str, n: int) -> list[str]:
