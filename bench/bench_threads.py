@@ -28,15 +28,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
-def cpu_name() -> str:
-    """describe_cpu()'s line with the family and model, which tell CPUs of one name apart (Zen 3 and Zen 4 EPYCs)."""
-    from core.device import _cpuinfo, describe_cpu
-
-    family = _cpuinfo("cpu family")  # None where there is no /proc/cpuinfo
-    model = _cpuinfo("model\t")  # "model\t", not "model": the field "model name" starts with it too
-    return describe_cpu() if family is None else f"{describe_cpu()} (family {family} model {model})"
-
-
 def source_lines(corpus: str, source: str, n: int) -> list[str]:
     """n source-side sentences: newstest2013's first (news length), or Tatoeba's spread over its lengths."""
     shared = Path(os.environ.get("TT_SHARED_DATA", ROOT.parent / "shared" / "data"))
@@ -73,8 +64,9 @@ def main() -> None:
     import torch
 
     from core import Translator
+    from core.device import describe_cpu
 
-    print(f"CPU: {cpu_name()}; torch {torch.__version__}; GOMP_SPINCOUNT={os.environ.get('GOMP_SPINCOUNT')}")
+    print(f"CPU: {describe_cpu()}; torch {torch.__version__}; GOMP_SPINCOUNT={os.environ.get('GOMP_SPINCOUNT')}")
     print(f"load average before: {os.getloadavg()[0]:.2f}")
     rows = []
     for source, target, model in (("fr", "en", ROOT / "weights"), ("en", "fr", ROOT / "weights" / "en-fr")):

@@ -115,15 +115,21 @@ def cpu_vendor() -> str:
 
 
 def describe_cpu() -> str:
-    """ "AMD EPYC, 2 cores, AVX2 (no AVX-512)": the CPU a timing or a learning curve was taken on.
+    """ "AMD EPYC (family 25 model 17), 2 cores, PyTorch kernels AVX512, native bf16": the CPU a timing or a
+    learning curve was taken on.
 
-    The instruction set is what PyTorch's kernels were chosen for (ATEN_CPU_CAPABILITY may lower it)."""
+    The family and model tell CPUs of one name apart (a Zen 3 and a Zen 4 EPYC both read "AMD EPYC"). The
+    instruction set is what PyTorch's kernels were chosen for (ATEN_CPU_CAPABILITY may lower it)."""
     name = _cpuinfo("model name")
     if name is None:
         import platform
 
         name = platform.processor()
     name = name or "unknown CPU"
+    family = _cpuinfo("cpu family")
+    model = _cpuinfo("model\t")  # "model\t", not "model": the field "model name" starts with it too
+    if family and model:
+        name = f"{name} (family {family} model {model})"
     isa = torch.backends.cpu.get_cpu_capability()
     bf16 = ", native bf16" if native_bf16(torch.device("cpu")) else ""
     return f"{name}, {os.cpu_count()} cores, PyTorch kernels {isa}{bf16}"

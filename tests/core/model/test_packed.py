@@ -161,3 +161,19 @@ def test_cpu_vendor_names_this_machines_vendor():
         assert vendor in ("GenuineIntel", "AuthenticAMD", "HygonGenuine", "CentaurHauls"), vendor
     elif not os.path.exists("/proc/cpuinfo"):
         assert vendor == ""
+
+
+def test_describe_cpu_names_the_family_and_model_that_tell_cpus_of_one_name_apart():
+    """Cards and learning curves record describe_cpu(): a Zen 3 and a Zen 4 EPYC are both "AMD EPYC", so the line
+    carries /proc/cpuinfo's family and model where it has them."""
+    import os
+    import re
+
+    import core.device
+
+    line = core.device.describe_cpu()
+    family, model = core.device._cpuinfo("cpu family"), core.device._cpuinfo("model\t")
+    if family and model:
+        assert f"(family {family} model {model})" in line, line
+        assert re.fullmatch(r"\d+", family) and re.fullmatch(r"\d+", model), (family, model)
+    assert f"{os.cpu_count()} cores" in line
