@@ -98,13 +98,27 @@ def _cpu_autocast(dtype: torch.dtype) -> Iterator[None]:
         yield
 
 
-def _cpuinfo(field: str) -> str | None:
-    """A field of Linux's /proc/cpuinfo (the first CPU's), "" where it has none, None where there is no such file."""
+@functools.cache
+def _cpuinfo_fields() -> dict[str, str] | None:
+    """The first CPU's fields in Linux's /proc/cpuinfo, by exact name ("model" apart from "model name"), read once
+    a process; None where there is no such file."""
+    fields = {}
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            return next((line.split(":", 1)[1].strip() for line in f if line.startswith(field)), "")
+            for line in f:
+                if not line.strip():
+                    break  # the first CPU's block ends at the first blank line
+                key, _, value = line.partition(":")
+                fields[key.strip()] = value.strip()
     except OSError:
         return None
+    return fields
+
+
+def _cpuinfo(field: str) -> str | None:
+    """A field of Linux's /proc/cpuinfo (the first CPU's), "" where it has none, None where there is no such file."""
+    fields = _cpuinfo_fields()
+    return None if fields is None else fields.get(field, "")
 
 
 @functools.cache
@@ -127,7 +141,7 @@ def describe_cpu() -> str:
         name = platform.processor()
     name = name or "unknown CPU"
     family = _cpuinfo("cpu family")
-    model = _cpuinfo("model\t")  # "model\t", not "model": the field "model name" starts with it too
+    model = _cpuinfo("model")
     if family and model:
         name = f"{name} (family {family} model {model})"
     isa = torch.backends.cpu.get_cpu_capability()

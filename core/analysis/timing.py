@@ -15,6 +15,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from core.analysis.verdict import DEPENDS, FAILS, HOLDS, Claim, slope
+from core.device import _cpuinfo
 from core.model.attention import MultiHeadAttention, scaled_dot_product_attention
 
 QUADRATIC_SLOPE = 1.7  # log (counted multiply-adds) against log N: 2 is quadratic, 1 linear
@@ -148,13 +149,11 @@ def attention_quadratic(
 
 
 def cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
+    """The CPU's model name (/proc/cpuinfo's, through core.device, which reads it once a process), else the
+    platform's."""
+    name = _cpuinfo("model name")
+    if name:
+        return name
     import platform
 
     return platform.processor() or platform.machine()

@@ -172,7 +172,7 @@ def test_describe_cpu_names_the_family_and_model_that_tell_cpus_of_one_name_apar
     import core.device
 
     line = core.device.describe_cpu()
-    family, model = core.device._cpuinfo("cpu family"), core.device._cpuinfo("model\t")
+    family, model = core.device._cpuinfo("cpu family"), core.device._cpuinfo("model")
     if family and model:
         assert f"(family {family} model {model})" in line, line
         assert re.fullmatch(r"\d+", family) and re.fullmatch(r"\d+", model), (family, model)
