@@ -21,11 +21,11 @@ from tt_cli.main import app
 
 # Sentences written for this test. Beam search alone drops "passant sa tête" from each ("A man walking by a door
 # looking into the room.", "A man walking by the door of a store, …"); the reverse model, asked to give the source
-# back from each hypothesis, prefers one that keeps the head ("A man passing his head out of a door …", "A man
-# getting his head by the door of a store, …" with session 43's fr→en). (The models before session 22 repeated words instead — "A woman
-# holding a food food in a kitchen." — which these no longer do; the goat "passant sa tête à travers un grillage"
-# was repaired until session 24's fr→en model, the brown horse "passant sa tête par une fenêtre" until session
-# 27's, the cow "par-dessus une clôture" until session 29's first and the woman "par une porte" / "par une
+# back from each hypothesis, prefers one that keeps the head (session 43's fr→en: "A man passing his head out of a
+# door …", "A man getting his head by the door of a store, …"). (The models before session 22 repeated words instead —
+# "A woman holding a food food in a kitchen." — which these no longer do; the goat "passant sa tête à travers un
+# grillage" was repaired until session 24's fr→en model, the brown horse "passant sa tête par une fenêtre" until
+# session 27's, the cow "par-dessus une clôture" until session 29's first and the woman "par une porte" / "par une
 # fenêtre" until its second, whose beam search keeps those heads by itself.)
 REPAIRED = [
     "Un homme passant sa tête par une porte, regardant dans la pièce.",
