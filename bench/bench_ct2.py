@@ -174,7 +174,8 @@ class Engines:
                 args = [BENCH / "tt_worker.py", model_dir, mode, n]
             cmd = [sys.executable, *map(str, args)]
             self.procs[name] = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
-        self.threads = {name: self._read(name)["threads"] for name in names}
+        self.ready = {name: self._read(name) for name in names}  # each worker's first line: what it runs on
+        self.threads = {name: ready["threads"] for name, ready in self.ready.items()}
 
     def _read(self, name: str) -> dict:
         line = self.procs[name].stdout.readline()
@@ -227,7 +228,8 @@ def main() -> None:
         "--fast",
         default="int8",
         help="tt's other modes, comma-separated: int8, int8-fbgemm (every product on fbgemm whatever the CPU), bf16, "
-        "fp32-packed (packed for oneDNN whatever the CPU), or none",
+        "fp32-packed (packed for oneDNN whatever the CPU), any of them with -torch-step (one sentence's steps op by op "
+        "in torch, not core/model/native's C step), or none",
     )
     parser.add_argument(
         "--tt-one-thread",

@@ -46,11 +46,12 @@ def refuse_if_loaded(worker: str, forbidden: str) -> None:
         raise SystemExit(f"{worker}: {forbidden} is loaded in this process: its threads would run beside the engine")
 
 
-def serve(run: Run, threads: int) -> None:
-    """The job loop: a warm-up call per method (untimed), then each job timed inside the engine."""
+def serve(run: Run, threads: int, **about) -> None:
+    """The job loop: a warm-up call per method (untimed), then each job timed inside the engine. `about`: what else
+    the engine says of itself in its first line (tt: which decoder step one sentence takes)."""
     out = sys.stdout
     sys.stdout = sys.stderr  # nothing else may write on the protocol's stream
-    out.write(json.dumps({"ready": True, "threads": threads}) + "\n")
+    out.write(json.dumps({"ready": True, "threads": threads, **about}) + "\n")
     out.flush()
     warm, rss = set(), PeakRSS()
     for line in sys.stdin:

@@ -8,11 +8,14 @@ is timed). Started with the OpenMP setting every tt command makes (bench_ct2.py 
 `packing_pays`: not on an Intel CPU), plain elsewhere; `fp32 unpacked` always plain, `fp32-packed` always
 packed (the two side by side in one run). `int8` is the int8 model as `tt translate --precision int8` runs it (on an
 Intel CPU few rows of its small weights multiplied in fp32: core/model/fast.py `SMALL_ROWS`); `int8-fbgemm` every
-product on fbgemm's int8 kernels whatever the CPU (the two side by side).
+product on fbgemm's int8 kernels whatever the CPU (the two side by side). A mode ending in `-torch-step`
+(`fp32-torch-step`, `int8-torch-step`) is that mode with one sentence's decoder steps issued op by op through torch
+(TT_NATIVE=0) instead of core/model/native's C step: the two side by side in one run.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -22,9 +25,14 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from engine_proc import refuse_if_loaded, serve  # noqa: E402
 
+TORCH_STEP = "-torch-step"
+
 
 def main() -> None:
     model_dir, mode, threads = sys.argv[1:4]
+    if mode.endswith(TORCH_STEP):
+        os.environ["TT_NATIVE"] = "0"  # read by core/model/step.py as each search starts
+        mode = mode.removesuffix(TORCH_STEP)
     import torch
 
     from core.checkpoint import load_model
@@ -51,7 +59,10 @@ def main() -> None:
         return [hyps[0].tokens for hyps in beam.beam_search(model, src, beam_size=4, alpha=0.6)]
 
     refuse_if_loaded("tt_worker", "ctranslate2")
-    serve(run, torch.get_num_threads())  # what torch decodes on, as set above
+    from core.model import native
+
+    # what torch decodes on, as set above; one sentence's step: core/model/native's C step, or torch's op by op
+    serve(run, torch.get_num_threads(), step="C" if native.library() is not None else "torch")
 
 
 if __name__ == "__main__":

@@ -121,6 +121,12 @@ def _cpuinfo(field: str) -> str | None:
     return None if fields is None else fields.get(field, "")
 
 
+def cpu_flags() -> str:
+    """The CPU's instruction-set flags as Linux's /proc/cpuinfo lists them ("" elsewhere): what a library compiled
+    for this CPU (core/model/native) is compiled for."""
+    return _cpuinfo("flags") or ""
+
+
 @functools.cache
 def cpu_vendor() -> str:
     """The CPU's vendor as Linux's /proc/cpuinfo names it ("GenuineIntel", "AuthenticAMD"), or "" elsewhere. Read

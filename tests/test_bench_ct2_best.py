@@ -71,3 +71,19 @@ def test_tt_one_thread_engines_decode_on_one_thread_beside_the_others(tiny_model
         assert outs[0] == outs[1] and outs[0][0]
     finally:
         engines.close()
+
+
+def test_torch_step_engines_decode_one_sentence_op_by_op(tiny_model_dir, tmp_path):
+    """A mode ending in -torch-step is that mode with core/model/native's C step off (TT_NATIVE=0 in its worker,
+    the worker's own word): the same outputs, one sentence's steps through torch."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import bench_ct2
+
+    names = ["tt fp32 unpacked", "tt fp32 unpacked-torch-step"]
+    engines = bench_ct2.Engines(names, tiny_model_dir, tmp_path, tmp_path / "spec.json", 1)
+    try:
+        assert engines.ready[names[0]]["step"] == "C" and engines.ready[names[1]]["step"] == "torch"
+        outs = [engines.call(name, "greedy", [[5, 6, 7, 3]], 12)[2] for name in names]
+        assert outs[0] == outs[1] and outs[0][0]
+    finally:
+        engines.close()

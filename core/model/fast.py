@@ -470,6 +470,8 @@ class Int8Product:
                 int_repr, row_scales, torch.zeros_like(row_scales, dtype=torch.long), 0
             )
         self.packed = Int8Linear(weight, bias, small=False).packed  # the stacked layer's, prepacked once
+        # The int8 values, their scales per output row and the bias, as core/model/native's one-row step reads them.
+        self.int8 = (int_repr, row_scales.float(), bias)
         # Few rows in fp32 where every stacked layer takes them so (`takes_small_rows`), as the layers decide.
         small = all(takes_small_rows(linear.weight()) for linear, _ in parts)
         self.small = Product(dequantized_t(weight).t(), bias, packed=False) if small else None

@@ -43,6 +43,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from core.model import fast, native
 from core.model.attention import KVCache
 from core.model.fast import linear_kind, stacked_product
 from core.model.masks import padding_mask
@@ -139,6 +140,10 @@ class FusedStep:
         # since another thread may decode with the same model.
         self._spare: torch.Tensor | None = None
         self._spare_lock = threading.Lock()
+        # One sentence's step in C (core/model/native): the library and the weights as it reads them, made on the
+        # first such step; None where it cannot run (no compiler, TT_NATIVE=0, weights off the CPU).
+        self._native: tuple | None = None
+        self._native_lock = threading.Lock()
 
     def encode(self, src: torch.Tensor) -> Encoded:
         """`Transformer.encode` of src (B, S) without the modules: the same memory up to rounding."""
@@ -224,6 +229,15 @@ class FusedStep:
         n, offset = tgt.size(0), state.length
         if offset + 1 > cfg.max_len:
             raise ValueError(f"target reaches {offset + 1} pieces; this model takes at most {cfg.max_len}")
+        if n == 1 and state.beams is None:
+            bound = self._bound(state, enc)
+            if bound is not None:
+                logits = torch.empty(1, cfg.vocab_size)
+                if bound(int(tgt), offset, logits):
+                    for cache in state.self_attn:
+                        cache.length += 1
+                    state.length += 1
+                    return logits
         x = torch.add(self.tgt_positions[offset], F.embedding(tgt.view(n), self.tgt_table), alpha=self.tgt_scale)
         self_attention = self._self_attention(state, n, group)
         cross_attention = self._cross_attention(enc, state, n, group)
@@ -237,6 +251,66 @@ class FusedStep:
         state.length += 1
         x = x if self.decoder_norm is None else torch.layer_norm(x, *self.decoder_norm)
         return self.generator(x)  # (N, vocab)
+
+    def _bound(self, state: DecoderState, enc: Encoded):
+        """The C step bound to this one-row state (core/model/native), kept on the state while its caches stand;
+        None where it cannot run: no library, weights off the CPU, padding, caches it cannot read."""
+        memo = state.native
+        if memo is not None:
+            if memo[0] is self and memo[1].stands(state.self_attn, state.cross_attn):
+                return memo[1]
+        weights = self._native_weights() if native.enabled() else None
+        if weights is None or not bool(enc.src_mask.all()):
+            return None
+        if not native.Bound.fits(state.self_attn, state.cross_attn):
+            return None
+        if any(cache.length != state.length for cache in state.self_attn):
+            return None
+        bound = native.Bound(weights[0], weights[1], weights[2], state.self_attn, state.cross_attn)
+        state.native = (self, bound)
+        return bound
+
+    def _native_weights(self) -> tuple | None:
+        """(the library, `native.Weights`, the model's dimensions), made once; None where the C step cannot run."""
+        if self._native is None:
+            with self._native_lock:
+                if self._native is None:
+                    self._native = self._make_native()
+        return self._native or None
+
+    def _make_native(self) -> tuple:
+        lib = native.library()
+        if lib is None or self.tgt_table.device.type != "cpu" or self.tgt_table.dtype != torch.float32:
+            return ()
+        cfg = self.cfg
+
+        def spec(p) -> tuple:
+            # An int8 product as the torch step computes one row of it: the int8 values times the row in fp32 where
+            # it takes few rows so (`Int8Product.small`), else the row quantized as fbgemm does.
+            if self.kind == "int8":
+                return ("int8" if p.small is not None else "int8-rows", *p.int8)
+            return ("fp32", p.weight_t, p.bias)
+
+        if self.kind == "int8" and not fast.REDUCE_RANGE:
+            return ()  # 8-bit rows: step.c quantizes to fbgemm's 7 bits only
+
+        names = ("qkv", "self_out", "cross_q", "cross_out", "w_1", "w_2")
+        products = {name: [spec(getattr(layer, name)) for layer in self.layers] for name in names}
+        norms = [[(args[1], args[2]) for args in layer.norms] for layer in self.layers]
+        final = None if self.decoder_norm is None else (self.decoder_norm[1], self.decoder_norm[2])
+        with torch.no_grad():
+            weights = native.Weights(products, spec(self.generator), norms, final, (self.tgt_table, self.tgt_positions))
+        dims = dict(
+            d=cfg.d_model,
+            h=cfg.h,
+            d_k=cfg.d_k,
+            d_ff=cfg.d_ff,
+            vocab=cfg.vocab_size,
+            pre=int(self.pre),
+            eps=float(self.layers[0].norms[0][3]),
+            emb_scale=float(self.tgt_scale),
+        )
+        return (lib, weights, dims)
 
     def _self_attention(self, state: DecoderState, n: int, group: int) -> Callable[[int, torch.Tensor], torch.Tensor]:
         """This step's self-attention, chosen once for all layers: (layer i, its qkv (N, 3d)) -> the heads (N, d)

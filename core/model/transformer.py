@@ -65,6 +65,8 @@ class DecoderState:
     # The fused step's cross-attention for a single sentence (core/model/step.py `_absorbed`), made once and
     # kept while the caches it was made from stand: (the step, the first cross cache's keys, the layers' parts).
     absorbed: tuple | None = None
+    # core/model/native's view of this state's caches for the fused step's one-row C step (`FusedStep._native`).
+    native: object | None = None
 
     def select(self, index: torch.Tensor, rows: torch.Tensor | None = None) -> None:
         """Keep batch rows `index` of every cache. With `beams`, `index` are the sentences that stay and

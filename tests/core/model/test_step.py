@@ -8,7 +8,7 @@ import torch
 
 from core.decode.beam import beam_search
 from core.decode.search import greedy, pad_batch
-from core.model import fast
+from core.model import fast, native
 from core.model import step as st
 from core.model.config import preset
 from core.model.fast import fast_model, packed_model
@@ -79,15 +79,20 @@ def steps_agree(model: Transformer, step: FusedStep, enc, fused_state):
 
 
 @pytest.mark.parametrize("norm", ["post", "pre"])
-@pytest.mark.parametrize("rows", ["batch", "one sentence"])
+@pytest.mark.parametrize("rows", ["batch", "one sentence", "one sentence in C"])
 @torch.inference_mode()
-def test_fused_steps_equal_the_modules_steps(norm, packed, rows):
-    """A batch with padding, and one sentence (whose cross-attention runs absorbed into its memory)."""
+def test_fused_steps_equal_the_modules_steps(norm, packed, rows, monkeypatch):
+    """A batch with padding, one sentence in torch (whose cross-attention runs absorbed into its memory), and one
+    sentence through the C step (core/model/native)."""
+    if rows == "one sentence in C" and native.library() is None:
+        pytest.skip(f"no C step here: {native.why_not()}")
+    monkeypatch.setenv("TT_NATIVE", "1" if rows == "one sentence in C" else "0")
     model, step = model_and_step(norm, packed, encoder=2, decoder=3)
     src = src_batch() if rows == "batch" else pad_batch([[5, 9, 12, 7, 3]], 0)
     enc = model.encode(src)
     fused_state = steps_agree(model, step, enc, model.start_state(enc, capacity=6))
     assert (fused_state.absorbed is not None) == (rows == "one sentence")
+    assert (fused_state.native is not None) == (rows == "one sentence in C")
 
 
 def count_fused_calls(monkeypatch) -> list[str]:
@@ -133,7 +138,7 @@ def test_no_fused_step_in_training_or_for_bf16_layers():
 
 @pytest.mark.parametrize("many", [False, True], ids=["", "many rows in bf16"])
 @pytest.mark.parametrize("small", [False, True], ids=["fbgemm", "small in fp32"])
-@pytest.mark.parametrize("rows", ["batch", "one sentence"])
+@pytest.mark.parametrize("rows", ["batch", "one sentence", "one sentence in C"])
 @torch.inference_mode()
 def test_int8_layers_take_the_fused_step_and_compute_what_their_modules_compute(monkeypatch, rows, small, many):
     """`--quantize int8`: the stacked int8 products (Q scaled, K, V; every layer's cross K, V) and the
@@ -141,7 +146,12 @@ def test_int8_layers_take_the_fused_step_and_compute_what_their_modules_compute(
     cross-attention products; with few rows of small weights in fp32 (core/model/fast.py `SMALL_ROWS`: every
     weight of the tiny model is small) one sentence's cross-attention absorbs W^Q and W^O as fp32's does. With
     many rows in bf16 (`MANY_ROWS`, lowered to 2 here so that the small batch takes it) too — where oneDNN has bf16
-    products (elsewhere the path is never taken: tests/core/model/test_quantize.py), else the case runs on fbgemm."""
+    products (elsewhere the path is never taken: tests/core/model/test_quantize.py), else the case runs on fbgemm.
+    One sentence through the C step (core/model/native) quantizes its rows as fbgemm does, or multiplies the int8
+    values in fp32 where the torch step does."""
+    if rows == "one sentence in C" and native.library() is None:
+        pytest.skip(f"no C step here: {native.why_not()}")
+    monkeypatch.setenv("TT_NATIVE", "1" if rows == "one sentence in C" else "0")
     many = many and fast.onednn_bf16()
     monkeypatch.setattr(fast, "SMALL_IN_FP32", small)
     monkeypatch.setattr(fast, "MANY_ROWS_BF16", many)
@@ -157,6 +167,7 @@ def test_int8_layers_take_the_fused_step_and_compute_what_their_modules_compute(
     torch.testing.assert_close(got_enc.memory[real], ref_enc.memory[real], rtol=1e-5, atol=1e-5)
     fused_state = steps_agree(model, step, ref_enc, step.start_state(ref_enc, capacity=6))
     assert (fused_state.absorbed is not None) == (small and rows == "one sentence")
+    assert (fused_state.native is not None) == (rows == "one sentence in C")
     # The int8 model is not the fp32 model: a step that read the fp32 weights would fail above.
     fp32 = model_of(seed=5, n_encoder_layers=2, n_decoder_layers=3)
     enc = fp32.encode(src)

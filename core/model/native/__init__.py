@@ -1,0 +1,265 @@
+"""One sentence's decoder step in C (step.c), compiled on first use on the machine that runs it.
+
+At batch 1 (`tt translate "…"` greedy, the REPL, a server at low load) torch issues a step as ~100 operations at
+~1 µs of dispatch each around products that read each weight once: CTranslate2 runs the whole step in C++
+(bench/README.md, *Where the time goes at batch 1*). step.c computes FusedStep's function for one row without beams
+in one call. It is compiled with the system's C compiler (`$CC`, else `cc`) for this CPU (`-march=native`; without
+AVX-512 where ATEN_CPU_CAPABILITY asks torch for AVX2 or less) into tt's cache directory, once: ~0.3 s on the first
+command, then a cached library. Where no compiler works, or TT_NATIVE=0, `library()` is None and decoding takes
+torch's path: the same function up to rounding.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import torch
+
+SOURCE = Path(__file__).with_name("step.c")
+# -fassociative-math lets the compiler vectorize the attention's dot products (sums in another order, as any
+# product kernel's); no -ffast-math: the softmax starts from -inf and must see it.
+FLAGS = ["-O3", "-march=native", "-fPIC", "-shared", "-fno-math-errno", "-fno-trapping-math", "-fno-signed-zeros"]
+FLAGS += ["-fassociative-math", "-fopenmp"]
+_WHY_NOT: list[str] = []  # why library() is None, once it has been asked
+
+
+def cache_dir() -> Path:
+    """$TT_CACHE/native, else $XDG_CACHE_HOME/tt/native, else ~/.cache/tt/native."""
+    if os.environ.get("TT_CACHE"):
+        return Path(os.environ["TT_CACHE"]) / "native"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tt" / "native"
+
+
+def _isa_flags() -> list[str]:
+    """Flags that keep the library within the instruction sets torch is told to use (ATEN_CPU_CAPABILITY)."""
+    capability = os.environ.get("ATEN_CPU_CAPABILITY", "").lower()
+    if capability == "avx2":
+        return ["-mno-avx512f"]
+    if capability == "default":
+        return ["-mno-avx512f", "-mno-avx2", "-mno-fma"]
+    return []
+
+
+def enabled() -> bool:
+    """TT_NATIVE=0 sends every step through torch (benches compare the two; tests hold them equal)."""
+    return os.environ.get("TT_NATIVE", "1") != "0"
+
+
+@functools.cache
+def _library(compiler: str, flags: tuple[str, ...]) -> ctypes.CDLL | None:
+    source = SOURCE.read_bytes()
+    found = shutil.which(compiler)
+    if found is None:
+        _WHY_NOT.append(f"no C compiler ({compiler} not found)")
+        return None
+    # The compiler named by its file, not by asking it (`cc --version` would cost every command a process).
+    facts = os.stat(os.path.realpath(found))
+    version = f"{os.path.realpath(found)} {facts.st_size} {facts.st_mtime_ns}".encode()
+    from core.device import cpu_flags
+
+    key = hashlib.sha256(b"\0".join([source, version, " ".join(flags).encode(), cpu_flags().encode()])).hexdigest()
+    key = key[:20]
+    directory = cache_dir()
+    path = directory / f"step-{key}.so"
+    if not path.is_file():
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            # Compiled under a temporary name in the same directory, then renamed onto a regular file's name: a
+            # second process compiling at the same time replaces it with the same library.
+            fd, tmp = tempfile.mkstemp(prefix=".step-", suffix=".so", dir=directory)
+            os.close(fd)
+            try:
+                subprocess.run([compiler, *flags, str(SOURCE), "-o", tmp], capture_output=True, timeout=120, check=True)
+                os.replace(tmp, path)
+            finally:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+        except (OSError, subprocess.SubprocessError) as e:
+            detail = getattr(e, "stderr", b"") or b""
+            _WHY_NOT.append(f"{compiler} failed on {SOURCE.name}: {e} {detail.decode(errors='replace')[:300]}".strip())
+            return None
+    try:
+        lib = ctypes.CDLL(str(path))
+    except OSError as e:
+        _WHY_NOT.append(f"cannot load {path}: {e}")
+        return None
+    lib.tt_step.argtypes = [ctypes.POINTER(_Step), ctypes.c_int32, ctypes.c_int32, ctypes.c_void_p]
+    lib.tt_step.restype = ctypes.c_int32
+    lib.tt_scratch_floats.argtypes = [ctypes.c_int32] * 4
+    lib.tt_scratch_floats.restype = ctypes.c_int64
+    return lib
+
+
+def library() -> ctypes.CDLL | None:
+    """The compiled step.c (compiled now if this machine's cache lacks it), or None: disabled (TT_NATIVE=0) or no
+    compiler (`why_not()` says why)."""
+    if not enabled():
+        return None
+    return _library(os.environ.get("CC", "cc"), tuple(FLAGS + _isa_flags()))
+
+
+def why_not() -> str | None:
+    """Why `library()` is None, or None when it is not."""
+    if not enabled():
+        return "TT_NATIVE=0"
+    return _WHY_NOT[-1] if library() is None and _WHY_NOT else None
+
+
+class _Product(ctypes.Structure):
+    _fields_ = [
+        ("wt", ctypes.c_void_p),
+        ("scale", ctypes.c_void_p),
+        ("bias", ctypes.c_void_p),
+        ("ld", ctypes.c_int64),
+        ("in_", ctypes.c_int32),
+        ("out", ctypes.c_int32),
+        ("factor", ctypes.c_float),
+        ("int8", ctypes.c_int32),
+        ("colsum", ctypes.c_void_p),
+        ("in4", ctypes.c_int32),
+    ]
+
+
+class _Layer(ctypes.Structure):
+    _fields_ = [
+        *((name, _Product) for name in ("qkv", "self_out", "cross_q", "cross_out", "w_1", "w_2")),
+        ("norm_w", ctypes.c_void_p * 3),
+        ("norm_b", ctypes.c_void_p * 3),
+        ("self_k", ctypes.c_void_p),
+        ("self_v", ctypes.c_void_p),
+        ("cross_k", ctypes.c_void_p),
+        ("cross_v", ctypes.c_void_p),
+    ]
+
+
+class _Step(ctypes.Structure):
+    _fields_ = [
+        *(
+            (name, ctypes.c_int32)
+            for name in ("d", "h", "d_k", "d_ff", "n_layers", "vocab", "pre", "capacity", "src_len")
+        ),
+        ("eps", ctypes.c_float),
+        ("emb_scale", ctypes.c_float),
+        ("table", ctypes.c_void_p),
+        ("positions", ctypes.c_void_p),
+        ("final_w", ctypes.c_void_p),
+        ("final_b", ctypes.c_void_p),
+        ("generator", _Product),
+        ("layers", ctypes.POINTER(_Layer)),
+        ("scratch", ctypes.c_void_p),
+    ]
+
+
+def _ptr(t: torch.Tensor | None) -> int | None:
+    return None if t is None else t.data_ptr()
+
+
+class Weights:
+    """The tensors step.c reads for one model, as ctypes structures: each product's Wᵀ (in × out, contiguous fp32, or
+    int8 with its scales per output), made once per FusedStep; `bind` adds one sentence's caches."""
+
+    def __init__(self, products: dict[str, list], generator, norms: list, final: tuple | None, tables: tuple) -> None:
+        self.keep: list[torch.Tensor] = []  # every tensor a pointer below points into
+        self.layers = []
+        for i in range(len(norms)):
+            layer = _Layer(**{name: self._product(specs[i]) for name, specs in products.items()})
+            for j, (weight, bias) in enumerate(norms[i]):
+                layer.norm_w[j], layer.norm_b[j] = self._keep(weight), self._keep(bias)
+            self.layers.append(layer)
+        self.generator = self._product(generator)
+        self.final = (None, None) if final is None else (self._keep(final[0]), self._keep(final[1]))
+        self.table, self.positions = self._keep(tables[0]), self._keep(tables[1])  # (vocab, d), (max_len, d)
+
+    def _keep(self, t: torch.Tensor | None) -> int | None:
+        if t is None:
+            return None
+        t = t.detach().float().contiguous()
+        self.keep.append(t)
+        return t.data_ptr()
+
+    def _product(self, spec: tuple) -> _Product:
+        """spec: ("fp32", Wᵀ (in, out), bias); ("int8", W's int8 values (out, in), scales (out,), bias): the int8
+        values times fp32 inputs; ("int8-rows", the same): times the inputs quantized as fbgemm quantizes one row."""
+        p = _Product()
+        if spec[0] == "fp32":
+            _, weight_t, bias = spec
+            if not weight_t.is_contiguous():
+                weight_t = weight_t.contiguous()
+            self.keep.append(weight_t)
+            p.wt, p.scale, p.int8 = weight_t.data_ptr(), None, 0
+            p.ld, p.in_, p.out = weight_t.size(1), weight_t.size(0), weight_t.size(1)
+        elif spec[0] == "int8":
+            _, int_repr, scales, bias = spec
+            weight_t = int_repr.t().contiguous()  # (in, out) int8
+            self.keep.append(weight_t)
+            p.wt, p.scale, p.int8 = weight_t.data_ptr(), self._keep(scales), 1
+            p.ld, p.in_, p.out = weight_t.size(1), weight_t.size(0), weight_t.size(1)
+        else:
+            _, int_repr, scales, bias = spec
+            out, n_in = int_repr.shape
+            in4 = -(-n_in // 4) * 4
+            padded = torch.zeros(out, in4, dtype=torch.int8)
+            padded[:, :n_in] = int_repr
+            fours = padded.view(out, in4 // 4, 4).permute(1, 0, 2).contiguous()  # (in4 / 4, out, 4)
+            colsum = int_repr.to(torch.int32).sum(1, dtype=torch.int32)  # (out,)
+            self.keep += [fours, colsum]
+            p.wt, p.scale, p.int8, p.colsum, p.in4 = fours.data_ptr(), self._keep(scales), 2, colsum.data_ptr(), in4
+            p.ld, p.in_, p.out = out, n_in, out
+        p.bias, p.factor = self._keep(bias), 1.0
+        return p
+
+
+class Bound:
+    """step.c's view of one sentence's decoding: a model's `Weights` and one state's caches (the self-attention's
+    (h, capacity, d_k) buffers it writes into, the memory's keys and values), with its own scratch memory, so two
+    sentences decode in two threads at once."""
+
+    def __init__(self, lib: ctypes.CDLL, weights: Weights, dims: dict, self_caches: list, cross_caches: list) -> None:
+        self.lib, self.weights = lib, weights  # the weights outlive every pointer to them
+        self.self_k = [cache._k for cache in self_caches]  # what the binding holds; a step checks it still stands
+        self.cross_k = [cache._k for cache in cross_caches]
+        capacity, src_len = self_caches[0]._k.size(2), cross_caches[0]._k.size(2)
+        self.capacity = capacity
+        layers = (_Layer * len(weights.layers))()
+        for i, (layer, own, cross) in enumerate(zip(weights.layers, self_caches, cross_caches)):
+            layers[i] = layer  # a copy of the layer's products and norms
+            layers[i].self_k, layers[i].self_v = own._k.data_ptr(), own._v.data_ptr()
+            layers[i].cross_k, layers[i].cross_v = cross._k.data_ptr(), cross._v.data_ptr()
+        floats = lib.tt_scratch_floats(dims["d"], dims["d_ff"], capacity, src_len)
+        self.scratch = torch.empty(floats)
+        step = _Step(**dims, capacity=capacity, src_len=src_len, n_layers=len(weights.layers))
+        step.table, step.positions = weights.table, weights.positions
+        step.final_w, step.final_b = weights.final
+        step.generator, step.layers, step.scratch = weights.generator, layers, self.scratch.data_ptr()
+        self.layers, self.step = layers, step
+        self.pointer = ctypes.byref(step)
+
+    @staticmethod
+    def fits(self_caches: list, cross_caches: list) -> bool:
+        """Whether step.c can read these caches: one row, each buffer contiguous (h, T, d_k) fp32."""
+        return all(
+            c._k.dim() == 4
+            and c._k.size(0) == 1
+            and c._k.is_contiguous()
+            and c._v.is_contiguous()
+            and c._k.dtype == torch.float32
+            and c._k.device.type == "cpu"
+            for c in (*self_caches, *cross_caches)
+        )
+
+    def stands(self, self_caches: list, cross_caches: list) -> bool:
+        """The caches are still the ones bound (a cache that grew past its buffer, or was trimmed, has a new one)."""
+        return all(c._k is k for c, k in zip(self_caches, self.self_k)) and all(
+            c._k is k for c, k in zip(cross_caches, self.cross_k)
+        )
+
+    def __call__(self, token: int, offset: int, logits: torch.Tensor) -> bool:
+        """One step into `logits` (1, vocab): False (nothing done) where `offset` is past the caches' buffer."""
+        return self.lib.tt_step(self.pointer, token, offset, logits.data_ptr()) == 0

@@ -1,0 +1,194 @@
+"""The one-row decoder step in C (core/model/native) computes FusedStep's function: the same logits up to rounding,
+the same caches, every shape (tails of the products' blocks, pre- and post-norm, int8), at one thread and two; it
+steps aside where it cannot run (TT_NATIVE=0, no compiler, a cache that outgrew its buffer) and decoding goes on."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import torch
+
+from core.checkpoint import load_model
+from core.decode.search import greedy
+from core.model import fast, native
+from core.model.config import preset
+from core.model.fast import fast_model
+from core.model.step import fused_step
+from core.model.transformer import Transformer
+from tests.ci_gate import IN_CI
+
+
+@pytest.fixture(autouse=True)
+def compiled():
+    """Every test here needs the library: under CI=true a missing compiler is a failure, not a skip."""
+    if native.library() is None:
+        if IN_CI:
+            pytest.fail(f"the C step did not build: {native.why_not()}")
+        pytest.skip(f"no C step here: {native.why_not()}")
+
+
+def odd_model(norm: str, seed: int = 0) -> Transformer:
+    """Shapes that fill no block of outputs exactly: d_k = 12 (3 heads), d_ff and the vocabulary not multiples of 8
+    (d_ff not even of 4: W_2's inputs padded for the int8 products that take four at a time)."""
+    torch.manual_seed(seed)
+    cfg = preset("tiny", vocab_size=203, d_model=36, h=3, d_ff=90, n_decoder_layers=3, norm=norm)
+    return Transformer(cfg).eval()
+
+
+def step_logits(model: Transformer, src: torch.Tensor, tokens: list[int], native_on: bool, capacity: int = 16):
+    """The fused step's logits for `tokens` fed one by one after the source, with the C step on or off; and the
+    state after."""
+    step = fused_step(model)
+    enc = step.encode(src)
+    state = step.start_state(enc, capacity=capacity)
+    out = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TT_NATIVE", "1" if native_on else "0")
+        for t in tokens:
+            out.append(step(torch.tensor([[t]]), enc, state))
+    return torch.cat(out), state
+
+
+@pytest.mark.parametrize("norm", ["post", "pre"])
+@torch.inference_mode()
+def test_c_step_equals_the_torch_step(norm):
+    model = odd_model(norm)
+    src = torch.tensor([[5, 9, 12, 7, 40, 3]])
+    tokens = [2, 17, 33, 150, 8, 202, 64]
+    ref, ref_state = step_logits(model, src, tokens, native_on=False)
+    got, got_state = step_logits(model, src, tokens, native_on=True)
+    assert got_state.native is not None and ref_state.native is None  # each went its own way
+    torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-4)
+    for a, b in zip(ref_state.self_attn, got_state.self_attn, strict=True):  # the caches it wrote
+        assert a.length == b.length == len(tokens)
+        torch.testing.assert_close(b.k, a.k, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(b.v, a.v, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("small", [False, True], ids=["rows quantized", "int8 values in fp32"])
+@torch.inference_mode()
+def test_int8_c_step_computes_the_torch_steps_int8_products(monkeypatch, small):
+    """An int8 model's C step computes what its torch step computes for one row: the row quantized to 7 bits over its
+    own range as fbgemm does it (its int32 sums exact), or, where the torch step multiplies few rows in fp32 (core/
+    model/fast.py SMALL_ROWS), the int8 weights' own values times the unrounded row."""
+    monkeypatch.setattr(fast, "SMALL_IN_FP32", small)
+    monkeypatch.setattr(fast, "SMALL_WEIGHT", 1 << 30)  # every product of the model, the generator too
+    model = fast_model(odd_model("post"), "int8")
+    src = torch.tensor([[5, 9, 12, 7, 40, 3]])
+    tokens = [2, 17, 33, 150, 8]
+    ref, _ = step_logits(model, src, tokens, native_on=False)
+    got, state = step_logits(model, src, tokens, native_on=True)
+    assert state.native is not None
+    torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-4)
+
+
+@torch.inference_mode()
+def test_int8_rows_quantized_as_fbgemm_or_the_c_step_declines(monkeypatch):
+    """fbgemm's 8-bit rows (core/model/fast.py REDUCE_RANGE off, scripts/int8_ablation.py) are not what the C step
+    computes: it steps aside, and the torch step runs."""
+    monkeypatch.setattr(fast, "SMALL_IN_FP32", False)
+    monkeypatch.setattr(fast, "REDUCE_RANGE", False)
+    _, state = step_logits(fast_model(odd_model("post"), "int8"), torch.tensor([[5, 3]]), [2, 17], native_on=True)
+    assert state.native is None
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@torch.inference_mode()
+def test_shipped_model_greedy_is_the_same_either_way(threads, monkeypatch):
+    """The shipped model (d_model 256, 8,010 pieces: the generator's last block a tail), split between threads or
+    not: the same pieces, log-probabilities within 1e-4."""
+    loaded = load_model(None)
+    tok = loaded.tokenizer
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        for text in ("Je suis étudiant.", "Le gouvernement a annoncé hier une réforme du système de santé."):
+            src = torch.tensor([tok.encode(text) + [loaded.cfg.eos_id]])
+            monkeypatch.setenv("TT_NATIVE", "0")
+            ref = greedy(loaded.model, src)[0]
+            monkeypatch.setenv("TT_NATIVE", "1")
+            got = greedy(loaded.model, src)[0]
+            assert got.tokens == ref.tokens
+            assert max(abs(a - b) for a, b in zip(got.token_logprobs, ref.token_logprobs, strict=True)) < 1e-4
+    finally:
+        torch.set_num_threads(before)
+
+
+@torch.inference_mode()
+def test_a_cache_that_outgrows_its_buffer_is_grown_and_bound_again():
+    """Past the buffer's capacity the C step declines (nothing written), torch's step grows the cache, and the next
+    step binds the new buffer: the logits all along equal torch's."""
+    model = odd_model("post")
+    src = torch.tensor([[5, 9, 12, 3]])
+    tokens = [2, 17, 33, 150, 8, 9]
+    ref, _ = step_logits(model, src, tokens, native_on=False, capacity=16)
+    got, state = step_logits(model, src, tokens, native_on=True, capacity=2)
+    torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-4)
+    assert state.self_attn[0].capacity > 2 and state.native[1].capacity == state.self_attn[0].capacity
+
+
+@torch.inference_mode()
+def test_two_threads_decode_two_sentences_at_once():
+    """Each sentence's binding has its own scratch memory: two threads sharing one model each get their own answer."""
+    model = odd_model("post")
+    sources = [torch.tensor([[5, 9, 12, 7, 40, 3]]), torch.tensor([[8, 100, 3]])]
+    expected = [greedy(model, s, max_output=30)[0].tokens for s in sources]
+    results: dict[int, list] = {}
+
+    def run(i: int) -> None:
+        results[i] = [greedy(model, sources[i], max_output=30)[0].tokens for _ in range(20)]
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i in range(2):
+        assert results[i] == [expected[i]] * 20
+
+
+@torch.inference_mode()
+def test_tt_native_0_sends_steps_through_torch(monkeypatch):
+    monkeypatch.setenv("TT_NATIVE", "0")
+    assert native.library() is None and native.why_not() == "TT_NATIVE=0"
+    _, state = step_logits(odd_model("post"), torch.tensor([[5, 3]]), [2, 17], native_on=False)
+    assert state.native is None
+
+
+def test_no_compiler_means_no_library_and_says_why(monkeypatch, tmp_path):
+    monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))
+    monkeypatch.setenv("TT_CACHE", str(tmp_path / "cache"))
+    assert native.library() is None
+    assert "no-such-cc" in native.why_not()
+
+
+def test_compiled_once_into_the_cache_directory(monkeypatch, tmp_path):
+    """TT_CACHE names where the library goes; a second process (here: a second ask, the memo cleared) loads it."""
+    monkeypatch.setenv("TT_CACHE", str(tmp_path))
+    native._library.cache_clear()
+    try:
+        assert native.library() is not None
+        built = list((tmp_path / "native").glob("step-*.so"))
+        assert len(built) == 1 and not list((tmp_path / "native").glob(".step-*"))  # no temporary left behind
+        stamp = built[0].stat().st_mtime_ns
+        native._library.cache_clear()
+        assert native.library() is not None and built[0].stat().st_mtime_ns == stamp  # loaded, not compiled again
+    finally:
+        native._library.cache_clear()
+
+
+def test_aten_cpu_capability_keeps_the_library_within_it(monkeypatch, tmp_path):
+    """ATEN_CPU_CAPABILITY=avx2 (torch's AVX2 kernels on an AVX-512 machine) builds the C step without AVX-512 too:
+    another library, which computes the same step."""
+    monkeypatch.setenv("TT_CACHE", str(tmp_path))
+    native._library.cache_clear()
+    try:
+        monkeypatch.setenv("ATEN_CPU_CAPABILITY", "avx2")
+        assert "-mno-avx512f" in native._isa_flags()
+        assert native.library() is not None
+        monkeypatch.delenv("ATEN_CPU_CAPABILITY")
+        assert native._isa_flags() == [] and native.library() is not None
+        assert len(list((tmp_path / "native").glob("step-*.so"))) == 2
+    finally:
+        native._library.cache_clear()
