@@ -24,7 +24,9 @@ operations a decoder step. At batch 1 a step is that overhead plus reading the w
 - beam search's beams of a sentence on one row of its memory and of every cache (`group`, `BeamSlots`):
   a step's keys and values are written once into the sentence's slots and never reordered, each beam
   reading its own prefix through an ancestry mask; the caches' memory passes from search to search;
-- no module calls, no dropout (inference), no records.
+- no module calls, no dropout (inference), no records;
+- one sentence's step (its row, or its beams) as one call into C where a compiler is at hand (core/model/native:
+  the same function, without the ~100 operations' dispatch).
 The numbers equal the modules' up to rounding (the same dot products, summed in another order).
 
 `fused_step(model)` returns None where the modules must run: training mode, hooks registered (what
@@ -229,13 +231,16 @@ class FusedStep:
         n, offset = tgt.size(0), state.length
         if offset + 1 > cfg.max_len:
             raise ValueError(f"target reaches {offset + 1} pieces; this model takes at most {cfg.max_len}")
-        if n == 1 and state.beams is None:
+        beams = state.beams
+        one_sentence = n == 1 if beams is None else n == group  # its one row, or its beams
+        if one_sentence:
             bound = self._bound(state, enc)
-            if bound is not None:
-                logits = torch.empty(1, cfg.vocab_size)
-                if bound(int(tgt), offset, logits):
+            if bound is not None and n <= native.MAX_ROWS and tgt.is_contiguous():
+                logits = torch.empty(n, cfg.vocab_size)
+                if bound(tgt, offset, logits, beams):
+                    grown = 1 if beams is None else beams.k
                     for cache in state.self_attn:
-                        cache.length += 1
+                        cache.length += grown
                     state.length += 1
                     return logits
         x = torch.add(self.tgt_positions[offset], F.embedding(tgt.view(n), self.tgt_table), alpha=self.tgt_scale)
@@ -253,7 +258,7 @@ class FusedStep:
         return self.generator(x)  # (N, vocab)
 
     def _bound(self, state: DecoderState, enc: Encoded):
-        """The C step bound to this one-row state (core/model/native), kept on the state while its caches stand;
+        """The C step bound to this one sentence's state (core/model/native), kept on the state while its caches stand;
         None where it cannot run: no library, weights off the CPU, padding, caches it cannot read."""
         memo = state.native
         if memo is not None:
@@ -264,7 +269,10 @@ class FusedStep:
             return None
         if not native.Bound.fits(state.self_attn, state.cross_attn):
             return None
-        if any(cache.length != state.length for cache in state.self_attn):
+        per_step = 1 if state.beams is None else state.beams.k
+        if any(cache.length != state.length * per_step for cache in state.self_attn):
+            return None
+        if state.beams is not None and not _ancestry_fits(state.beams.ancestry):
             return None
         bound = native.Bound(weights[0], weights[1], weights[2], state.self_attn, state.cross_attn)
         state.native = (self, bound)
@@ -406,6 +414,11 @@ class FusedStep:
     def _residual(self, x: torch.Tensor, sub: torch.Tensor, norm: tuple) -> torch.Tensor:
         y = x + sub
         return y if self.pre else torch.layer_norm(y, *norm)
+
+
+def _ancestry_fits(ancestry: torch.Tensor) -> bool:
+    """Whether step.c can read and write beam slots' ancestry rows: fp32 on the CPU, each row contiguous."""
+    return ancestry.dtype == torch.float32 and ancestry.device.type == "cpu" and ancestry.stride(1) == 1
 
 
 def _norm_args(norm: nn.Module) -> tuple | None:

@@ -1,12 +1,12 @@
 """One sentence's decoder step in C (step.c), compiled on first use on the machine that runs it.
 
-At batch 1 (`tt translate "…"` greedy, the REPL, a server at low load) torch issues a step as ~100 operations at
-~1 µs of dispatch each around products that read each weight once: CTranslate2 runs the whole step in C++
-(bench/README.md, *Where the time goes at batch 1*). step.c computes FusedStep's function for one row without beams
-in one call. It is compiled with the system's C compiler (`$CC`, else `cc`) for this CPU (`-march=native`; without
-AVX-512 where ATEN_CPU_CAPABILITY asks torch for AVX2 or less) into tt's cache directory, once: ~0.3 s on the first
-command, then a cached library. Where no compiler works, or TT_NATIVE=0, `library()` is None and decoding takes
-torch's path: the same function up to rounding.
+At batch 1 (`tt translate "…"`, the REPL, a server at low load) torch issues a step as ~100 operations at ~1 µs of
+dispatch each around products that read each weight once: CTranslate2 runs the whole step in C++ (bench/README.md,
+*Where the time goes at batch 1*). step.c computes FusedStep's function for one sentence — one row, or its beams in
+their slots (up to MAX_ROWS) — in one call. It is compiled with the system's C compiler (`$CC`, else `cc`) for this
+CPU (`-march=native`; without AVX-512 where ATEN_CPU_CAPABILITY asks torch for AVX2 or less) into tt's cache
+directory, once: ~1 s on the first command, then a cached library. Where no compiler works, or TT_NATIVE=0,
+`library()` is None and decoding takes torch's path: the same function up to rounding.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ SOURCE = Path(__file__).with_name("step.c")
 # product kernel's); no -ffast-math: the softmax starts from -inf and must see it.
 FLAGS = ["-O3", "-march=native", "-fPIC", "-shared", "-fno-math-errno", "-fno-trapping-math", "-fno-signed-zeros"]
 FLAGS += ["-fassociative-math", "-fopenmp"]
+MAX_ROWS = 8  # step.c's MAX_ROWS: the most rows (a sentence's beams) one call takes
 _WHY_NOT: list[str] = []  # why library() is None, once it has been asked
 
 
@@ -90,8 +91,15 @@ def _library(compiler: str, flags: tuple[str, ...]) -> ctypes.CDLL | None:
     except OSError as e:
         _WHY_NOT.append(f"cannot load {path}: {e}")
         return None
-    lib.tt_step.argtypes = [ctypes.POINTER(_Step), ctypes.c_int32, ctypes.c_int32, ctypes.c_void_p]
+    lib.tt_step.argtypes = [ctypes.POINTER(_Step), ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32]
+    lib.tt_step.argtypes += [ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p]
     lib.tt_step.restype = ctypes.c_int32
+    lib.tt_max_rows.restype = ctypes.c_int32
+    lib.tt_product.argtypes = [ctypes.POINTER(_Product), ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p]
+    lib.tt_product.argtypes += [ctypes.c_void_p]
+    if lib.tt_max_rows() != MAX_ROWS:
+        _WHY_NOT.append(f"{path} takes {lib.tt_max_rows()} rows, not {MAX_ROWS}: a library of another version")
+        return None
     lib.tt_scratch_floats.argtypes = [ctypes.c_int32] * 4
     lib.tt_scratch_floats.restype = ctypes.c_int64
     return lib
@@ -243,7 +251,7 @@ class Bound:
 
     @staticmethod
     def fits(self_caches: list, cross_caches: list) -> bool:
-        """Whether step.c can read these caches: one row, each buffer contiguous (h, T, d_k) fp32."""
+        """Whether step.c can read these caches: one sentence, each buffer contiguous (h, T, d_k) fp32."""
         return all(
             c._k.dim() == 4
             and c._k.size(0) == 1
@@ -260,6 +268,30 @@ class Bound:
             c._k is k for c, k in zip(cross_caches, self.cross_k)
         )
 
-    def __call__(self, token: int, offset: int, logits: torch.Tensor) -> bool:
-        """One step into `logits` (1, vocab): False (nothing done) where `offset` is past the caches' buffer."""
-        return self.lib.tt_step(self.pointer, token, offset, logits.data_ptr()) == 0
+    def __call__(self, tokens: torch.Tensor, offset: int, logits: torch.Tensor, beams=None) -> bool:
+        """One step of `tokens` (rows, 1) int64 into `logits` (rows, vocab); `beams` (BeamSlots): the rows are a
+        sentence's beams in its slots. False (nothing done) where the step is past the caches' buffer."""
+        if beams is None:
+            slots, ancestry, stride = 0, None, 0
+        else:
+            slots, ancestry, stride = beams.k, beams.ancestry.data_ptr(), beams.ancestry.stride(0)
+        rows = tokens.size(0)
+        return (
+            self.lib.tt_step(self.pointer, tokens.data_ptr(), rows, offset, slots, ancestry, stride, logits.data_ptr())
+            == 0
+        )
+
+
+def product(spec: tuple, x: torch.Tensor) -> torch.Tensor:
+    """One of step.c's products alone: x (rows, in) fp32 through `spec` (as `Weights` takes it) -> (rows, out). What
+    tests hold to torch's own products; None-free: raises where there is no library."""
+    lib = library()
+    if lib is None:
+        raise RuntimeError(f"no C step here: {why_not()}")
+    weights = Weights({}, spec, [], None, (torch.zeros(1, 1), torch.zeros(1, 1)))
+    p = weights.generator
+    x = x.float().contiguous()
+    y = torch.empty(x.size(0), p.out)
+    scratch = torch.empty(x.numel() + x.size(0) + (x.size(0) * (p.in4 + 4)) // 4 + 16)
+    lib.tt_product(ctypes.byref(p), x.data_ptr(), x.size(0), y.data_ptr(), scratch.data_ptr())
+    return y

@@ -2,15 +2,18 @@
 
    At batch 1 a step reads every decoder weight once for a few multiply-adds each: its time is reading the weights
    plus, in torch, ~1 µs of dispatch per operation (bench/README.md, *Where the time goes at batch 1*). This file
-   computes the same function as core/model/step.py's FusedStep for one row without beams: embeddings and positions,
-   per layer the self-attention over the cache (the new keys and values written into it), the cross-attention over
-   the memory's keys and values, the FFN, each sub-layer's Add & Norm (post or pre), the final norm, the generator.
+   computes the same function as core/model/step.py's FusedStep for one sentence — its one row (greedy), or its
+   beams in their cache slots (beam search, core/model/transformer.py BeamSlots): embeddings and positions, per layer
+   the self-attention over the cache (the new keys and values written into it), the cross-attention over the memory's
+   keys and values, the FFN, each sub-layer's Add & Norm (post or pre), the final norm, the generator.
 
    Products read Wᵀ (in × out) a block of outputs at a time, the block's sums in registers: one broadcast input times
-   a row of the block per multiply-add, no horizontal sums. fp32 weights are the fused step's own Wᵀ; int8 weights
-   (one scale per output) are converted to fp32 in registers, so the activations are not rounded (the int8 weights'
-   own values, as core/model/fast.py's SMALL_ROWS path computes them). Compiled on the machine that runs it
-   (core/model/native/__init__.py), for its own instruction set. No allocation, no threads, no global state. */
+   a row of the block per multiply-add, no horizontal sums; a sentence's rows in turn within a block, its weights
+   still in the core's cache. fp32 weights are the fused step's own Wᵀ. int8 weights (one scale per output) are
+   multiplied as the torch step multiplies them: the inputs quantized as fbgemm quantizes them (exact int32 sums), or
+   the int8 values converted to fp32 in registers where the torch step does that (core/model/fast.py SMALL_ROWS).
+   Compiled on the machine that runs it (core/model/native/__init__.py), for its own instruction set. No allocation,
+   no global state; threads are OpenMP's (torch's runtime, torch's count). */
 
 #include <math.h>
 #include <stddef.h>
@@ -134,26 +137,49 @@ static void tail(const Product *p, const float *x, int j0, float *y) {
    exact int32 sums of u8 × s8 (4 inputs a multiply-add, weights (in4 / 4, out, 4)); each output is then
    (sum − zero point · Σ_i W[j][i]) · row scale · W's scale for j, plus the bias. 7 bits keep a pair of u8 × s8
    products within int16, so AVX2's pairwise multiply-adds cannot saturate. */
-static void quantize(const Product *p, const float *x, uint8_t *q, float *scale_out, int32_t *zero_out) {
-    float lo = 0.0f, hi = 0.0f;
-    for (int i = 0; i < p->in; i++) {
-        lo = x[i] < lo ? x[i] : lo;
-        hi = x[i] > hi ? x[i] : hi;
-    }
+static void qparams(float lo, float hi, float *scale_out, int32_t *zero_out) {
     float scale = (float)(((double)hi - (double)lo) / 127.0);
     if (scale == 0.0f || isinf(1.0f / scale)) scale = 0.1f;
     double from_lo = 0.0 - lo / (double)scale, from_hi = 127.0 - hi / (double)scale;
     double error_lo = 0.0 - fabs(lo / (double)scale), error_hi = 127.0 - fabs(hi / (double)scale);
     double zero = nearbyint(error_lo < error_hi ? from_lo : from_hi);
-    int32_t zp = zero < 0.0 ? 0 : zero > 127.0 ? 127 : (int32_t)zero;
-    float inv = 1.0f / scale;
+    *zero_out = zero < 0.0 ? 0 : zero > 127.0 ? 127 : (int32_t)zero;
+    *scale_out = scale;
+}
+
+/* q = x · (1 / scale) + zero point in one rounding (a fused multiply-add, as fbgemm's vector code: rounding x · (1 /
+   scale) first moves a value near a half by one, 4 products in 2,000 measured), then to the nearest integer, within
+   0 … 255: fbgemm chooses the scale for 7 bits but clips to 8, so a value rounded past 127 stays 128 */
+static void quantize(const Product *p, const float *x, float inv, int32_t zp, uint8_t *q) {
     for (int i = 0; i < p->in; i++) {
-        float v = nearbyintf(x[i] * inv) + (float)zp;
-        q[i] = (uint8_t)(v < 0.0f ? 0.0f : v > 127.0f ? 127.0f : v);
+        float v = nearbyintf(fmaf(x[i], inv, (float)zp));
+        q[i] = (uint8_t)(v < 0.0f ? 0.0f : v > 255.0f ? 255.0f : v);
     }
     for (int i = p->in; i < p->in4; i++) q[i] = 0; /* against zero weights */
-    *scale_out = scale;
-    *zero_out = zp;
+}
+
+/* The rows' quantization as core/model/fast.py's int8_rows gives it to fbgemm: one row over its own range; rows > 1
+   each divided by its largest |value| first (kept in rs, the row's scale after the product; xr holds the divided
+   rows), then one range over them all. */
+static void quantize_rows(const Product *p, const float *x, int rows, float *xr, float *rs, uint8_t *q, float *xs,
+                          int32_t *zp) {
+    const float *src = x;
+    if (rows > 1) {
+        for (int r = 0; r < rows; r++) {
+            float top = 0.0f;
+            for (int i = 0; i < p->in; i++) top = fabsf(x[r * p->in + i]) > top ? fabsf(x[r * p->in + i]) : top;
+            rs[r] = top < 1e-30f ? 1e-30f : top;
+            for (int i = 0; i < p->in; i++) xr[r * p->in + i] = x[r * p->in + i] / rs[r];
+        }
+        src = xr;
+    }
+    float lo = 0.0f, hi = 0.0f;
+    for (int i = 0; i < rows * p->in; i++) {
+        lo = src[i] < lo ? src[i] : lo;
+        hi = src[i] > hi ? src[i] : hi;
+    }
+    qparams(lo, hi, xs, zp);
+    for (int r = 0; r < rows; r++) quantize(p, src + r * p->in, 1.0f / *xs, *zp, q + r * p->in4);
 }
 
 #if defined(__AVX512BW__) || defined(__AVX2__)
@@ -207,8 +233,9 @@ static void sums_one(const Product *p, const uint8_t *q, int j, int32_t *sum) {
     *sum = acc;
 }
 
-/* outputs j0 … j0 + n of an int8 = 2 product: the int32 sums, then back to fp32 as fbgemm does */
-static void tile_q8(const Product *p, const uint8_t *q, float xs, int32_t zp, int j0, int n, float *y) {
+/* outputs j0 … j0 + n of an int8 = 2 product: the int32 sums, then back to fp32 as fbgemm does; rs > 0: a row of
+   several, multiplied by its scale after (int8_rows: bias + y · scale) */
+static void tile_q8(const Product *p, const uint8_t *q, float xs, int32_t zp, float rs, int j0, int n, float *y) {
     int32_t sums[TILE];
     int j = 0;
 #ifdef VECTOR_Q8
@@ -221,35 +248,167 @@ static void tile_q8(const Product *p, const uint8_t *q, float xs, int32_t zp, in
     for (; j < n; j++) sums_one(p, q, j0 + j, sums + j);
     for (j = 0; j < n; j++) {
         float v = (float)(sums[j] - zp * p->colsum[j0 + j]) * (xs * p->scale[j0 + j]);
-        y[j] = (p->bias ? v + p->bias[j0 + j] : v) * p->factor;
+        float b = p->bias ? p->bias[j0 + j] : 0.0f;
+        y[j] = (rs > 0.0f ? b + v * rs : v + b) * p->factor;
     }
 }
 
-/* The blocks split between the threads OpenMP gives (torch's own runtime: the process has loaded its libgomp, and
-   torch.set_num_threads sets the count), where the product is large enough to pay for waking them. */
-static void product(const Product *p, const float *x, float *y, uint8_t *q) {
-    const int tiles = p->out / TILE;
+/* Several rows: RB rows × HALF outputs a block, each weight vector loaded once for all the rows (4 rows × 4 vectors
+   of sums: 16 of AVX-512's 32 registers; 2 rows on AVX2's 16). */
+#define HALF (TILE / 2)
+#if defined(__AVX512F__)
+#define RB 4
+#else
+#define RB 2
+#endif
+
+static inline __attribute__((always_inline)) void block_rows(const Product *p, const float *x, const int rb, int j0,
+                                                             float *y, const int int8) {
+    vec acc[RB][NACC / 2];
+    for (int r = 0; r < rb; r++)
+        for (int a = 0; a < NACC / 2; a++) acc[r][a] = vzero();
+    for (int i = 0; i < p->in; i++) {
+        const int64_t at = (int64_t)i * p->ld + j0;
+        vec w[NACC / 2];
+#pragma GCC unroll 8
+        for (int a = 0; a < NACC / 2; a++)
+            w[a] = int8 ? vload_i8((const int8_t *)p->wt + at + a * VL) : vload((const float *)p->wt + at + a * VL);
+#pragma GCC unroll 4
+        for (int r = 0; r < rb; r++) {
+            vec xi = vset1(x[r * p->in + i]);
+#pragma GCC unroll 8
+            for (int a = 0; a < NACC / 2; a++) acc[r][a] = vfma(xi, w[a], acc[r][a]);
+        }
+    }
+    for (int r = 0; r < rb; r++)
+        for (int a = 0; a < NACC / 2; a++) vstore(y + r * p->out + j0 + a * VL, acc[r][a]);
+}
+
+/* Every row of outputs [j0, j0 + TILE), rows in blocks of RB (a block's count a constant where it is inlined). */
+static void tile_rows(const Product *p, const float *x, int rows, int j0, float *y) {
+    for (int h = 0; h < 2; h++)
+        for (int r0 = 0; r0 < rows; r0 += RB) {
+            const float *xr = x + r0 * p->in;
+            float *yr = y + r0 * p->out;
+            const int rb = rows - r0 < RB ? rows - r0 : RB, j = j0 + h * HALF;
+            switch (rb * 2 + (p->int8 ? 1 : 0)) {
+            case 2: block_rows(p, xr, 1, j, yr, 0); break;
+            case 3: block_rows(p, xr, 1, j, yr, 1); break;
+#if RB >= 2
+            case 4: block_rows(p, xr, 2, j, yr, 0); break;
+            case 5: block_rows(p, xr, 2, j, yr, 1); break;
+#endif
+#if RB >= 4
+            case 6: block_rows(p, xr, 3, j, yr, 0); break;
+            case 7: block_rows(p, xr, 3, j, yr, 1); break;
+            case 8: block_rows(p, xr, 4, j, yr, 0); break;
+            case 9: block_rows(p, xr, 4, j, yr, 1); break;
+#endif
+            }
+        }
+}
+
+#ifdef VECTOR_Q8
+/* int8 = 2, several rows: rb rows' int32 sums of HALF outputs from j0 into sums (rb × HALF) */
+static inline __attribute__((always_inline)) void block_rows_q8(const Product *p, const uint8_t *q, const int rb,
+                                                                int j0, int32_t *sums) {
+    ivec acc[RB][NACC / 2];
+    for (int r = 0; r < rb; r++)
+        for (int a = 0; a < NACC / 2; a++) acc[r][a] = izero();
+    const int8_t *w0 = (const int8_t *)p->wt + (int64_t)j0 * 4;
+    for (int g = 0; g < p->in4 / 4; g++) {
+        const int8_t *row = w0 + (int64_t)g * p->out * 4;
+        ivec w[NACC / 2];
+#pragma GCC unroll 8
+        for (int a = 0; a < NACC / 2; a++) w[a] = iload(row + a * VL * 4);
+#pragma GCC unroll 4
+        for (int r = 0; r < rb; r++) {
+            int32_t four;
+            memcpy(&four, q + r * p->in4 + 4 * g, 4);
+            ivec xg = iset1(four);
+#pragma GCC unroll 8
+            for (int a = 0; a < NACC / 2; a++) acc[r][a] = idot(acc[r][a], xg, w[a]);
+        }
+    }
+    for (int r = 0; r < rb; r++)
+        for (int a = 0; a < NACC / 2; a++) istore(sums + r * HALF + a * VL, acc[r][a]);
+}
+
+/* Every row of a whole block [j0, j0 + TILE) of an int8 = 2 product, back to fp32 as tile_q8 does */
+static void tile_rows_q8(const Product *p, const uint8_t *q, int rows, float xs, int32_t zp, const float *rs, int j0,
+                         float *y) {
+    int32_t sums[RB * HALF];
+    for (int h = 0; h < 2; h++)
+        for (int r0 = 0; r0 < rows; r0 += RB) {
+            const int rb = rows - r0 < RB ? rows - r0 : RB, j1 = j0 + h * HALF;
+            const uint8_t *qr = q + r0 * p->in4;
+            switch (rb) {
+            case 1: block_rows_q8(p, qr, 1, j1, sums); break;
+#if RB >= 2
+            case 2: block_rows_q8(p, qr, 2, j1, sums); break;
+#endif
+#if RB >= 4
+            case 3: block_rows_q8(p, qr, 3, j1, sums); break;
+            case 4: block_rows_q8(p, qr, 4, j1, sums); break;
+#endif
+            }
+            for (int r = 0; r < rb; r++)
+                for (int j = 0; j < HALF; j++) {
+                    const int o = j1 + j;
+                    float v = (float)(sums[r * HALF + j] - zp * p->colsum[o]) * (xs * p->scale[o]);
+                    float b = p->bias ? p->bias[o] : 0.0f;
+                    y[(r0 + r) * p->out + o] = (b + v * rs[r0 + r]) * p->factor;
+                }
+        }
+}
+#endif
+
+/* Y (rows × out) = X (rows × in) Wᵀ + b. The blocks of outputs split between the threads OpenMP gives (torch's own
+   runtime: the process has loaded its libgomp, and torch.set_num_threads sets the count), where the product is large
+   enough to pay for waking them; within a block each row in turn, the block's weights still in the core's cache. */
+static void product(const Product *p, const float *x, int rows, float *y, uint8_t *q, float *xr, float *rs) {
+    const int tiles = p->out / TILE, rest = p->out - tiles * TILE;
+    const int64_t macs = (int64_t)rows * p->in * p->out;
     if (p->int8 == 2) {
         float xs;
         int32_t zp;
-        quantize(p, x, q, &xs, &zp);
-#pragma omp parallel for schedule(static) if ((int64_t)p->in * p->out >= PARALLEL_MIN)
-        for (int t = 0; t < tiles; t++) tile_q8(p, q, xs, zp, t * TILE, TILE, y + t * TILE);
-        if (tiles * TILE < p->out) tile_q8(p, q, xs, zp, tiles * TILE, p->out - tiles * TILE, y + tiles * TILE);
+        quantize_rows(p, x, rows, xr, rs, q, &xs, &zp);
+#pragma omp parallel for schedule(static) if (macs >= PARALLEL_MIN)
+        for (int t = 0; t < tiles; t++) {
+#ifdef VECTOR_Q8
+            if (rows > 1) {
+                tile_rows_q8(p, q, rows, xs, zp, rs, t * TILE, y);
+                continue;
+            }
+#endif
+            for (int r = 0; r < rows; r++)
+                tile_q8(p, q + r * p->in4, xs, zp, rows > 1 ? rs[r] : 0.0f, t * TILE, TILE, y + r * p->out + t * TILE);
+        }
+        if (rest)
+            for (int r = 0; r < rows; r++)
+                tile_q8(p, q + r * p->in4, xs, zp, rows > 1 ? rs[r] : 0.0f, tiles * TILE, rest,
+                        y + r * p->out + tiles * TILE);
         return;
     }
-#pragma omp parallel for schedule(static) if ((int64_t)p->in * p->out >= PARALLEL_MIN)
+#pragma omp parallel for schedule(static) if (macs >= PARALLEL_MIN)
     for (int t = 0; t < tiles; t++) {
+        if (rows > 1) {
+            tile_rows(p, x, rows, t * TILE, y);
+            continue;
+        }
         if (p->int8)
             tile_i8(p, x, t * TILE, y + t * TILE);
         else
             tile_f32(p, x, t * TILE, y + t * TILE);
     }
-    if (tiles * TILE < p->out) tail(p, x, tiles * TILE, y + tiles * TILE);
-    for (int j = 0; j < p->out; j++) {
-        float v = p->scale ? y[j] * p->scale[j] : y[j];
-        if (p->bias) v += p->bias[j];
-        y[j] = v * p->factor;
+    for (int r = 0; r < rows; r++) {
+        float *yr = y + r * p->out;
+        if (rest) tail(p, x + r * p->in, tiles * TILE, yr + tiles * TILE);
+        for (int j = 0; j < p->out; j++) {
+            float v = p->scale ? yr[j] * p->scale[j] : yr[j];
+            if (p->bias) v += p->bias[j];
+            yr[j] = v * p->factor;
+        }
     }
 }
 
@@ -265,83 +424,123 @@ static void layer_norm(float *x, int d, const float *w, const float *b, float ep
     for (int i = 0; i < d; i++) x[i] = (x[i] - mean) * inv * w[i] + b[i];
 }
 
-/* out (d) = the heads of softmax(q kᵀ) v for one (already scaled) query q (d) over t positions of keys and values
-   (h, stride, d_k); scores: t floats of scratch. */
-static void attend(const float *q, const float *k, const float *v, int h, int d_k, int stride, int t, float *scores,
-                   float *out) {
+/* out (d) = the heads of softmax(q kᵀ + bias) v for one (already scaled) query q (d) over t positions of keys and
+   values (h, stride, d_k); bias (t): 0, or -inf for a position the query may not read (beam slots off its prefix),
+   NULL for none; scores: t floats of scratch. */
+static void attend(const float *q, const float *k, const float *v, const float *bias, int h, int d_k, int stride,
+                   int t, float *scores, float *out) {
     for (int hh = 0; hh < h; hh++) {
         const float *qh = q + hh * d_k, *kh = k + (int64_t)hh * stride * d_k, *vh = v + (int64_t)hh * stride * d_k;
         float top = -INFINITY;
         for (int j = 0; j < t; j++) {
+            if (bias && isinf(bias[j])) continue;
             float s = 0.0f;
             for (int c = 0; c < d_k; c++) s += qh[c] * kh[(int64_t)j * d_k + c];
             scores[j] = s;
             top = s > top ? s : top;
         }
         float total = 0.0f;
-        for (int j = 0; j < t; j++) total += (scores[j] = expf(scores[j] - top));
+        for (int j = 0; j < t; j++)
+            if (!(bias && isinf(bias[j]))) total += (scores[j] = expf(scores[j] - top));
         float *oh = out + hh * d_k;
         for (int c = 0; c < d_k; c++) oh[c] = 0.0f;
         for (int j = 0; j < t; j++) {
+            if (bias && isinf(bias[j])) continue;
             float p = scores[j] / total;
             for (int c = 0; c < d_k; c++) oh[c] += p * vh[(int64_t)j * d_k + c];
         }
     }
 }
 
-/* x += sub, then post-norm's LayerNorm; pre-norm: y = LayerNorm(x) for the next sub-layer (norm: the next one's). */
-static void residual(const Step *s, float *x, const float *sub, const float *w, const float *b) {
-    for (int i = 0; i < s->d; i++) x[i] += sub[i];
-    if (!s->pre) layer_norm(x, s->d, w, b, s->eps);
+static void layer_norms(const Step *s, float *x, int rows, const float *w, const float *b) {
+    for (int r = 0; r < rows; r++) layer_norm(x + r * s->d, s->d, w, b, s->eps);
 }
 
-static void sublayer_input(const Step *s, const float *x, float *y, const float *w, const float *b) {
-    memcpy(y, x, (size_t)s->d * sizeof(float));
-    if (s->pre) layer_norm(y, s->d, w, b, s->eps);
+/* x += sub, then post-norm's LayerNorm (pre-norm: the next sub-layer normalizes its own input, sublayer_input) */
+static void residual(const Step *s, float *x, const float *sub, int rows, const float *w, const float *b) {
+    for (int i = 0; i < rows * s->d; i++) x[i] += sub[i];
+    if (!s->pre) layer_norms(s, x, rows, w, b);
 }
+
+static void sublayer_input(const Step *s, const float *x, float *y, int rows, const float *w, const float *b) {
+    memcpy(y, x, (size_t)rows * s->d * sizeof(float));
+    if (s->pre) layer_norms(s, y, rows, w, b);
+}
+
+#define MAX_ROWS 8 /* a sentence's beams (core/model/fast.py SMALL_ROWS) */
 
 int64_t tt_scratch_floats(int32_t d, int32_t d_ff, int32_t capacity, int32_t src_len) {
-    int64_t t = capacity > src_len ? capacity : src_len;
-    return 7 * (int64_t)d + d_ff + t + 4 * TILE + (d_ff + d + 8) / 4 + 2; /* the last: a row quantized */
+    int64_t t = capacity > src_len ? capacity : src_len, widest = d_ff > 3 * d ? d_ff : 3 * d;
+    /* x, y, qkv, heads, sub (7 d), ff; scores; the rows divided by their scales, the scales; the rows quantized */
+    return MAX_ROWS * (7 * (int64_t)d + d_ff) + t + 4 * TILE + MAX_ROWS * (widest + 1) + MAX_ROWS * (widest + 8) / 4;
 }
 
-/* One step: the piece `token` at position `offset` -> logits (vocab); every layer's cache gains position `offset`.
-   Returns 0, or -1 when offset is outside the caches. */
-int32_t tt_step(const Step *s, int32_t token, int32_t offset, float *logits) {
-    if (offset < 0 || offset >= s->capacity) return -1;
-    const int d = s->d, h = s->h, d_k = s->d_k;
-    float *x = s->scratch, *y = x + d, *qkv = y + d, *heads = qkv + 3 * d, *sub = heads + d, *ff = sub + d;
-    float *scores = ff + s->d_ff;
-    uint8_t *q = (uint8_t *)(scores + (s->capacity > s->src_len ? s->capacity : s->src_len) + 4 * TILE);
-    const float *emb = s->table + (int64_t)token * d, *pos = s->positions + (int64_t)offset * d;
-    for (int i = 0; i < d; i++) x[i] = pos[i] + emb[i] * s->emb_scale;
+int32_t tt_max_rows(void) { return MAX_ROWS; }
+
+/* One step of one sentence: `rows` pieces `tokens` at position `offset` -> logits (rows × vocab).
+   slots == 0: one row; its keys and values go to position `offset` of each layer's cache, its query reads 0 … offset.
+   slots = k > 0: beam search's slots (core/model/transformer.py BeamSlots): row r's keys and values go to slot
+   offset · k + r, the step's unused slots are zeroed, and row r reads the slots where its row of `ancestry` (rows ×
+   capacity, row stride `ancestry_stride`) is 0, its own new slot set so first.
+   Returns 0, or -1 (nothing done) where the step does not fit the caches or `rows` is too many. */
+int32_t tt_step(const Step *s, const int64_t *tokens, int32_t rows, int32_t offset, int32_t slots, float *ancestry,
+                int64_t ancestry_stride, float *logits) {
+    const int k = slots > 0 ? slots : 1, filled = (offset + 1) * k;
+    if (offset < 0 || filled > s->capacity || rows < 1 || rows > MAX_ROWS || rows > k) return -1;
+    const int d = s->d, h = s->h, d_k = s->d_k, t = s->capacity > s->src_len ? s->capacity : s->src_len;
+    const int widest = s->d_ff > 3 * d ? s->d_ff : 3 * d;
+    float *x = s->scratch, *y = x + MAX_ROWS * d, *qkv = y + MAX_ROWS * d, *heads = qkv + MAX_ROWS * 3 * d;
+    float *sub = heads + MAX_ROWS * d, *ff = sub + MAX_ROWS * d, *scores = ff + MAX_ROWS * s->d_ff;
+    float *xr = scores + t + 4 * TILE, *rs = xr + MAX_ROWS * widest;
+    uint8_t *q = (uint8_t *)(rs + MAX_ROWS);
+    for (int r = 0; r < rows; r++) {
+        if (tokens[r] < 0 || tokens[r] >= s->vocab) return -1;
+        const float *emb = s->table + tokens[r] * d, *pos = s->positions + (int64_t)offset * d;
+        for (int i = 0; i < d; i++) x[r * d + i] = pos[i] + emb[i] * s->emb_scale;
+        if (slots) ancestry[r * ancestry_stride + offset * k + r] = 0.0f;
+    }
     for (int l = 0; l < s->n_layers; l++) {
         const Layer *L = &s->layers[l];
-        /* self-attention: Q (scaled), K, V in one product; K and V into the cache at `offset` */
-        sublayer_input(s, x, y, L->norm_w[0], L->norm_b[0]);
-        product(&L->qkv, y, qkv, q);
-        for (int hh = 0; hh < h; hh++) {
-            int64_t at = ((int64_t)hh * s->capacity + offset) * d_k;
-            memcpy(L->self_k + at, qkv + d + hh * d_k, (size_t)d_k * sizeof(float));
-            memcpy(L->self_v + at, qkv + 2 * d + hh * d_k, (size_t)d_k * sizeof(float));
-        }
-        attend(qkv, L->self_k, L->self_v, h, d_k, s->capacity, offset + 1, scores, heads);
-        product(&L->self_out, heads, sub, q);
-        residual(s, x, sub, L->norm_w[0], L->norm_b[0]);
+        /* self-attention: Q (scaled), K, V in one product; K and V into the cache */
+        sublayer_input(s, x, y, rows, L->norm_w[0], L->norm_b[0]);
+        product(&L->qkv, y, rows, qkv, q, xr, rs);
+        for (int r = 0; r < k; r++)
+            for (int hh = 0; hh < h; hh++) {
+                int64_t at = ((int64_t)hh * s->capacity + offset * k + r) * d_k;
+                if (r < rows) {
+                    memcpy(L->self_k + at, qkv + r * 3 * d + d + hh * d_k, (size_t)d_k * sizeof(float));
+                    memcpy(L->self_v + at, qkv + r * 3 * d + 2 * d + hh * d_k, (size_t)d_k * sizeof(float));
+                } else { /* a slot no beam takes this step: zeroed, as the torch step leaves it */
+                    memset(L->self_k + at, 0, (size_t)d_k * sizeof(float));
+                    memset(L->self_v + at, 0, (size_t)d_k * sizeof(float));
+                }
+            }
+        for (int r = 0; r < rows; r++)
+            attend(qkv + r * 3 * d, L->self_k, L->self_v, slots ? ancestry + r * ancestry_stride : NULL, h, d_k,
+                   s->capacity, filled, scores, heads + r * d);
+        product(&L->self_out, heads, rows, sub, q, xr, rs);
+        residual(s, x, sub, rows, L->norm_w[0], L->norm_b[0]);
         /* cross-attention over the memory */
-        sublayer_input(s, x, y, L->norm_w[1], L->norm_b[1]);
-        product(&L->cross_q, y, qkv, q);
-        attend(qkv, L->cross_k, L->cross_v, h, d_k, s->src_len, s->src_len, scores, heads);
-        product(&L->cross_out, heads, sub, q);
-        residual(s, x, sub, L->norm_w[1], L->norm_b[1]);
+        sublayer_input(s, x, y, rows, L->norm_w[1], L->norm_b[1]);
+        product(&L->cross_q, y, rows, qkv, q, xr, rs);
+        for (int r = 0; r < rows; r++)
+            attend(qkv + r * d, L->cross_k, L->cross_v, NULL, h, d_k, s->src_len, s->src_len, scores, heads + r * d);
+        product(&L->cross_out, heads, rows, sub, q, xr, rs);
+        residual(s, x, sub, rows, L->norm_w[1], L->norm_b[1]);
         /* FFN */
-        sublayer_input(s, x, y, L->norm_w[2], L->norm_b[2]);
-        product(&L->w_1, y, ff, q);
-        for (int i = 0; i < s->d_ff; i++) ff[i] = ff[i] > 0.0f ? ff[i] : 0.0f;
-        product(&L->w_2, ff, sub, q);
-        residual(s, x, sub, L->norm_w[2], L->norm_b[2]);
+        sublayer_input(s, x, y, rows, L->norm_w[2], L->norm_b[2]);
+        product(&L->w_1, y, rows, ff, q, xr, rs);
+        for (int i = 0; i < rows * s->d_ff; i++) ff[i] = ff[i] > 0.0f ? ff[i] : 0.0f;
+        product(&L->w_2, ff, rows, sub, q, xr, rs);
+        residual(s, x, sub, rows, L->norm_w[2], L->norm_b[2]);
     }
-    if (s->final_w) layer_norm(x, d, s->final_w, s->final_b, s->eps);
-    product(&s->generator, x, logits, q);
+    if (s->final_w) layer_norms(s, x, rows, s->final_w, s->final_b);
+    product(&s->generator, x, rows, logits, q, xr, rs);
     return 0;
+}
+
+/* One product alone (tests hold it to torch's): scratch as tt_scratch_floats gives for the product's sizes. */
+void tt_product(const Product *p, const float *x, int32_t rows, float *y, float *scratch) {
+    float *xr = scratch, *rs = xr + (int64_t)rows * p->in;
+    product(p, x, rows, y, (uint8_t *)(rs + rows), xr, rs);
 }

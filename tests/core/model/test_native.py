@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from core.checkpoint import load_model
+from core.decode.beam import beam_search
 from core.decode.search import greedy
 from core.model import fast, native
 from core.model.config import preset
@@ -93,6 +94,36 @@ def test_int8_rows_quantized_as_fbgemm_or_the_c_step_declines(monkeypatch):
     assert state.native is None
 
 
+@pytest.mark.parametrize("rows", [1, 2, 5, 8])
+@torch.inference_mode()
+def test_products_equal_torchs(rows, monkeypatch):
+    """Each kind of product alone, on 1 to 8 rows, for a weight of 90 inputs (not a multiple of 4) and 203 outputs
+    (a block and a tail): fp32 as addmm, int8 times fp32 rows as the int8 values dequantized, int8 on quantized rows
+    as core/model/fast.py's int8_rows (fbgemm) — its int32 sums exact, so within rounding of fp32's last bits."""
+    torch.manual_seed(rows)
+    linear = torch.nn.Linear(90, 203)
+    x = torch.randn(rows, 90) * torch.rand(rows, 1) * 4
+    w_t = linear.weight.detach().t().contiguous()
+    torch.testing.assert_close(native.product(("fp32", w_t, linear.bias), x), torch.addmm(linear.bias, x, w_t))
+    monkeypatch.setattr(fast, "SMALL_IN_FP32", False)
+    int8 = fast.Int8Product([(fast.Int8Linear(*_quantized(linear)), 1.0)])
+    int_repr, scales, bias = int8.int8
+    dequantized = int_repr.float() * scales[:, None]
+    got = native.product(("int8", int_repr, scales, bias), x)
+    torch.testing.assert_close(got, torch.addmm(bias, x, dequantized.t()), rtol=1e-5, atol=1e-5)
+    got = native.product(("int8-rows", int_repr, scales, bias), x)
+    torch.testing.assert_close(got, int8(x), rtol=1e-5, atol=1e-5)
+
+
+def _quantized(linear: torch.nn.Linear) -> tuple:
+    """A Linear layer's weight as qint8 with a scale per output row, zero points 0 (what fast_model makes), and bias."""
+    scales = linear.weight.detach().abs().amax(1) / 127
+    weight = torch.quantize_per_channel(
+        linear.weight.detach(), scales.double(), torch.zeros(203, dtype=torch.long), 0, torch.qint8
+    )
+    return weight, linear.bias.detach()
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 @torch.inference_mode()
 def test_shipped_model_greedy_is_the_same_either_way(threads, monkeypatch):
@@ -113,6 +144,49 @@ def test_shipped_model_greedy_is_the_same_either_way(threads, monkeypatch):
             assert max(abs(a - b) for a, b in zip(got.token_logprobs, ref.token_logprobs, strict=True)) < 1e-4
     finally:
         torch.set_num_threads(before)
+
+
+def beams_both_ways(model: Transformer, src: torch.Tensor, monkeypatch, beam: int = 4) -> tuple[list, list, int]:
+    """Every finished hypothesis of a beam search with the C step off and on, and how many steps the C step took
+    with a sentence's beams (rows in their slots)."""
+    calls = []
+    call = native.Bound.__call__
+    monkeypatch.setattr(
+        native.Bound, "__call__", lambda self, t, o, lg, beams=None: calls.append(beams) or call(self, t, o, lg, beams)
+    )
+    monkeypatch.setenv("TT_NATIVE", "0")
+    ref = beam_search(model, src, beam_size=beam, n_best=None)[0]
+    monkeypatch.setenv("TT_NATIVE", "1")
+    got = beam_search(model, src, beam_size=beam, n_best=None)[0]
+    return ref, got, sum(b is not None for b in calls)
+
+
+@pytest.mark.parametrize("norm", ["post", "pre"])
+@pytest.mark.parametrize("beam", [4, 3])
+@torch.inference_mode()
+def test_a_sentences_beams_in_c_find_what_torchs_find(norm, beam, monkeypatch):
+    """Beam search's steps of one sentence (its beams in their cache slots, each reading its own prefix through the
+    ancestry rows, the first step's spare slots zeroed): the same hypotheses, scores within 1e-4."""
+    ref, got, beam_steps = beams_both_ways(odd_model(norm), torch.tensor([[5, 9, 12, 7, 40, 3]]), monkeypatch, beam)
+    assert beam_steps > 3
+    assert [h.tokens for h in got] == [h.tokens for h in ref]
+    assert max(abs(a.score - b.score) for a, b in zip(got, ref, strict=True)) < 1e-4
+
+
+@pytest.mark.parametrize("small", [False, True], ids=["rows quantized", "int8 values in fp32"])
+@torch.inference_mode()
+def test_int8_beams_in_c_quantize_as_torchs_rows(small, monkeypatch):
+    """Several rows of an int8 product as core/model/fast.py's int8_rows gives them to fbgemm (each row divided by
+    its largest value, then one range), or multiplied in fp32 where the torch step does that: the shipped model's
+    beams find the same translation. (A quantized value that lands by a rounding on the other side of a half can
+    still move a score by a few hundredths: the two steps' fp32 roundings are not the same.)"""
+    monkeypatch.setattr(fast, "SMALL_IN_FP32", small)
+    loaded = load_model(None)
+    model = fast_model(loaded.model, "int8")
+    src = torch.tensor([loaded.tokenizer.encode("Où est la gare la plus proche ?") + [loaded.cfg.eos_id]])
+    ref, got, beam_steps = beams_both_ways(model, src, monkeypatch)
+    assert beam_steps > 3
+    assert got[0].tokens == ref[0].tokens and abs(got[0].score - ref[0].score) < 0.05
 
 
 @torch.inference_mode()
