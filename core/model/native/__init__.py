@@ -95,6 +95,8 @@ def _library(compiler: str, flags: tuple[str, ...]) -> ctypes.CDLL | None:
     lib.tt_step.argtypes += [ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p]
     lib.tt_step.restype = ctypes.c_int32
     lib.tt_max_rows.restype = ctypes.c_int32
+    lib.tt_pack_int8.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32, ctypes.c_void_p]
+    lib.tt_pack_int8.argtypes += [ctypes.c_void_p]
     lib.tt_product.argtypes = [ctypes.POINTER(_Product), ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p]
     lib.tt_product.argtypes += [ctypes.c_void_p]
     if lib.tt_max_rows() != MAX_ROWS:
@@ -174,6 +176,7 @@ class Weights:
     int8 with its scales per output), made once per FusedStep; `bind` adds one sentence's caches."""
 
     def __init__(self, products: dict[str, list], generator, norms: list, final: tuple | None, tables: tuple) -> None:
+        self.lib = library()  # packs the int8 weights
         self.keep: list[torch.Tensor] = []  # every tensor a pointer below points into
         self.layers = []
         for i in range(len(norms)):
@@ -213,10 +216,10 @@ class Weights:
             _, int_repr, scales, bias = spec
             out, n_in = int_repr.shape
             in4 = -(-n_in // 4) * 4
-            padded = torch.zeros(out, in4, dtype=torch.int8)
-            padded[:, :n_in] = int_repr
-            fours = padded.view(out, in4 // 4, 4).permute(1, 0, 2).contiguous()  # (in4 / 4, out, 4)
-            colsum = int_repr.to(torch.int32).sum(1, dtype=torch.int32)  # (out,)
+            int_repr = int_repr.contiguous()
+            fours = torch.empty(in4 // 4, out, 4, dtype=torch.int8)
+            colsum = torch.empty(out, dtype=torch.int32)  # Σ_i W[j][i]
+            self.lib.tt_pack_int8(int_repr.data_ptr(), out, n_in, in4, fours.data_ptr(), colsum.data_ptr())
             self.keep += [fours, colsum]
             p.wt, p.scale, p.int8, p.colsum, p.in4 = fours.data_ptr(), self._keep(scales), 2, colsum.data_ptr(), in4
             p.ld, p.in_, p.out = out, n_in, out

@@ -544,3 +544,17 @@ void tt_product(const Product *p, const float *x, int32_t rows, float *y, float 
     float *xr = scratch, *rs = xr + (int64_t)rows * p->in;
     product(p, x, rows, y, (uint8_t *)(rs + rows), xr, rs);
 }
+
+/* An int8 weight W (out × in, rows in apart) as int8 = 2 products read it: (in4 / 4, out, 4), the inputs past `in`
+   zero; and Σ_i W[j][i] per output. (In C: torch's permute and copy of int8 took ~50 ms a model, every command.) */
+void tt_pack_int8(const int8_t *w, int32_t out, int32_t in, int32_t in4, int8_t *packed, int32_t *colsum) {
+    for (int j = 0; j < out; j++) {
+        int32_t total = 0;
+        for (int i = 0; i < in4; i++) {
+            int8_t v = i < in ? w[(int64_t)j * in + i] : 0;
+            packed[((int64_t)(i / 4) * out + j) * 4 + i % 4] = v;
+            total += v;
+        }
+        colsum[j] = total;
+    }
+}
