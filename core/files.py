@@ -23,6 +23,12 @@ from core.errors import DataError, OutputError
 STDOUT = "-"  # as an output path: standard output
 
 
+def cache_home() -> Path:
+    """Where tt keeps what it can make again (corpora, the compiled decoder step): $XDG_CACHE_HOME/tt, else
+    ~/.cache/tt. $TT_CACHE, where a cache honours it, is read by its owner."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tt"
+
+
 def check_output(path: str | Path) -> Path:
     """The file to write for `path`, checked: OutputError if it cannot be written.
 

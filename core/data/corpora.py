@@ -19,6 +19,7 @@ from itertools import zip_longest
 from pathlib import Path
 
 from core.errors import DownloadError
+from core.files import cache_home
 
 
 def error_reason(exc: BaseException) -> str:
@@ -306,8 +307,7 @@ def default_cache_dir() -> Path:
     """$TT_CACHE, else $XDG_CACHE_HOME/tt/data, else ~/.cache/tt/data."""
     if os.environ.get("TT_CACHE"):
         return Path(os.environ["TT_CACHE"]).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "tt" / "data"
+    return cache_home() / "data"
 
 
 def source(name: str) -> Source:

@@ -233,9 +233,9 @@ class FusedStep:
             raise ValueError(f"target reaches {offset + 1} pieces; this model takes at most {cfg.max_len}")
         beams = state.beams
         one_sentence = n == 1 if beams is None else n == group  # its one row, or its beams
-        if one_sentence:
+        if one_sentence and n <= native.MAX_ROWS and tgt.is_contiguous():
             bound = self._bound(state, enc)
-            if bound is not None and n <= native.MAX_ROWS and tgt.is_contiguous():
+            if bound is not None:
                 logits = torch.empty(n, cfg.vocab_size)
                 if bound(tgt, offset, logits, beams):
                     grown = 1 if beams is None else beams.k
@@ -267,19 +267,17 @@ class FusedStep:
         weights = self._native_weights() if native.enabled() else None
         if weights is None or not bool(enc.src_mask.all()):
             return None
-        if not native.Bound.fits(state.self_attn, state.cross_attn):
+        if not native.Bound.fits(state.self_attn, state.cross_attn, state.beams):
             return None
         per_step = 1 if state.beams is None else state.beams.k
         if any(cache.length != state.length * per_step for cache in state.self_attn):
             return None
-        if state.beams is not None and not _ancestry_fits(state.beams.ancestry):
-            return None
-        bound = native.Bound(weights[0], weights[1], weights[2], state.self_attn, state.cross_attn)
+        bound = native.Bound(*weights, state.self_attn, state.cross_attn)
         state.native = (self, bound)
         return bound
 
     def _native_weights(self) -> tuple | None:
-        """(the library, `native.Weights`, the model's dimensions), made once; None where the C step cannot run."""
+        """(`native.Weights`, the model's dimensions), made once; None where the C step cannot run."""
         if self._native is None:
             with self._native_lock:
                 if self._native is None:
@@ -318,7 +316,7 @@ class FusedStep:
             eps=float(self.layers[0].norms[0][3]),
             emb_scale=float(self.tgt_scale),
         )
-        return (lib, weights, dims)
+        return (weights, dims)
 
     def _self_attention(self, state: DecoderState, n: int, group: int) -> Callable[[int, torch.Tensor], torch.Tensor]:
         """This step's self-attention, chosen once for all layers: (layer i, its qkv (N, 3d)) -> the heads (N, d)
@@ -414,11 +412,6 @@ class FusedStep:
     def _residual(self, x: torch.Tensor, sub: torch.Tensor, norm: tuple) -> torch.Tensor:
         y = x + sub
         return y if self.pre else torch.layer_norm(y, *norm)
-
-
-def _ancestry_fits(ancestry: torch.Tensor) -> bool:
-    """Whether step.c can read and write beam slots' ancestry rows: fp32 on the CPU, each row contiguous."""
-    return ancestry.dtype == torch.float32 and ancestry.device.type == "cpu" and ancestry.stride(1) == 1
 
 
 def _norm_args(norm: nn.Module) -> tuple | None:

@@ -17,10 +17,12 @@ import hashlib
 import os
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 import torch
+
+from core.errors import OutputError
+from core.files import atomic_path, cache_home
 
 SOURCE = Path(__file__).with_name("step.c")
 # -fassociative-math lets the compiler vectorize the attention's dot products (sums in another order, as any
@@ -35,7 +37,7 @@ def cache_dir() -> Path:
     """$TT_CACHE/native, else $XDG_CACHE_HOME/tt/native, else ~/.cache/tt/native."""
     if os.environ.get("TT_CACHE"):
         return Path(os.environ["TT_CACHE"]) / "native"
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tt" / "native"
+    return cache_home() / "native"
 
 
 def _isa_flags() -> list[str]:
@@ -72,17 +74,13 @@ def _library(compiler: str, flags: tuple[str, ...]) -> ctypes.CDLL | None:
     if not path.is_file():
         try:
             directory.mkdir(parents=True, exist_ok=True)
-            # Compiled under a temporary name in the same directory, then renamed onto a regular file's name: a
-            # second process compiling at the same time replaces it with the same library.
-            fd, tmp = tempfile.mkstemp(prefix=".step-", suffix=".so", dir=directory)
-            os.close(fd)
-            try:
-                subprocess.run([compiler, *flags, str(SOURCE), "-o", tmp], capture_output=True, timeout=120, check=True)
-                os.replace(tmp, path)
-            finally:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
-        except (OSError, subprocess.SubprocessError) as e:
+            # Compiled under a temporary name beside it, then renamed: a second process compiling at the same time
+            # replaces it with the same library.
+            with atomic_path(path) as tmp:
+                subprocess.run(
+                    [compiler, *flags, str(SOURCE), "-o", str(tmp)], capture_output=True, timeout=120, check=True
+                )
+        except (OSError, OutputError, subprocess.SubprocessError) as e:
             detail = getattr(e, "stderr", b"") or b""
             _WHY_NOT.append(f"{compiler} failed on {SOURCE.name}: {e} {detail.decode(errors='replace')[:300]}".strip())
             return None
@@ -167,16 +165,12 @@ class _Step(ctypes.Structure):
     ]
 
 
-def _ptr(t: torch.Tensor | None) -> int | None:
-    return None if t is None else t.data_ptr()
-
-
 class Weights:
     """The tensors step.c reads for one model, as ctypes structures: each product's Wᵀ (in × out, contiguous fp32, or
     int8 with its scales per output), made once per FusedStep; `bind` adds one sentence's caches."""
 
     def __init__(self, products: dict[str, list], generator, norms: list, final: tuple | None, tables: tuple) -> None:
-        self.lib = library()  # packs the int8 weights
+        self.lib = library()  # runs the step; packs the int8 weights
         self.keep: list[torch.Tensor] = []  # every tensor a pointer below points into
         self.layers = []
         for i in range(len(norms)):
@@ -232,8 +226,9 @@ class Bound:
     (h, capacity, d_k) buffers it writes into, the memory's keys and values), with its own scratch memory, so two
     sentences decode in two threads at once."""
 
-    def __init__(self, lib: ctypes.CDLL, weights: Weights, dims: dict, self_caches: list, cross_caches: list) -> None:
-        self.lib, self.weights = lib, weights  # the weights outlive every pointer to them
+    def __init__(self, weights: Weights, dims: dict, self_caches: list, cross_caches: list) -> None:
+        lib = self.lib = weights.lib
+        self.weights = weights  # the weights outlive every pointer to them
         self.self_k = [cache._k for cache in self_caches]  # what the binding holds; a step checks it still stands
         self.cross_k = [cache._k for cache in cross_caches]
         capacity, src_len = self_caches[0]._k.size(2), cross_caches[0]._k.size(2)
@@ -253,8 +248,14 @@ class Bound:
         self.pointer = ctypes.byref(step)
 
     @staticmethod
-    def fits(self_caches: list, cross_caches: list) -> bool:
-        """Whether step.c can read these caches: one sentence, each buffer contiguous (h, T, d_k) fp32."""
+    def fits(self_caches: list, cross_caches: list, beams=None) -> bool:
+        """Whether step.c can read these caches (one sentence, each buffer contiguous (h, T, d_k) fp32) and write
+        `beams`' ancestry rows (BeamSlots: fp32, each row contiguous)."""
+        ancestry = None if beams is None else beams.ancestry
+        if ancestry is not None and not (
+            ancestry.dtype == torch.float32 and ancestry.device.type == "cpu" and ancestry.stride(1) == 1
+        ):
+            return False
         return all(
             c._k.dim() == 4
             and c._k.size(0) == 1

@@ -233,8 +233,15 @@ static void sums_one(const Product *p, const uint8_t *q, int j, int32_t *sum) {
     *sum = acc;
 }
 
-/* outputs j0 … j0 + n of an int8 = 2 product: the int32 sums, then back to fp32 as fbgemm does; rs > 0: a row of
-   several, multiplied by its scale after (int8_rows: bias + y · scale) */
+/* Output o of an int8 = 2 product from its int32 sum, back to fp32 as fbgemm does; rs > 0: a row of several,
+   multiplied by its scale after (int8_rows: bias + y · scale) */
+static inline float from_sum(const Product *p, int32_t sum, int o, float xs, int32_t zp, float rs) {
+    float v = (float)(sum - zp * p->colsum[o]) * (xs * p->scale[o]);
+    float b = p->bias ? p->bias[o] : 0.0f;
+    return (rs > 0.0f ? b + v * rs : v + b) * p->factor;
+}
+
+/* outputs j0 … j0 + n of an int8 = 2 product, one row */
 static void tile_q8(const Product *p, const uint8_t *q, float xs, int32_t zp, float rs, int j0, int n, float *y) {
     int32_t sums[TILE];
     int j = 0;
@@ -246,11 +253,7 @@ static void tile_q8(const Product *p, const uint8_t *q, float xs, int32_t zp, fl
     for (; j + VL <= n; j += VL) sums_q8(p, q, j0 + j, 1, sums + j);
 #endif
     for (; j < n; j++) sums_one(p, q, j0 + j, sums + j);
-    for (j = 0; j < n; j++) {
-        float v = (float)(sums[j] - zp * p->colsum[j0 + j]) * (xs * p->scale[j0 + j]);
-        float b = p->bias ? p->bias[j0 + j] : 0.0f;
-        y[j] = (rs > 0.0f ? b + v * rs : v + b) * p->factor;
-    }
+    for (j = 0; j < n; j++) y[j] = from_sum(p, sums[j], j0 + j, xs, zp, rs);
 }
 
 /* Several rows: RB rows × HALF outputs a block, each weight vector loaded once for all the rows (4 rows × 4 vectors
@@ -334,7 +337,7 @@ static inline __attribute__((always_inline)) void block_rows_q8(const Product *p
         for (int a = 0; a < NACC / 2; a++) istore(sums + r * HALF + a * VL, acc[r][a]);
 }
 
-/* Every row of a whole block [j0, j0 + TILE) of an int8 = 2 product, back to fp32 as tile_q8 does */
+/* Every row of a whole block [j0, j0 + TILE) of an int8 = 2 product */
 static void tile_rows_q8(const Product *p, const uint8_t *q, int rows, float xs, int32_t zp, const float *rs, int j0,
                          float *y) {
     int32_t sums[RB * HALF];
@@ -353,12 +356,8 @@ static void tile_rows_q8(const Product *p, const uint8_t *q, int rows, float xs,
 #endif
             }
             for (int r = 0; r < rb; r++)
-                for (int j = 0; j < HALF; j++) {
-                    const int o = j1 + j;
-                    float v = (float)(sums[r * HALF + j] - zp * p->colsum[o]) * (xs * p->scale[o]);
-                    float b = p->bias ? p->bias[o] : 0.0f;
-                    y[(r0 + r) * p->out + o] = (b + v * rs[r0 + r]) * p->factor;
-                }
+                for (int j = 0; j < HALF; j++)
+                    y[(r0 + r) * p->out + j1 + j] = from_sum(p, sums[r * HALF + j], j1 + j, xs, zp, rs[r0 + r]);
         }
 }
 #endif
