@@ -27,6 +27,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from core.model import native
+
 MODES = ("int8", "bf16")
 # A product smaller than this many multiply-adds (rows × in × out) stays on torch's F.linear:
 # oneDNN's per-call overhead outweighs its faster kernel there (bench/README.md: at 1 thread the
@@ -185,13 +187,30 @@ def int8_rows(x: torch.Tensor, params, unbiased, bias: torch.Tensor | None) -> t
     with one range a call, +0.06 and −0.09 with a range per row). So rows > 1 are first divided by their largest
     |value| (each row then spans about [−1, 1]), multiplied back after the product, and the bias added then: five
     small operations more. One row is already its own range.
-    fbgemm's reduced range (7-bit activations, `REDUCE_RANGE`) stays."""
+    fbgemm's reduced range (7-bit activations, `REDUCE_RANGE`) stays. Where core/model/native is built the layers
+    compute this in C instead (`c_rows`): the same numbers in one call; this stays the path without it."""
     if x.size(0) == 1:
         return torch.ops.quantized.linear_dynamic(x, params, REDUCE_RANGE)
     # abs + amax: 17× faster than vector_norm(x, inf) here (128 × 2048 rows, 1 thread: 40 against 690 µs)
     scale = x.abs().amax(1, keepdim=True).clamp_min_(_TINY)  # (N, 1)
     y = torch.ops.quantized.linear_dynamic(x / scale, unbiased, REDUCE_RANGE)
     return y.mul_(scale) if bias is None else torch.addcmul(bias, y, scale)
+
+
+def c_rows(int_repr: torch.Tensor, scales: torch.Tensor, bias: torch.Tensor | None) -> native.Rows | bool:
+    """The product `int8_rows` computes, through core/model/native's C (`native.Rows`: the same numbers, one pass
+    around the sums where int8_rows makes five torch operations around fbgemm's call), or False where there is no
+    library (TT_NATIVE=0, no compiler). int_repr: W's int8 values (out, in); scales: fp32 per output row."""
+    if native.library() is None:
+        return False
+    return native.Rows(int_repr, scales, bias)
+
+
+def c_takes(c: native.Rows | bool | None, rows: int) -> bool:
+    """Whether `c` (`c_rows`'s) computes these rows: not under TT_NATIVE=0 (read each call: tests and benches switch
+    it), to fbgemm's 7 bits only (REDUCE_RANGE; the 8-bit ablation stays on fbgemm), and many rows only where measured
+    faster (`native.Rows.takes`)."""
+    return bool(c) and native.enabled() and REDUCE_RANGE and c.takes(rows)
 
 
 # A few rows through a small int8 weight: fbgemm's dynamic product costs ~20 µs a call on an Intel Xeon however
@@ -289,9 +308,9 @@ def dequantized_t(weight: torch.Tensor) -> torch.Tensor:
 class Int8Linear(nn.Module):
     """An nn.Linear for inference on int8 weights, one scale per output row and zero points of 0 (what
     `fast_model(model, "int8")` makes of each Linear layer): its input rows are quantized one by one
-    (`int8_rows`); up to SMALL_ROWS rows through a small weight multiply its int8 values in fp32 (`dequantized_t`), and
-    on a CPU with AMX MANY_ROWS rows or more multiply them in bf16 (`ManyRowsBf16`).
-    `weight()` and `bias()` read as torch.ao's dynamic Linear's do."""
+    (`int8_rows`, computed in C where core/model/native is built: `c_rows`); up to SMALL_ROWS rows through a small
+    weight multiply its int8 values in fp32 (`dequantized_t`), and on a CPU with AMX MANY_ROWS rows or more multiply
+    them in bf16 (`ManyRowsBf16`). `weight()` and `bias()` read as torch.ao's dynamic Linear's do."""
 
     def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None, *, small: bool = True) -> None:
         super().__init__()
@@ -314,6 +333,8 @@ class Int8Linear(nn.Module):
         # Many rows on AMX in bf16 (`MANY_ROWS`), made on the first such call.
         self.many = small and many_rows_bf16()
         self._many: ManyRowsBf16 | None = None
+        # core/model/native's product of any number of rows (`c_rows`), made on the first call that has the library.
+        self._c: native.Rows | None = None
 
     def weight(self) -> torch.Tensor:
         return self._weight
@@ -335,6 +356,10 @@ class Int8Linear(nn.Module):
             if self._many is None:
                 self._many = ManyRowsBf16(self._weight.int_repr(), int8_scales(self._weight)[0], self._bias)
             return self._many(flat).view(*x.shape[:-1], -1)
+        if self._c is None:
+            self._c = c_rows(self._weight.int_repr(), int8_scales(self._weight)[0].float(), self._bias) or None
+        if c_takes(self._c, flat.size(0)):
+            return self._c(flat).view(*x.shape[:-1], -1)
         return int8_rows(flat.contiguous(), *self.packed).view(*x.shape[:-1], -1)
 
     def extra_repr(self) -> str:
@@ -472,6 +497,7 @@ class Int8Product:
         self.packed = Int8Linear(weight, bias, small=False).packed  # the stacked layer's, prepacked once
         # The int8 values, their scales per output row and the bias, as core/model/native's one-row step reads them.
         self.int8 = (int_repr, row_scales.float(), bias)
+        self.c: native.Rows | None = None  # `c_rows`, made on the first call that has the library (`c_product`)
         # Few rows in fp32 where every stacked layer takes them so (`takes_small_rows`), as the layers decide.
         small = all(takes_small_rows(linear.weight()) for linear, _ in parts)
         self.small = Product(dequantized_t(weight).t(), bias, packed=False) if small else None
@@ -492,7 +518,15 @@ class Int8Product:
             return self.small(x)  # (N, out)
         if self.many is not None and rows >= MANY_ROWS:
             return self.many(x)  # (N, out)
+        if c_takes(self.c_product(), rows):
+            return self.c(x)  # (N, out)
         return int8_rows(x, *self.packed)  # (N, out)
+
+    def c_product(self) -> native.Rows | bool:
+        """`c_rows` of this product, made once (the C step reads its packed weights too)."""
+        if self.c is None:
+            self.c = c_rows(*self.int8) or None
+        return self.c or False
 
 
 def stacked_product(parts: list[tuple[nn.Module, float]], kind: str) -> Product | Int8Product:

@@ -292,9 +292,10 @@ class FusedStep:
 
         def spec(p) -> tuple:
             # An int8 product as the torch step computes one row of it: the int8 values times the row in fp32 where
-            # it takes few rows so (`Int8Product.small`), else the row quantized as fbgemm does.
+            # it takes few rows so (`Int8Product.small`), else the row quantized as fbgemm does — the product's own
+            # C product (`Int8Product.c_product`), its packed weights shared.
             if self.kind == "int8":
-                return ("int8" if p.small is not None else "int8-rows", *p.int8)
+                return ("int8", *p.int8) if p.small is not None else ("rows", p.c_product())
             return ("fp32", p.weight_t, p.bias)
 
         if self.kind == "int8" and not fast.REDUCE_RANGE:

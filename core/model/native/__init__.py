@@ -1,12 +1,15 @@
-"""One sentence's decoder step in C (step.c), compiled on first use on the machine that runs it.
+"""One sentence's decoder step in C (step.c), and a batch's int8 products, compiled on first use on the machine that
+runs it.
 
 At batch 1 (`tt translate "…"`, the REPL, a server at low load) torch issues a step as ~100 operations at ~1 µs of
 dispatch each around products that read each weight once: CTranslate2 runs the whole step in C++ (bench/README.md,
 *Where the time goes at batch 1*). step.c computes FusedStep's function for one sentence — one row, or its beams in
-their slots (up to MAX_ROWS) — in one call. It is compiled with the system's C compiler (`$CC`, else `cc`) for this
-CPU (`-march=native`; without AVX-512 where ATEN_CPU_CAPABILITY asks torch for AVX2 or less) into tt's cache
-directory, once: ~1 s on the first command, then a cached library. Where no compiler works, or TT_NATIVE=0,
-`library()` is None and decoding takes torch's path: the same function up to rounding.
+their slots (up to MAX_ROWS) — in one call. In batches, each int8 product (`Rows`) is step.c's too: the rows
+quantized as torch hands them to fbgemm, the quantization vectorized and the sums in register blocks of rows.
+It is compiled with the system's C compiler (`$CC`, else `cc`) for this CPU (`-march=native`; without AVX-512
+where ATEN_CPU_CAPABILITY asks torch for AVX2 or less) into tt's cache directory, once: ~1 s on the first command,
+then a cached library. Where no compiler works, or TT_NATIVE=0, `library()` is None and decoding takes torch's
+path: the same function up to rounding.
 """
 
 from __future__ import annotations
@@ -93,10 +96,13 @@ def _library(compiler: str, flags: tuple[str, ...]) -> ctypes.CDLL | None:
     lib.tt_step.argtypes += [ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p]
     lib.tt_step.restype = ctypes.c_int32
     lib.tt_max_rows.restype = ctypes.c_int32
+    lib.tt_many_rows.restype = ctypes.c_int32
     lib.tt_pack_int8.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32, ctypes.c_void_p]
     lib.tt_pack_int8.argtypes += [ctypes.c_void_p]
     lib.tt_product.argtypes = [ctypes.POINTER(_Product), ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p]
-    lib.tt_product.argtypes += [ctypes.c_void_p]
+    lib.tt_product.argtypes += [ctypes.c_void_p, ctypes.c_int32]
+    lib.tt_product_floats.argtypes = [ctypes.c_int32] * 3
+    lib.tt_product_floats.restype = ctypes.c_int64
     if lib.tt_max_rows() != MAX_ROWS:
         _WHY_NOT.append(f"{path} takes {lib.tt_max_rows()} rows, not {MAX_ROWS}: a library of another version")
         return None
@@ -171,7 +177,7 @@ class Weights:
 
     def __init__(self, products: dict[str, list], generator, norms: list, final: tuple | None, tables: tuple) -> None:
         self.lib = library()  # runs the step; packs the int8 weights
-        self.keep: list[torch.Tensor] = []  # every tensor a pointer below points into
+        self.keep: list = []  # every tensor (or Rows) a pointer below points into
         self.layers = []
         for i in range(len(norms)):
             layer = _Layer(**{name: self._product(specs[i]) for name, specs in products.items()})
@@ -191,7 +197,11 @@ class Weights:
 
     def _product(self, spec: tuple) -> _Product:
         """spec: ("fp32", Wᵀ (in, out), bias); ("int8", W's int8 values (out, in), scales (out,), bias): the int8
-        values times fp32 inputs; ("int8-rows", the same): times the inputs quantized as fbgemm quantizes one row."""
+        values times fp32 inputs; ("int8-rows", the same): times the inputs quantized as fbgemm quantizes one row;
+        ("rows", a `Rows`): that product, its packed weights shared."""
+        if spec[0] == "rows":
+            self.keep.append(spec[1])  # its tensors outlive the pointers
+            return spec[1].product
         p = _Product()
         if spec[0] == "fp32":
             _, weight_t, bias = spec
@@ -286,9 +296,37 @@ class Bound:
         )
 
 
-def product(spec: tuple, x: torch.Tensor) -> torch.Tensor:
-    """One of step.c's products alone: x (rows, in) fp32 through `spec` (as `Weights` takes it) -> (rows, out). What
-    tests hold to torch's own products; None-free: raises where there is no library."""
+class Rows:
+    """One int8 product through step.c for any number of rows — a batch's products, which torch gives to fbgemm
+    (core/model/fast.py `int8_rows`): x (N, in) fp32 -> (N, out). The rows are quantized as int8_rows quantizes
+    them (one row over its own range; several each divided by its largest |value|, then one range), so the numbers
+    are fbgemm's (within 1e-6); int8_rows's five torch operations around fbgemm's call are one pass here, and the
+    quantization is vectorized (bench/README.md, *A batch's int8 products in C*). More rows than MAX_ROWS only where
+    `takes(rows)` (measured faster than fbgemm: AVX-512 VNNI). `own`: each row over its own range instead (tests)."""
+
+    def __init__(self, int_repr: torch.Tensor, scales: torch.Tensor, bias: torch.Tensor | None) -> None:
+        self.weights = Weights({}, ("int8-rows", int_repr, scales, bias), [], None, (torch.zeros(1, 1),) * 2)
+        self.lib, self.product = self.weights.lib, self.weights.generator
+        self.pointer = ctypes.byref(self.product)
+        self.many = bool(self.lib.tt_many_rows())
+
+    def takes(self, rows: int) -> bool:
+        """Whether `rows` rows are this product's to compute (else fbgemm's)."""
+        return rows <= MAX_ROWS or self.many
+
+    def __call__(self, x: torch.Tensor, own: bool = False) -> torch.Tensor:
+        x = x.float().contiguous()
+        rows, p = x.size(0), self.product
+        y = torch.empty(rows, p.out)
+        scratch = torch.empty(self.lib.tt_product_floats(p.in_, p.in4, rows))
+        self.lib.tt_product(self.pointer, x.data_ptr(), rows, y.data_ptr(), scratch.data_ptr(), own)
+        return y
+
+
+def product(spec: tuple, x: torch.Tensor, own: bool = False) -> torch.Tensor:
+    """One of step.c's products alone: x (rows, in) fp32 through `spec` (as `Weights` takes it) -> (rows, out); `own`:
+    "int8-rows" rows each quantized over its own range. What tests hold to torch's own products; None-free: raises
+    where there is no library."""
     lib = library()
     if lib is None:
         raise RuntimeError(f"no C step here: {why_not()}")
@@ -296,6 +334,6 @@ def product(spec: tuple, x: torch.Tensor) -> torch.Tensor:
     p = weights.generator
     x = x.float().contiguous()
     y = torch.empty(x.size(0), p.out)
-    scratch = torch.empty(x.numel() + x.size(0) + (x.size(0) * (p.in4 + 4)) // 4 + 16)
-    lib.tt_product(ctypes.byref(p), x.data_ptr(), x.size(0), y.data_ptr(), scratch.data_ptr())
+    scratch = torch.empty(lib.tt_product_floats(p.in_, p.in4, x.size(0)))
+    lib.tt_product(ctypes.byref(p), x.data_ptr(), x.size(0), y.data_ptr(), scratch.data_ptr(), own)
     return y

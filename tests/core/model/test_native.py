@@ -112,14 +112,85 @@ def test_products_equal_torchs(rows, monkeypatch):
     got = native.product(("int8", int_repr, scales, bias), x)
     torch.testing.assert_close(got, torch.addmm(bias, x, dequantized.t()), rtol=1e-5, atol=1e-5)
     got = native.product(("int8-rows", int_repr, scales, bias), x)
-    torch.testing.assert_close(got, int8(x), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(got, fast.int8_rows(x, *int8.packed), rtol=1e-5, atol=1e-5)
+
+
+def _int8_linear(n_in: int, n_out: int, seed: int = 0) -> tuple[fast.Int8Linear, torch.nn.Linear]:
+    torch.manual_seed(seed)
+    linear = torch.nn.Linear(n_in, n_out)
+    return fast.Int8Linear(*_quantized(linear), small=False), linear
+
+
+@pytest.mark.parametrize("rows", [9, 17, 64, 130])
+@pytest.mark.parametrize("shape", [(90, 203), (2048, 256), (36, 40)], ids=lambda s: f"{s[0]}x{s[1]}")
+@torch.inference_mode()
+def test_a_batchs_int8_rows_in_c_are_fbgemms(rows, shape):
+    """A batch's int8 products through step.c (native.Rows: blocks of rows, weights in panels of outputs, a last
+    panel narrower, inputs not a multiple of 4) compute fbgemm's numbers as core/model/fast.py's int8_rows asks for
+    them (each row divided by its largest |value|, one range over all): within fp32's last bits."""
+    layer, _ = _int8_linear(*shape, seed=rows)
+    x = torch.randn(rows, shape[0]) * torch.rand(rows, 1) * 4
+    c = fast.c_rows(layer.weight().int_repr(), fast.int8_scales(layer.weight())[0].float(), layer.bias())
+    torch.testing.assert_close(c(x), fast.int8_rows(x, *layer.packed), rtol=1e-5, atol=1e-5)
+
+
+@torch.inference_mode()
+def test_rows_over_their_own_ranges_are_each_rows_own_product():
+    """`own`: each row quantized over its own range — what fbgemm computes for that row alone."""
+    layer, _ = _int8_linear(90, 203)
+    x = torch.randn(21, 90) * torch.rand(21, 1) * 4
+    c = fast.c_rows(layer.weight().int_repr(), fast.int8_scales(layer.weight())[0].float(), layer.bias())
+    alone = torch.cat([fast.int8_rows(row[None], *layer.packed) for row in x])
+    torch.testing.assert_close(c(x, own=True), alone, rtol=1e-5, atol=1e-5)
+    assert (c(x, own=True) - c(x)).abs().max() > 1e-3  # the two quantizations differ
+
+
+@torch.inference_mode()
+def test_int8_layers_take_the_c_product_unless_tt_native_is_0(monkeypatch):
+    """An int8 layer's batch rows go through step.c's product where the library is built and the CPU was measured to
+    gain (native.Rows.takes); TT_NATIVE=0 keeps them on fbgemm — the same numbers either way."""
+    monkeypatch.setattr(fast, "SMALL_IN_FP32", False)
+    x = torch.randn(64, 90)
+    layer, _ = _int8_linear(90, 203)
+    on = layer(x)
+    assert isinstance(layer._c, native.Rows) and layer._c.takes(8)
+    calls = []
+    monkeypatch.setattr(native.Rows, "__call__", lambda self, x, own=False: calls.append(x.size(0)) or x)
+    layer(x[:5])
+    assert calls == [5]  # a few rows: C on every CPU
+    monkeypatch.setenv("TT_NATIVE", "0")
+    layer(x[:5])  # the same layer, now on fbgemm
+    off, _ = _int8_linear(90, 203)
+    torch.testing.assert_close(on, off(x), rtol=1e-5, atol=1e-5)
+    assert off._c is None and calls == [5]
+
+
+@torch.inference_mode()
+def test_shipped_int8_model_batch_translates_the_same_either_way(monkeypatch):
+    """The shipped model in int8, a batch of sentences (encoder rows, the steps' rows, rows dropped as sentences
+    finish), greedy and beam 4: the same translations with step.c's products and with fbgemm's."""
+    loaded = load_model(None)
+    tok, cfg = loaded.tokenizer, loaded.cfg
+    texts = ["Je suis étudiant.", "Le gouvernement a annoncé hier une réforme du système de santé.", "Où est la gare ?"]
+    texts += ["Il pleut depuis trois jours et les routes sont fermées.", "Merci beaucoup !"] * 3
+    from core.decode.search import pad_batch
+
+    src = pad_batch([tok.encode(t) + [cfg.eos_id] for t in texts], cfg.pad_id)
+    runs = []
+    for flag in ("0", "1"):
+        monkeypatch.setenv("TT_NATIVE", flag)
+        model = fast_model(loaded.model, "int8")
+        runs.append(
+            ([h.tokens for h in greedy(model, src)], [b[0].tokens for b in beam_search(model, src, beam_size=4)])
+        )
+    assert runs[0] == runs[1]
 
 
 def _quantized(linear: torch.nn.Linear) -> tuple:
     """A Linear layer's weight as qint8 with a scale per output row, zero points 0 (what fast_model makes), and bias."""
     scales = linear.weight.detach().abs().amax(1) / 127
     weight = torch.quantize_per_channel(
-        linear.weight.detach(), scales.double(), torch.zeros(203, dtype=torch.long), 0, torch.qint8
+        linear.weight.detach(), scales.double(), torch.zeros(linear.out_features, dtype=torch.long), 0, torch.qint8
     )
     return weight, linear.bias.detach()
 
