@@ -97,6 +97,8 @@ def _library(compiler: str, flags: tuple[str, ...]) -> ctypes.CDLL | None:
     lib.tt_step.restype = ctypes.c_int32
     lib.tt_max_rows.restype = ctypes.c_int32
     lib.tt_many_rows.restype = ctypes.c_int32
+    lib.tt_best.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32, ctypes.c_int64, ctypes.c_void_p]
+    lib.tt_best.argtypes += [ctypes.c_void_p]
     lib.tt_pack_int8.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32, ctypes.c_void_p]
     lib.tt_pack_int8.argtypes += [ctypes.c_void_p]
     lib.tt_product.argtypes = [ctypes.POINTER(_Product), ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p]
@@ -294,6 +296,19 @@ class Bound:
             self.lib.tt_step(self.pointer, tokens.data_ptr(), rows, offset, slots, ancestry, stride, logits.data_ptr())
             == 0
         )
+
+
+def best(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """Greedy's choice in each row of x (N, V) fp32: (first index of the largest value (N,) int64, that value (N,)) —
+    torch.max(x, -1)'s answer in reverse order, ~10× faster at 64 rows of 8,010 (bench/README.md); None where step.c
+    cannot read x (no library, TT_NATIVE=0, not fp32 rows of contiguous values on the CPU)."""
+    lib = library()
+    if lib is None or x.dim() != 2 or x.dtype != torch.float32 or x.device.type != "cpu" or x.stride(1) != 1:
+        return None
+    rows = x.size(0)
+    index, value = torch.empty(rows, dtype=torch.long), torch.empty(rows)
+    lib.tt_best(x.data_ptr(), rows, x.size(1), x.stride(0), index.data_ptr(), value.data_ptr())
+    return index, value
 
 
 class Rows:

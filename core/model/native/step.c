@@ -675,3 +675,36 @@ void tt_pack_int8(const int8_t *w, int32_t out, int32_t in, int32_t in4, int8_t 
         colsum[j] = total;
     }
 }
+
+/* Greedy's choice: for each of `rows` rows of n floats (rows ld apart), the first index of its largest value and
+   that value — what torch.max(x, -1) returns, which torch computes one value at a time (~450 µs for 64 rows of 8,010
+   against ~35 µs for the values alone). Rows split between threads where there are enough. */
+void tt_best(const float *x, int32_t rows, int32_t n, int64_t ld, int64_t *index, float *value) {
+#pragma omp parallel for schedule(static) if ((int64_t)rows * n >= (1 << 17))
+    for (int r = 0; r < rows; r++) {
+        const float *row = x + r * ld;
+        float top = -INFINITY;
+        int i = 0, nan = 0;
+#if defined(__AVX512F__)
+        __m512 vtop = _mm512_set1_ps(-INFINITY);
+        __mmask16 unordered = 0;
+        for (; i + 16 <= n; i += 16) {
+            __m512 v = _mm512_loadu_ps(row + i);
+            unordered |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+            vtop = _mm512_max_ps(vtop, v);
+        }
+        top = _mm512_reduce_max_ps(vtop), nan = unordered != 0;
+#endif
+        for (; i < n; i++) {
+            nan |= isnan(row[i]);
+            top = row[i] > top ? row[i] : top;
+        }
+        int at = 0;
+        if (nan) /* torch.max's answer where a row holds NaN: the first */
+            while (at < n - 1 && !isnan(row[at])) at++;
+        else
+            while (at < n - 1 && !(row[at] == top)) at++;
+        index[r] = at;
+        value[r] = row[at];
+    }
+}

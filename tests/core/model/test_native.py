@@ -337,3 +337,30 @@ def test_aten_cpu_capability_keeps_the_library_within_it(monkeypatch, tmp_path):
         assert len(list((tmp_path / "native").glob("step-*.so"))) == 2
     finally:
         native._library.cache_clear()
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@torch.inference_mode()
+def test_greedys_choice_is_torch_max(threads):
+    """native.best: torch.max(x, -1)'s index and value — the first of tied largest values, rows that are -inf but
+    one, a row with NaN (torch's answer: the first NaN), widths with a tail past the vectors, rows further apart than
+    their width (a slice of a wider table), at one thread and two (rows split)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        torch.manual_seed(3)
+        for width in (1, 7, 16, 203, 8010):
+            x = torch.randn(70, width + 5)[:, :width]  # rows width + 5 apart
+            x[1] = 2.0  # every value tied
+            x[2] = float("-inf")
+            x[2, width // 2] = -1.0
+            x[3, width - 1] = float("nan")
+            if width > 3:
+                x[4, 1] = x[4, 3] = 50.0  # a tie, the first wins
+            index, value = native.best(x)
+            ref_value, ref_index = x.max(-1)
+            assert torch.equal(index, ref_index)
+            torch.testing.assert_close(value, ref_value, equal_nan=True)
+        assert native.best(x.t()) is None  # columns: not rows step.c reads
+    finally:
+        torch.set_num_threads(before)
