@@ -156,18 +156,27 @@ def fast_model(model: nn.Module, mode: str) -> nn.Module:
         return fast.to(torch.bfloat16)
     # Weights to int8 with one scale per output row (a row's largest weight sets its own scale, so one large
     # row does not coarsen the others); activations quantized on the fly, each row with its own range
-    # (`Int8Linear`). The decoding steps run these layers' int8 products fused (core/model/step.py). torch.ao
-    # announces its move to torchao with warnings on every call; the API still works, and stderr is the user's.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
-
-        fast = quantize_dynamic(fast, {nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8)
+    # (`Int8Linear`). The decoding steps run these layers' int8 products fused (core/model/step.py).
     for module in list(fast.modules()):
         for name, child in list(module.named_children()):
-            if type(child).__module__.startswith("torch.ao.nn.quantized.dynamic"):
-                setattr(module, name, Int8Linear(child.weight(), child.bias()))
+            if type(child) is nn.Linear:
+                bias = None if child.bias is None else child.bias.detach()
+                setattr(module, name, Int8Linear(int8_weight(child.weight.detach()), bias))
     return fast
+
+
+def int8_weight(weight: torch.Tensor) -> torch.Tensor:
+    """W (out, in) as qint8 with one scale per output row, zero points 0: what torch.ao's quantize_dynamic makes of it
+    with per_channel_dynamic_qconfig (its observer's rule: scale = max(|min|, |max|) / 127.5, at least fp32's eps,
+    min and max widened to hold 0) — the same int8 values and scales (tests hold them equal), without its module
+    conversion and fbgemm packing, ~0.4 s of every cold int8 command."""
+    w = weight.float()
+    zero = torch.zeros((), dtype=w.dtype)
+    top = torch.maximum(-torch.minimum(w.amin(1), zero), torch.maximum(w.amax(1), zero))
+    scale = torch.clamp_min(top / ((127 - -128) / 2), torch.finfo(torch.float32).eps)
+    with warnings.catch_warnings():  # torch.ao's quantized tensors announce their move to torchao
+        warnings.simplefilter("ignore")
+        return torch.quantize_per_channel(w, scale.double(), torch.zeros(w.size(0), dtype=torch.long), 0, torch.qint8)
 
 
 # A row of activations whose largest |value| is below this is quantized as zeros (no division by zero).
@@ -318,14 +327,7 @@ class Int8Linear(nn.Module):
             raise ValueError("Int8Linear takes qint8 weights with zero points of 0")
         self.in_features, self.out_features = weight.size(1), weight.size(0)
         self._weight, self._bias = weight, None if bias is None else bias.detach()
-        with warnings.catch_warnings():  # torch.ao's quantized tensors announce their move to torchao
-            warnings.simplefilter("ignore")
-            # `int8_rows`'s arguments after x: W and b prepacked, W alone, b
-            self.packed = (
-                torch.ops.quantized.linear_prepack(weight, self._bias),
-                torch.ops.quantized.linear_prepack(weight, None),
-                self._bias,
-            )
+        self._packed: tuple | None = None  # fbgemm's, made on first use (`packed`)
         # The fp32 copy for few rows (`dequantized_t`), made on the first such call: the fused step, which decodes,
         # keeps its own (`Int8Product`), so a model that only decodes never holds this one.
         self.small = small and takes_small_rows(weight)
@@ -335,6 +337,20 @@ class Int8Linear(nn.Module):
         self._many: ManyRowsBf16 | None = None
         # core/model/native's product of any number of rows (`c_rows`), made on the first call that has the library.
         self._c: native.Rows | None = None
+
+    @property
+    def packed(self) -> tuple:
+        """`int8_rows`'s arguments after x: W and b prepacked for fbgemm, W alone, b — made on the first call that
+        needs fbgemm (where core/model/native computes the products, never: ~3 ms a layer of every cold command)."""
+        if self._packed is None:
+            with warnings.catch_warnings():  # torch.ao's quantized tensors announce their move to torchao
+                warnings.simplefilter("ignore")
+                self._packed = (
+                    torch.ops.quantized.linear_prepack(self._weight, self._bias),
+                    torch.ops.quantized.linear_prepack(self._weight, None),
+                    self._bias,
+                )
+        return self._packed
 
     def weight(self) -> torch.Tensor:
         return self._weight
@@ -494,7 +510,7 @@ class Int8Product:
             weight = torch._make_per_channel_quantized_tensor(
                 int_repr, row_scales, torch.zeros_like(row_scales, dtype=torch.long), 0
             )
-        self.packed = Int8Linear(weight, bias, small=False).packed  # the stacked layer's, prepacked once
+        self._stacked = Int8Linear(weight, bias, small=False)  # the stacked layer: fbgemm's packing on first use
         # The int8 values, their scales per output row and the bias, as core/model/native's one-row step reads them.
         self.int8 = (int_repr, row_scales.float(), bias)
         self.c: native.Rows | None = None  # `c_rows`, made on the first call that has the library (`c_product`)
@@ -521,6 +537,11 @@ class Int8Product:
         if c_takes(self.c_product(), rows):
             return self.c(x)  # (N, out)
         return int8_rows(x, *self.packed)  # (N, out)
+
+    @property
+    def packed(self) -> tuple:
+        """`int8_rows`'s arguments for the stacked layer (fbgemm's packing, made on first use)."""
+        return self._stacked.packed
 
     def c_product(self) -> native.Rows | bool:
         """`c_rows` of this product, made once (the C step reads its packed weights too)."""

@@ -270,3 +270,34 @@ def test_few_rows_in_fp32_follow_the_cpu_unless_set(monkeypatch):
     for forced in (False, True):
         monkeypatch.setattr(fast, "SMALL_IN_FP32", forced)
         assert fast.small_in_fp32() is forced
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # torch.ao announcing its move to torchao
+@torch.inference_mode()
+def test_int8_weights_are_torch_aos_own(shipped):
+    """fast_model quantizes each Linear layer's weight itself (core/model/fast.py int8_weight), not through torch.ao's
+    quantize_dynamic (~0.4 s of module conversion and fbgemm packing on every cold int8 command): the same int8
+    values and scales as quantize_dynamic with per_channel_dynamic_qconfig, on every layer of the shipped model and
+    on rows with a zero row, a one-signed row and a tiny row (the observer widens min and max to hold 0, and keeps
+    the scale at least fp32's eps)."""
+    from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
+
+    from core.model.fast import Int8Linear, int8_weight
+
+    linear = torch.nn.Linear(64, 6)
+    with torch.no_grad():
+        linear.weight[0] = 0.0
+        linear.weight[1] = linear.weight[1].abs()
+        linear.weight[2] = -linear.weight[2].abs()
+        linear.weight[3] *= 1e-9
+    layers = [linear] + [m for m in shipped.model.modules() if type(m) is torch.nn.Linear]
+    for layer in layers:
+        ref = quantize_dynamic(torch.nn.Sequential(layer), {torch.nn.Linear: per_channel_dynamic_qconfig})[0].weight()
+        got = int8_weight(layer.weight.detach())
+        assert torch.equal(got.int_repr(), ref.int_repr())
+        assert torch.equal(got.q_per_channel_scales(), ref.q_per_channel_scales())
+        assert torch.equal(got.q_per_channel_zero_points(), ref.q_per_channel_zero_points())
+    int8 = fast_model(shipped.model, "int8")
+    assert sum(isinstance(m, Int8Linear) for m in int8.modules()) == len(layers) - 1
+    assert not any(type(m) is torch.nn.Linear for m in int8.modules())
+    assert all(m._packed is None for m in int8.modules() if isinstance(m, Int8Linear))  # fbgemm's: on first use
