@@ -27,6 +27,7 @@ from core.decode.search import (
     next_logprobs,
     output_limits,
 )
+from core.model import native
 from core.model.step import fused_step
 from core.model.transformer import DecoderState, Encoded, Transformer
 
@@ -220,6 +221,9 @@ def _row_top(lp: torch.Tensor, w: int) -> tuple[torch.Tensor, torch.Tensor]:
     per block and a top-k over the w·CHUNK values of those blocks stand in for a top-k over the whole row:
     on the CPU a top-k costs per element what a max does many times over (bench/README.md)."""
     r, v = lp.shape
+    found = native.row_top(lp, w)  # in C where core/model/native is built: one pass over each row
+    if found is not None:
+        return found
     if v % CHUNK or v < 64 * w:  # small or ragged vocabularies: one top-k
         return lp.topk(w, dim=-1)
     blocks = lp.view(r, v // CHUNK, CHUNK)

@@ -708,3 +708,54 @@ void tt_best(const float *x, int32_t rows, int32_t n, int64_t ld, int64_t *index
         value[r] = row[at];
     }
 }
+
+/* Beam search's best pieces of each beam: the w largest values of each of `rows` rows of n floats (rows ld apart),
+   best first, and their columns; among equal values the lower column first. torch.topk over a row of 8,010 takes
+   ~25 µs; this reads the row once, comparing 16 values at a time with the w-th best so far. Returns -1 (nothing
+   usable) where a row holds NaN (the caller asks torch), else 0. */
+static int32_t row_top_one(const float *row, int32_t n, int32_t w, float *tv, int64_t *ti) {
+    int count = 0, status = 0;
+#define TT_INSERT(j)                                                                                                 \
+    do {                                                                                                              \
+        const float v_ = row[j];                                                                                      \
+        if (isnan(v_)) {                                                                                              \
+            status = -1;                                                                                              \
+            break;                                                                                                    \
+        }                                                                                                             \
+        if (count == w && !(v_ > tv[w - 1])) break;                                                                   \
+        int at_ = count < w ? count++ : w - 1;                                                                        \
+        while (at_ > 0 && v_ > tv[at_ - 1]) {                                                                         \
+            tv[at_] = tv[at_ - 1], ti[at_] = ti[at_ - 1];                                                             \
+            at_--;                                                                                                    \
+        }                                                                                                             \
+        tv[at_] = v_, ti[at_] = (j);                                                                                  \
+    } while (0)
+    int j = 0;
+    for (; j < w && status == 0; j++) TT_INSERT(j);
+#if defined(__AVX512F__)
+    for (; j + 16 <= n && status == 0; j += 16) {
+        const __m512 v = _mm512_loadu_ps(row + j);
+        __mmask16 hits = _mm512_cmp_ps_mask(v, _mm512_set1_ps(tv[w - 1]), _CMP_NLE_UQ); /* > or NaN */
+        while (hits && status == 0) {
+            const int b = __builtin_ctz(hits);
+            hits &= hits - 1;
+            TT_INSERT(j + b);
+        }
+    }
+#endif
+    for (; j < n && status == 0; j++) TT_INSERT(j);
+#undef TT_INSERT
+    return status;
+}
+
+int32_t tt_row_top(const float *x, int32_t rows, int32_t n, int64_t ld, int32_t w, float *values, int64_t *index) {
+    if (w < 1 || w > n) return -1;
+    int32_t status = 0;
+#pragma omp parallel for schedule(static) if ((int64_t)rows * n >= (1 << 17))
+    for (int r = 0; r < rows; r++)
+        if (row_top_one(x + r * ld, n, w, values + (int64_t)r * w, index + (int64_t)r * w) != 0) {
+#pragma omp atomic write
+            status = -1;
+        }
+    return status;
+}

@@ -364,3 +364,27 @@ def test_greedys_choice_is_torch_max(threads):
         assert native.best(x.t()) is None  # columns: not rows step.c reads
     finally:
         torch.set_num_threads(before)
+
+
+@torch.inference_mode()
+def test_a_beams_best_pieces_are_torch_topks():
+    """native.row_top: torch.topk(x, w)'s values and columns, best first — widths with a tail past the vectors, w from
+    1 to the row's width, rows further apart than their width, a row mostly -inf; equal values: the lower column
+    first (torch does not promise an order there); a row with NaN: None (torch's answer is asked instead)."""
+    torch.manual_seed(5)
+    for width in (1, 9, 16, 203, 8010):
+        x = torch.randn(6, width + 3)[:, :width]
+        x[2] = float("-inf")
+        x[2, width // 2] = 0.5
+        for w in sorted({1, min(4, width), min(8, width), width}):
+            values, index = native.row_top(x, w)
+            ref_values, ref_index = x.topk(w, dim=-1)
+            torch.testing.assert_close(values, ref_values)
+            unique = (values[:, :, None] == values[:, None, :]).sum(-1) == 1  # torch orders ties its own way
+            assert torch.equal(index[unique], ref_index[unique])
+            assert torch.equal(x.gather(1, index), values)
+    ties = torch.tensor([[1.0, 3.0, 2.0, 3.0, 3.0, 0.0]])
+    assert native.row_top(ties, 3)[1].tolist() == [[1, 3, 4]]
+    assert native.row_top(ties, 4)[1].tolist() == [[1, 3, 4, 2]]
+    ties[0, 5] = float("nan")
+    assert native.row_top(ties, 2) is None
