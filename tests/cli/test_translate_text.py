@@ -118,10 +118,11 @@ def test_accents_are_given_back_to_a_line_typed_without_them_unless_no_accents()
 
 
 def test_an_inline_element_keeps_its_closing_tag():
-    # (the model of 2026-11-27 23:00 drops "maintenant" after the element in the tu-form, "Clique sur …": a word
-    # the model leaves out, not the pipeline; README's table shows such drops)
-    out = ok("Cliquez sur <b>Envoyer</b> maintenant.").stdout
-    assert re.search(r"<b>\w[^<]*</b> now\.$", out.strip()), out  # the element, its words inside, the end after it
+    # (models leave a short word after the element out now and then — the model of 2026-11-27 23:00 "maintenant" in
+    # the tu-form, session 45's in "Cliquez sur <b>Envoyer</b> maintenant.": the model, not the pipeline; README's
+    # table shows such drops. A longer end after the element here.)
+    out = ok("Cliquez sur <b>Envoyer</b> pour continuer.").stdout
+    assert re.search(r"<b>\w[^<]*</b> to continue\.$", out.strip()), out  # the element, its words, the end after it
 
 
 # ------------------------------------------------------------------------------------- glossary
@@ -174,7 +175,7 @@ def test_a_bad_glossary_is_one_line_with_file_and_line_and_nothing_written(tmp_p
 
 # ------------------------------------------------------------------------------------- confidence
 def test_flag_below_names_the_low_confidence_lines_on_stderr():
-    lines = "Je suis étudiant.\n\nXzqv brlm tkkp wrrz fnnq ?\n"
+    lines = "Je suis étudiant.\n\nQwpx zzkt vvrn hjjk ?\n"  # nonsense: 0.46 with session 45's model
     flagged = ok("--flag-below", "0.6", input=lines)
     assert len(flagged.stdout.split("\n")) == 4  # stdout is untouched: one line per line
     named = re.findall(r"tt: low confidence: line (\d+): (0\.\d\d) < 0.6: ", flagged.stderr)
