@@ -206,20 +206,20 @@ def int8_rows(x: torch.Tensor, params, unbiased, bias: torch.Tensor | None) -> t
     return y.mul_(scale) if bias is None else torch.addcmul(bias, y, scale)
 
 
-def c_rows(int_repr: torch.Tensor, scales: torch.Tensor, bias: torch.Tensor | None) -> native.Rows | bool:
+def c_rows(int_repr: torch.Tensor, scales: torch.Tensor, bias: torch.Tensor | None) -> native.Rows | None:
     """The product `int8_rows` computes, through core/model/native's C (`native.Rows`: the same numbers, one pass
-    around the sums where int8_rows makes five torch operations around fbgemm's call), or False where there is no
+    around the sums where int8_rows makes five torch operations around fbgemm's call), or None where there is no
     library (TT_NATIVE=0, no compiler). int_repr: W's int8 values (out, in); scales: fp32 per output row."""
     if native.library() is None:
-        return False
-    return native.Rows(int_repr, scales, bias)
+        return None
+    return native.Rows(("int8-rows", int_repr, scales, bias))
 
 
-def c_takes(c: native.Rows | bool | None, rows: int) -> bool:
+def c_takes(c: native.Rows | None, rows: int) -> bool:
     """Whether `c` (`c_rows`'s) computes these rows: not under TT_NATIVE=0 (read each call: tests and benches switch
     it), to fbgemm's 7 bits only (REDUCE_RANGE; the 8-bit ablation stays on fbgemm), and many rows only where measured
     faster (`native.Rows.takes`)."""
-    return bool(c) and native.enabled() and REDUCE_RANGE and c.takes(rows)
+    return c is not None and native.enabled() and REDUCE_RANGE and c.takes(rows)
 
 
 # A few rows through a small int8 weight: fbgemm's dynamic product costs ~20 µs a call on an Intel Xeon however
@@ -372,11 +372,16 @@ class Int8Linear(nn.Module):
             if self._many is None:
                 self._many = ManyRowsBf16(self._weight.int_repr(), int8_scales(self._weight)[0], self._bias)
             return self._many(flat).view(*x.shape[:-1], -1)
-        if self._c is None:
-            self._c = c_rows(self._weight.int_repr(), int8_scales(self._weight)[0].float(), self._bias) or None
-        if c_takes(self._c, flat.size(0)):
-            return self._c(flat).view(*x.shape[:-1], -1)
+        c = self.c_product()
+        if c_takes(c, flat.size(0)):
+            return c(flat).view(*x.shape[:-1], -1)
         return int8_rows(flat.contiguous(), *self.packed).view(*x.shape[:-1], -1)
+
+    def c_product(self) -> native.Rows | None:
+        """`c_rows` of this layer, made on the first call that has the library."""
+        if self._c is None:
+            self._c = c_rows(self._weight.int_repr(), int8_scales(self._weight)[0].float(), self._bias)
+        return self._c
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self._bias is not None}, int8"
@@ -510,10 +515,9 @@ class Int8Product:
             weight = torch._make_per_channel_quantized_tensor(
                 int_repr, row_scales, torch.zeros_like(row_scales, dtype=torch.long), 0
             )
-        self._stacked = Int8Linear(weight, bias, small=False)  # the stacked layer: fbgemm's packing on first use
+        self._stacked = Int8Linear(weight, bias, small=False)  # the stacked layer: its fbgemm packing and C product
         # The int8 values, their scales per output row and the bias, as core/model/native's one-row step reads them.
         self.int8 = (int_repr, row_scales.float(), bias)
-        self.c: native.Rows | None = None  # `c_rows`, made on the first call that has the library (`c_product`)
         # Few rows in fp32 where every stacked layer takes them so (`takes_small_rows`), as the layers decide.
         small = all(takes_small_rows(linear.weight()) for linear, _ in parts)
         self.small = Product(dequantized_t(weight).t(), bias, packed=False) if small else None
@@ -534,8 +538,9 @@ class Int8Product:
             return self.small(x)  # (N, out)
         if self.many is not None and rows >= MANY_ROWS:
             return self.many(x)  # (N, out)
-        if c_takes(self.c_product(), rows):
-            return self.c(x)  # (N, out)
+        c = self.c_product()
+        if c_takes(c, rows):
+            return c(x)  # (N, out)
         return int8_rows(x, *self.packed)  # (N, out)
 
     @property
@@ -543,11 +548,9 @@ class Int8Product:
         """`int8_rows`'s arguments for the stacked layer (fbgemm's packing, made on first use)."""
         return self._stacked.packed
 
-    def c_product(self) -> native.Rows | bool:
-        """`c_rows` of this product, made once (the C step reads its packed weights too)."""
-        if self.c is None:
-            self.c = c_rows(*self.int8) or None
-        return self.c or False
+    def c_product(self) -> native.Rows | None:
+        """The stacked layer's `c_rows` (the C step reads its packed weights too)."""
+        return self._stacked.c_product()
 
 
 def stacked_product(parts: list[tuple[nn.Module, float]], kind: str) -> Product | Int8Product:

@@ -329,15 +329,16 @@ def row_top(x: torch.Tensor, w: int) -> tuple[torch.Tensor, torch.Tensor] | None
 
 
 class Rows:
-    """One int8 product through step.c for any number of rows — a batch's products, which torch gives to fbgemm
-    (core/model/fast.py `int8_rows`): x (N, in) fp32 -> (N, out). The rows are quantized as int8_rows quantizes
-    them (one row over its own range; several each divided by its largest |value|, then one range), so the numbers
-    are fbgemm's (within 1e-6); int8_rows's five torch operations around fbgemm's call are one pass here, and the
-    quantization is vectorized (bench/README.md, *A batch's int8 products in C*). More rows than MAX_ROWS only where
-    `takes(rows)` (measured faster than fbgemm: AVX-512 VNNI). `own`: each row over its own range instead (tests)."""
+    """One of step.c's products alone, for any number of rows: x (N, in) fp32 through `spec` (as `Weights` takes it)
+    -> (N, out). A batch's int8 products ("int8-rows"), which torch gives to fbgemm (core/model/fast.py `int8_rows`):
+    the rows are quantized as int8_rows quantizes them (one row over its own range; several each divided by its
+    largest |value|, then one range), so the numbers are fbgemm's (within 1e-6); int8_rows's five torch operations
+    around fbgemm's call are one pass here, and the quantization is vectorized (bench/README.md, *A batch's int8
+    products in C*). More rows than MAX_ROWS only where `takes(rows)` (measured faster than fbgemm: AVX-512 VNNI).
+    `own`: each row over its own range instead (tests)."""
 
-    def __init__(self, int_repr: torch.Tensor, scales: torch.Tensor, bias: torch.Tensor | None) -> None:
-        self.weights = Weights({}, ("int8-rows", int_repr, scales, bias), [], None, (torch.zeros(1, 1),) * 2)
+    def __init__(self, spec: tuple) -> None:
+        self.weights = Weights({}, spec, [], None, (torch.zeros(1, 1),) * 2)
         self.lib, self.product = self.weights.lib, self.weights.generator
         self.pointer = ctypes.byref(self.product)
         self.many = bool(self.lib.tt_many_rows())
@@ -356,16 +357,7 @@ class Rows:
 
 
 def product(spec: tuple, x: torch.Tensor, own: bool = False) -> torch.Tensor:
-    """One of step.c's products alone: x (rows, in) fp32 through `spec` (as `Weights` takes it) -> (rows, out); `own`:
-    "int8-rows" rows each quantized over its own range. What tests hold to torch's own products; None-free: raises
-    where there is no library."""
-    lib = library()
-    if lib is None:
+    """`Rows(spec)(x, own)`: what tests hold to torch's own products; None-free: raises where there is no library."""
+    if library() is None:
         raise RuntimeError(f"no C step here: {why_not()}")
-    weights = Weights({}, spec, [], None, (torch.zeros(1, 1), torch.zeros(1, 1)))
-    p = weights.generator
-    x = x.float().contiguous()
-    y = torch.empty(x.size(0), p.out)
-    scratch = torch.empty(lib.tt_product_floats(p.in_, p.in4, x.size(0)))
-    lib.tt_product(ctypes.byref(p), x.data_ptr(), x.size(0), y.data_ptr(), scratch.data_ptr(), own)
-    return y
+    return Rows(spec)(x, own)
