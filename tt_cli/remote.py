@@ -158,9 +158,10 @@ class Warm:
         return data
 
 
-def connect(request: Request, exact: bool = False) -> Warm | None:
+def connect(request: Request, exact: bool = False, precision: str | None = None) -> Warm | None:
     """The server to send `request` to, or None: translate here. The server must serve the model in the precision
-    the command would run it in here: its card's (core.card.default_precision), fp32 where `exact`."""
+    the command would run it in here: `precision` where asked, else its card's (core.card.default_precision); fp32
+    where `exact`."""
     if not request.servable:
         return None
     named = os.environ.get("TT_SERVER")
@@ -169,7 +170,7 @@ def connect(request: Request, exact: bool = False) -> Warm | None:
     from core.card import quantize_mode
 
     directory = _model_dir(request.model)
-    wanted = served_id(directory, None if exact else quantize_mode(None, directory))
+    wanted = served_id(directory, None if exact else quantize_mode(precision, directory))
     if wanted is None:
         return None  # no model there: the local path says so
     if named:
@@ -323,9 +324,9 @@ def run(warm: Warm, request: Request, args: list[str] | None, input_file, output
 
 
 # ------------------------------------------------------------------------------ the prompt (tt translate -I)
-def connect_prompt(model: Path | None, device: str) -> Warm | None:
+def connect_prompt(model: Path | None, device: str, precision: str | None = None) -> Warm | None:
     """The server `tt translate -I` sends its lines to, or None (then it loads the model): one that serves it in
-    fp32, as the prompt runs it here, so its lines read the same either way."""
+    the precision the prompt runs it in here (`precision`, else the card's), so its lines read the same either way."""
     if device != "auto":
         return None
-    return connect(Request(model, TranslateOptions()), exact=True)
+    return connect(Request(model, TranslateOptions()), precision=precision)

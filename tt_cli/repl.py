@@ -133,10 +133,15 @@ def say(message: str) -> None:
 
 
 class Repl:
-    def __init__(self, loaded, settings: Settings, history: Path, warm=None, load=None, prompt: str = "fr> ") -> None:
-        """warm: a running server (tt_cli.remote.Warm) that translates the lines; then the model is
-        loaded, by `load`, only when :attention or :inspect needs it. prompt: the source language's code."""
-        self.warm, self._load, self.prompt = warm, load, prompt
+    def __init__(
+        self, loaded, settings: Settings, history: Path, warm=None, load=None, prompt: str = "fr> ", load_exact=None
+    ) -> None:
+        """loaded: the model that translates the lines, in the command's precision (`tt translate`'s: int8 where the
+        card chose it); warm: a running server (tt_cli.remote.Warm) that translates them instead, then `load` loads
+        that model only if the server goes away. :attention and :inspect show exact numbers: the fp32 model,
+        loaded by `load_exact` when first needed (it returns None, as does a Repl without it, where the translating
+        model is fp32). prompt: the source language's code."""
+        self.warm, self._load, self.prompt, self._load_exact, self._exact = warm, load, prompt, load_exact, None
         try:
             import readline  # importing it is what gives input() line editing
         except ImportError:  # a Python built without it (Windows): plain input, no history
@@ -156,10 +161,18 @@ class Repl:
             say(f"tt: warning: {history}: cannot read the history ({exc.strerror}); starting without it")
 
     @property
-    def loaded(self):
+    def translating(self):
+        """The model that translates the lines here."""
         if self._loaded is None:
             self._loaded = self._load()
         return self._loaded
+
+    @property
+    def loaded(self):
+        """The fp32 model :attention and :inspect read."""
+        if self._exact is None:
+            self._exact = (self._load_exact and self._load_exact()) or self.translating
+        return self._exact
 
     def save_history(self) -> None:
         """Written after every line, so a killed session keeps what was typed; private (0600), as
@@ -175,7 +188,7 @@ class Repl:
             say(f"tt: warning: {self.history}: cannot save the history ({exc.strerror})")
 
     def run(self) -> None:
-        where = f"served by {self.warm.url}" if self.warm else self.loaded.path
+        where = f"served by {self.warm.url}" if self.warm else self.translating.path
         say(f"tt {describe(self.settings.options)} · {where} · :help for commands, Ctrl-D to quit")
         while True:
             try:
@@ -233,7 +246,7 @@ class Repl:
         if r is None:
             from core.api import translate_text_lines
 
-            r = next(translate_text_lines(self.loaded, [line], s.options, s.text, coverage=s.json))
+            r = next(translate_text_lines(self.translating, [line], s.options, s.text, coverage=s.json))
         self.last = r if r.to_dict()["sentences"] else None  # its last sentence traced when it is shown
         for w in r.warnings:
             say(f"tt: warning: {w}")
@@ -288,8 +301,10 @@ def interactive(
     threads: int = 0,
     other_input: bool = False,
     text=None,
+    precision: str | None = None,
 ) -> None:
-    """`tt translate -I`: check the terminal, load the model once, run the prompt."""
+    """`tt translate -I`: check the terminal, load the model once, run the prompt. Lines are translated in
+    `precision` (--precision), else the card's, as `tt translate` runs them; :attention and :inspect in fp32."""
     from tt_cli.errors import EXIT_USAGE, fail
 
     if other_input:
@@ -297,13 +312,23 @@ def interactive(
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise fail(NO_TERMINAL, EXIT_USAGE)
 
-    from core.card import default_model_dir, model_languages
-    from tt_cli.options import load_model_for, set_threads
+    from core.card import default_model_dir, fast_mode, model_languages
+    from tt_cli.options import default_mode, load_model_for, load_model_in, set_threads
     from tt_cli.remote import connect_prompt
 
+    @functools.cache
+    def mode() -> str | None:  # the fast_model mode lines are translated in here (None: fp32); the card's needs torch
+        return fast_mode(precision) if precision is not None else default_mode(model, device)
+
+    def load():
+        return load_model_in(model, device, mode())
+
+    def load_exact():
+        return None if mode() is None else load_model_for(model, device)
+
     set_threads(threads, few=True)  # one sentence at a time: one thread is fastest
-    warm = connect_prompt(model, device)  # a running `tt serve` of this model translates; else load it here
-    loaded = None if warm is not None else load_model_for(model, device)
-    load = functools.partial(load_model_for, model, device)
+    warm = connect_prompt(model, device, precision)  # a running `tt serve` of this model translates; else here
+    loaded = None if warm is not None else load()
     prompt = f"{model_languages(model or default_model_dir())[0]}> "  # the language to type in
-    Repl(loaded, Settings(options.validate(), json_out, text), history_path(), warm, load, prompt).run()
+    settings = Settings(options.validate(), json_out, text)
+    Repl(loaded, settings, history_path(), warm, load, prompt, load_exact).run()

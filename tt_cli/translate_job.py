@@ -117,10 +117,6 @@ class TranslateJob:
 
         d = self.options
         if self.interactive:  # the prompt's :sample may use the sampling options later
-            if self.quantize not in (None, "fp32"):
-                raise fail(
-                    f"--precision {self.quantize} is not available with -I yet (the prompt runs fp32)", EXIT_USAGE
-                )
             return self
         check_sampling(d.method == "sample", temperature=d.temperature, top_k=d.top_k, top_p=d.top_p)
         figures = self._figures()
@@ -278,6 +274,7 @@ def _interactive(job: TranslateJob):
         threads=job.threads,
         other_input=other_input,
         text=text_options(**job.settings),
+        precision=job.quantize,
     )
 
 

@@ -8,11 +8,14 @@ test_serve_directions.py (what it announces and reports per direction)."""
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 from typer.testing import CliRunner
 
 from core.card import default_precision, quantize_mode
+from core.decode.translate import TranslateOptions
+from core.model.fast import linear_kind
 from tests.conftest import ROOT
 from tt_cli.main import app
 from tt_cli.translate_job import TranslateJob
@@ -135,7 +138,32 @@ def test_eval_scores_fp32_unless_asked(tmp_path):
     assert runs == {"default": None, "int8": "int8"}
 
 
-def test_the_prompt_refuses_int8_and_takes_fp32():
-    refused = CliRunner().invoke(app, ["translate", "-I", "--precision", "int8"])
-    assert refused.exit_code == 2
-    assert refused.stderr == "tt: error: --precision int8 is not available with -I yet (the prompt runs fp32)\n"
+def prompt_logprobs(monkeypatch, capsys, model, precision: str | None) -> tuple[list[float], object]:
+    """The token log-probs `tt translate -I --json` prints for FRENCH[1] (the session built as the command builds it,
+    its loop replaced by one line), and the session."""
+    from tt_cli import repl
+
+    monkeypatch.setenv("TT_SERVER", "")  # translate here, not through a server a test beside this one started
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True, raising=False)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True, raising=False)
+    started = []
+    monkeypatch.setattr(repl.Repl, "run", lambda self: started.append(self))
+    repl.interactive(model, "auto", TranslateOptions(), json_out=True, precision=precision)
+    [session] = started
+    capsys.readouterr()
+    session.handle(FRENCH[1])
+    [sentence] = json.loads(capsys.readouterr().out)["sentences"]
+    return sentence["token_logprobs"], session
+
+
+def test_the_prompt_translates_in_the_commands_precision_and_shows_attention_in_fp32(monkeypatch, capsys, int8_card):
+    """`tt translate -I`: lines in --precision, else the card's (as `tt translate` prints them); :attention and
+    :inspect read the fp32 model."""
+    line = {a: logprobs(["--model", str(int8_card), *a], [FRENCH[1]])[0] for a in ((), ("--precision", "fp32"))}
+    assert line[()] != line[("--precision", "fp32")]  # the card's int8
+    for precision, expected in ((None, ()), ("fp32", ("--precision", "fp32")), ("int8", ())):
+        shown, session = prompt_logprobs(monkeypatch, capsys, int8_card, precision)
+        assert shown == line[expected], precision
+        exact = session.loaded
+        assert not any(linear_kind(m) == "int8" for m in exact.model.modules())
+        assert (exact is session.translating) == (precision == "fp32")

@@ -192,17 +192,18 @@ def prompt(tmp_path, warm, loaded=None, load=None, **text) -> repl.Repl:
 
 
 @pytest.fixture(scope="module")
-def exact():
-    """The shipped model in fp32, as the prompt runs it, and a server of it."""
+def served():
+    """The shipped model in its card's precision, as the prompt runs it, and a server of it."""
     from core.api import Translator
+    from core.card import quantize_mode
 
-    fp32 = Translator()
-    with Background(fp32, ServeSettings(log=io.StringIO())) as url:
-        yield fp32, url
+    translator = Translator(quantize=quantize_mode(None, ROOT / "weights"))
+    with Background(translator, ServeSettings(log=io.StringIO())) as url:
+        yield translator, url
 
 
-def test_the_prompt_by_the_server_prints_what_it_prints_here(monkeypatch, capsys, exact, tmp_path):
-    translator, url = exact
+def test_the_prompt_by_the_server_prints_what_it_prints_here(monkeypatch, capsys, served, tmp_path):
+    translator, url = served
     monkeypatch.setenv("TT_SERVER", url)
     loads = []
     warm = prompt(tmp_path, remote.connect_prompt(None, "auto"), load=lambda: loads.append(1) or translator.loaded)
@@ -226,20 +227,21 @@ def test_the_prompt_by_the_server_prints_what_it_prints_here(monkeypatch, capsys
 
 
 def test_the_prompt_passes_over_a_server_of_another_precision(monkeypatch):
-    """The prompt runs fp32 here: a server of the model in int8 would print other numbers, so the prompt translates
-    here beside it; `tt translate` itself takes that server where int8 is the card's precision."""
+    """The prompt runs the card's precision here, as `tt translate` does: a server of the model in the other precision
+    would print other numbers, so the prompt translates here beside it, unless --precision asks for that one."""
     from core.api import Translator
-    from core.card import default_precision
+    from core.card import default_precision, fast_mode
 
-    with Background(Translator(quantize="int8"), ServeSettings(log=io.StringIO())) as int8:
-        monkeypatch.setenv("TT_SERVER", int8)
+    other = "fp32" if default_precision(ROOT / "weights") == "int8" else "int8"
+    with Background(Translator(quantize=fast_mode(other)), ServeSettings(log=io.StringIO())) as url:
+        monkeypatch.setenv("TT_SERVER", url)
         assert remote.connect_prompt(None, "auto") is None
-        warm = remote.connect(remote.Request(None, TranslateOptions()))
-        assert (warm is not None) == (default_precision(ROOT / "weights") == "int8")
+        assert remote.connect(remote.Request(None, TranslateOptions())) is None
+        assert remote.connect_prompt(None, "auto", other).url == url
 
 
-def test_the_prompt_finds_the_server_and_loads_no_model(monkeypatch, exact):
-    url = exact[1]  # a server of the model in fp32, as the prompt runs it
+def test_the_prompt_finds_the_server_and_loads_no_model(monkeypatch, served):
+    url = served[1]  # a server of the model in its card's precision, as the prompt runs it
     monkeypatch.setenv("TT_SERVER", url)
     monkeypatch.setattr(sys.stdin, "isatty", lambda: True, raising=False)
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True, raising=False)
