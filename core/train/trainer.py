@@ -361,6 +361,24 @@ class Trainer:
             total, tokens = total + float(loss), tokens + n
         return total, tokens
 
+    @torch.no_grad()
+    def _ready_validation(self) -> None:
+        """Validation's decode and scores, run once on one sentence before the first step: every module it imports
+        and the C step's library are loaded now, so code installed or edited during a run of hours never meets, at
+        a validation, the code the run started with (a run that imported a newer core/model/step.py beside its older
+        transformer.py stopped there; docs/model.md, session 44), and a decoder that cannot run fails in seconds."""
+        sets = self.data.valid_sets
+        if not (self.is_main and self.cfg.bleu_sample and sets and sets[0].examples):
+            return
+        from core.evaluate import corpus_scores
+
+        self.model.eval()
+        try:
+            hyps = self._greedy_sample(sets[0].examples[:1])
+        finally:
+            self.model.train()
+        corpus_scores(hyps, [hyps])
+
     def _greedy_sample(self, examples: list[Any]) -> list[str]:
         from core.decode.search import greedy, pad_batch
 
@@ -559,6 +577,7 @@ class Trainer:
             from core.train.tensorboard import TensorBoardLog
 
             self.callbacks = [*self.callbacks, TensorBoardLog(self.run_dir, asdict(cfg))]
+        self._ready_validation()
         self.t_start, self.cpu_start = time.time(), time.process_time()
         start_step = self.step
         self.emit(

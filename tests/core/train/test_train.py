@@ -508,3 +508,48 @@ def test_swap_trains_the_other_direction(tmp_path):
     french = (run / "test.fr").read_text(encoding="utf-8").splitlines()
     pairs = {(p.src, p.tgt) for p in read_tsv(TINY_TSV)}  # (French, English)
     assert english and all((fr, en) in pairs for fr, en in zip(french, english))
+
+
+READY = """
+import sys
+from core.model import native
+from core.train.trainer import Trainer
+from tests.conftest import tiny_train_config
+
+seen = {}
+
+
+def at_start(event):
+    if event.kind == "start":
+        names = ("core.decode.search", "core.model.step", "core.evaluate", "sacrebleu")
+        seen.update({n: n in sys.modules for n in names}, library=native._library.cache_info().currsize > 0)
+
+
+sample = int(sys.argv[2])
+Trainer(tiny_train_config(sys.argv[1], max_steps=1, bleu_sample=sample, valid_every=1), [at_start]).run()
+print(sorted(k for k, v in seen.items() if v))
+"""
+
+
+@pytest.mark.parametrize("bleu_sample", [2, 0])
+def test_validations_code_is_loaded_before_the_first_step(tmp_path, bleu_sample):
+    """A run loads validation's modules and the C step's library before step 1 (one sentence decoded and scored), so
+    code changed under a run of hours is never imported halfway through it; without BLEU samples there is nothing to
+    load (the check sees the difference)."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", READY, str(tmp_path / "run"), str(bleu_sample)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    loaded = ["core.decode.search", "core.evaluate", "core.model.step", "library", "sacrebleu"]
+    assert done.stdout.strip() == str(loaded if bleu_sample else [])
