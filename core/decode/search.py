@@ -135,7 +135,6 @@ def _pick_loop(
 
     `head_mask` (unbatched: it applies to every row) switches heads off for an ablation. `stop`, asked
     before every step: True raises core.errors.Stopped (nobody wants the rest)."""
-    cfg = model.cfg
     b, device = src.size(0), src.device
     limits = output_limits(model, src, max_output, extra_len).to(device)  # (B,)
     steps = int(limits.max())
@@ -147,8 +146,30 @@ def _pick_loop(
     else:
         enc = model.encode(src, head_mask=head_mask)
         state = model.start_state(enc, capacity=steps)
-    if b == 1:
-        return [_one_sentence(model, enc, state, fused, pick, steps, banned, min_len, head_mask, stop)]
+    try:
+        if b == 1:
+            return [_one_sentence(model, enc, state, fused, pick, steps, banned, min_len, head_mask, stop)]
+        return _rows_loop(model, enc, state, fused, pick, limits, banned, min_len, head_mask, stop)
+    finally:
+        if fused is not None:
+            fused.release(state)  # its caches' memory serves the next search
+
+
+def _rows_loop(
+    model: Transformer,
+    enc: Encoded,
+    state: DecoderState,
+    fused: FusedStep | None,
+    pick: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]],
+    limits: torch.Tensor,
+    banned: torch.Tensor,
+    min_len: int,
+    head_mask: HeadMask | None,
+    stop: Callable[[], bool] | None,
+) -> list[Hypothesis]:
+    """`_pick_loop` for a batch: the chosen pieces written into (B, L) tables, finished rows dropped."""
+    cfg = model.cfg
+    b, device, steps = limits.size(0), limits.device, int(limits.max())
     tokens = torch.full((b, steps), cfg.pad_id, dtype=torch.long, device=device)  # (B, L)
     logprobs = torch.zeros(b, steps, device=device)  # (B, L)
     lengths = limits.clone()  # pieces scored per row, EOS included

@@ -44,7 +44,6 @@ class BeamSlots:
 
     k: int  # slots a step: the beam size
     ancestry: torch.Tensor  # (rows, capacity·k) additive attention bias
-    buffer: torch.Tensor | None = None  # the caches' one flat allocation (FusedStep.release hands it on)
 
     def follow(self, rows: torch.Tensor) -> None:
         """The live rows become rows `rows` of the previous ones (beam search's chosen parents)."""
@@ -65,6 +64,9 @@ class DecoderState:
     # The fused step's cross-attention for a single sentence (core/model/step.py `_absorbed`), made once and
     # kept while the caches it was made from stand: (the step, the first cross cache's keys, the layers' parts).
     absorbed: tuple | None = None
+    # The fused step's self-attention caches' one flat allocation (FusedStep.start_state), which
+    # FusedStep.release hands on to the next search.
+    spare: torch.Tensor | None = None
     # core/model/native's view of this state's caches for the fused step's one-row C step (`FusedStep._native`).
     native: object | None = None
 

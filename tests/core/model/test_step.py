@@ -328,8 +328,9 @@ def test_beam_slots_give_each_beam_its_own_prefix_as_a_cache_per_beam_does(kind,
         slotted.select(torch.tensor([0, 2]))
 
 
+@pytest.mark.parametrize("search", ["beam", "greedy", "greedy, one sentence"])
 @torch.inference_mode()
-def test_a_beam_search_hands_its_cache_memory_to_the_next_and_never_to_two_at_once(monkeypatch):
+def test_a_search_hands_its_cache_memory_to_the_next_and_never_to_two_at_once(monkeypatch, search):
     """Fresh memory costs a page fault every 4 kB written: the next search reuses the last one's buffer
     (`FusedStep.release`), and a search that has not released it never shares it."""
     model = model_of(seed=5, n_encoder_layers=2, n_decoder_layers=2)
@@ -339,21 +340,26 @@ def test_a_beam_search_hands_its_cache_memory_to_the_next_and_never_to_two_at_on
 
     def recorded(self, enc, capacity=0, beam=0):
         state = start(self, enc, capacity, beam)
-        buffers.append(state.beams.buffer.data_ptr())
+        buffers.append(state.spare.data_ptr())
         return state
 
     monkeypatch.setattr(FusedStep, "start_state", recorded)
-    src = src_batch()
-    first = beam_search(model, src, beam_size=4, n_best=4)
-    again = beam_search(model, src, beam_size=4, n_best=4)
+    src = src_batch()[:1] if search.endswith("one sentence") else src_batch()
+
+    def run():
+        if search == "beam":
+            return [[h.tokens for h in hs] for hs in beam_search(model, src, beam_size=4, n_best=4)]
+        return [h.tokens for h in greedy(model, src)]
+
+    first, again = run(), run()
     assert buffers[0] == buffers[1] and step._spare is not None
-    assert [[h.tokens for h in hs] for hs in first] == [[h.tokens for h in hs] for hs in again]
+    assert first == again
     enc = step.encode(src)
     one, two = step.start_state(enc, capacity=4, beam=2), step.start_state(enc, capacity=4, beam=2)
-    assert one.beams.buffer.data_ptr() != two.beams.buffer.data_ptr()
+    assert one.spare.data_ptr() != two.spare.data_ptr()
     monkeypatch.setattr(st, "SPARE_MAX_BYTES", 1024)  # a buffer over the bound is not kept
     step._spare = None
-    beam_search(model, src, beam_size=4)
+    run()
     assert step._spare is None
 
 
