@@ -158,10 +158,9 @@ class Warm:
         return data
 
 
-def connect(request: Request, exact: bool = False, precision: str | None = None) -> Warm | None:
+def connect(request: Request, precision: str | None = None) -> Warm | None:
     """The server to send `request` to, or None: translate here. The server must serve the model in the precision
-    the command would run it in here: `precision` where asked, else its card's (core.card.default_precision); fp32
-    where `exact`."""
+    the command would run it in here: `precision` where asked, else its card's (core.card.default_precision)."""
     if not request.servable:
         return None
     named = os.environ.get("TT_SERVER")
@@ -170,7 +169,7 @@ def connect(request: Request, exact: bool = False, precision: str | None = None)
     from core.card import quantize_mode
 
     directory = _model_dir(request.model)
-    wanted = served_id(directory, None if exact else quantize_mode(precision, directory))
+    wanted = served_id(directory, quantize_mode(precision, directory))
     if wanted is None:
         return None  # no model there: the local path says so
     if named:

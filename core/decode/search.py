@@ -149,7 +149,7 @@ def _pick_loop(
     try:
         if b == 1:
             return [_one_sentence(model, enc, state, fused, pick, steps, banned, min_len, head_mask, stop)]
-        return _rows_loop(model, enc, state, fused, pick, limits, banned, min_len, head_mask, stop)
+        return _rows_loop(model, enc, state, fused, pick, limits, steps, banned, min_len, head_mask, stop)
     finally:
         if fused is not None:
             fused.release(state)  # its caches' memory serves the next search
@@ -162,6 +162,7 @@ def _rows_loop(
     fused: FusedStep | None,
     pick: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]],
     limits: torch.Tensor,
+    steps: int,
     banned: torch.Tensor,
     min_len: int,
     head_mask: HeadMask | None,
@@ -169,7 +170,7 @@ def _rows_loop(
 ) -> list[Hypothesis]:
     """`_pick_loop` for a batch: the chosen pieces written into (B, L) tables, finished rows dropped."""
     cfg = model.cfg
-    b, device, steps = limits.size(0), limits.device, int(limits.max())
+    b, device = limits.size(0), limits.device
     tokens = torch.full((b, steps), cfg.pad_id, dtype=torch.long, device=device)  # (B, L)
     logprobs = torch.zeros(b, steps, device=device)  # (B, L)
     lengths = limits.clone()  # pieces scored per row, EOS included
