@@ -12,7 +12,8 @@ Parsing is the parsers' (srt, markdown-it-py); the regions are where they say th
   had, at the spaces nearest to even lengths.
 - Markdown: paragraphs and headings are segments; code blocks, HTML blocks and tables stay as they
   are; inside a segment inline code, URLs and links are protected (core.text.protect), and each
-  link's text is a segment of its own put back between the link's brackets.
+  link's text is a segment of its own put back between the link's brackets — but a link of plain
+  words, which the pipeline reads inside its sentence (core.text.markup.read_in_sentence).
 - plain text: each paragraph (lines up to a blank line) is one segment, written as one line.
 - lines (`parse_lines`, what a server is sent): each line is a segment, its blank edges kept.
 - HTML (`parse_html`): each run of text between block-level tags is a segment; inline tags (<b>, <a>,
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.errors import DocumentError
+from core.text.markup import read_in_sentence
 from core.text.spans import MARKDOWN_LINK
 
 FORMATS = ("text", "srt", "md")
@@ -190,7 +192,7 @@ def _parse_markdown(text: str, name: str) -> Document:
         holder = _add(doc, segment, a, b, 1)
         for link in _LINK.finditer(segment):
             inner = link.group()[1 : _link_text_end(link.group())]
-            if inner.strip():
+            if inner.strip() and not read_in_sentence(link.group()):  # else the pipeline reads it in its sentence
                 doc.links.append((holder, link.group(), _add(doc, inner, -1, -1, 1)))
     return doc
 

@@ -10,7 +10,10 @@ Block markup (a heading's #, a list's marker, a quote's >, a table's pipes) is o
 the pipeline translates, so it cannot change. Inline emphasis (**, *, __, _, ~~) is taken out of the
 sentence and put back around the output words aligned to the words it wrapped, as Firefox's
 translations project tags (the model reads the sentence as it learned sentences: without markers).
-Inline code, links and HTML elements are protected spans (core.text.spans).
+So do a link's brackets and target and an inline element's tags where their text is plain words
+(`Lisez le [guide](u).` → `Read the [guide](u).`: the words are translated in their sentence, where alone
+"guide" came out "a guide" inside "Read on the …"); inline code, and links and elements holding digits or
+further markup, are protected spans (core.text.spans) whose text is translated on its own.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from core.text.spans import ELEMENT_TEXT
 
 # A heading, a list item (-, *, +, 1., 1)), a quote, or several of them (> - ), with their spacing.
 _BLOCK = re.compile(r"^[ \t]*(?:(?:#{1,6}|[-*+]|\d{1,3}[.)]|>|\[[ xX]\])[ \t]+)+")  # - [ ] a task too
@@ -30,6 +35,26 @@ _EMPHASIS = re.compile(
     r"|(?<![\w*\\])(\*)(?=[^\s*])(.+?)(?<=[^\s*])\*(?![\w*])"
     r"|(?<![\w\\])(_)(?=[^\s_])(.+?)(?<=[^\s_])_(?!\w)"
 )
+
+
+# The text of a link or element the model reads in its sentence: plain words (letters, spaces, apostrophes, hyphens,
+# a closing punctuation mark), no digits or further markup.
+_PLAIN_WORDS = re.compile(r"[^\W\d_]+(?:[ '’-][^\W\d_]+)*[.!?…,;:]?")
+
+
+def read_in_sentence(wrapper: str) -> bool:
+    """Whether a Markdown link or inline element (`[le guide](u)`, `<i>ici</i>`) is read by the model inside its
+    sentence, its markup taken out and projected back (strip_inline, project): its text is plain words from a
+    lower-case one. The rest are spans whose text is translated alone — digits, further markup, an image's alt
+    text, and a capitalised label, which inside a sentence is copied as a name ("Cliquez sur <b>Envoyer</b>
+    maintenant." → "Click on Envoyer now.")."""
+    m = ELEMENT_TEXT.match(wrapper)
+    return (
+        m is not None
+        and m.group(1) != "!["
+        and m.group(2)[:1].islower()
+        and _PLAIN_WORDS.fullmatch(m.group(2)) is not None
+    )
 
 
 def line_regions(line: str) -> list[tuple[int, int]]:
@@ -67,27 +92,59 @@ class Mark:
     punct_inside: bool = False  # the marked text ends with punctuation (**Attention :**): so does the output's
 
 
-def strip_inline(text: str) -> tuple[str, list[Mark]]:
-    """`text` without its emphasis markers, and where they were (word indices of the text returned)."""
-    marks: list[Mark] = []
-    out, last, removed = [], 0, []
+def strip_inline(text: str, wrapped: Sequence[str] = ()) -> tuple[str, list[Mark]]:
+    """`text` without its emphasis markers, and where they were (word indices of the text returned).
+
+    wrapped: links and inline elements of `text` (`[la page](u)`, `<b>Envoyer</b>`) whose text the model
+    reads inside its sentence; their brackets and target, or tags, become marks too."""
+    first, outer = _strip(text, _wrapped(text, wrapped))
+    plain, marks = _strip(first, _emphasis(first))
+    # Emphasis markers hold no space, so taking them out leaves the words, and the outer marks' indices, as they were.
+    # Emphasis can hold a wrapped link, never the other way: its marks go first, to open before and close after.
+    return plain, marks + outer
+
+
+def _wrapped(text: str, wrapped: Sequence[str]) -> list[tuple[int, int, str, str, str]]:
+    """(start, end, open, text, close) of each of `wrapped` in `text`, in order."""
+    found, at = [], 0
+    for original in wrapped:
+        m = ELEMENT_TEXT.match(original)
+        start = text.find(original, at)
+        if m is None or start < 0:
+            continue
+        found.append((start, start + len(original), m.group(1), m.group(2), m.group(3)))
+        at = start + len(original)
+    return found
+
+
+def _emphasis(text: str) -> list[tuple[int, int, str, str, str]]:
+    """(start, end, marker, text, marker) of each emphasis of `text` with no emphasis inside."""
+    found = []
     for m in _EMPHASIS.finditer(text):
         marker = m.group(1) or m.group(3) or m.group(5)
         inner = m.group(2) or m.group(4) or m.group(6)
-        if not inner.strip() or _EMPHASIS.search(inner):
-            continue
-        out.append(text[last : m.start()])
-        start = sum(map(len, out))
+        if inner.strip() and not _EMPHASIS.search(inner):
+            found.append((m.start(), m.end(), marker, inner, marker))
+    return found
+
+
+def _strip(text: str, found: Sequence[tuple[int, int, str, str, str]]) -> tuple[str, list[Mark]]:
+    """`text` with each found markup replaced by its text, and a mark for each (word indices of the text returned)."""
+    out, last, removed = [], 0, []
+    for start, end, opening, inner, closing in found:
+        out.append(text[last:start])
+        at = sum(map(len, out))
         out.append(inner)
-        removed.append((marker, start, start + len(inner), inner.rstrip()[-1] in _PUNCT))
-        last = m.end()
+        removed.append((opening, closing, at, at + len(inner), inner.rstrip()[-1] in _PUNCT))
+        last = end
     out.append(text[last:])
     plain = "".join(out)
-    for marker, a, b, punct in removed:
+    marks = []
+    for opening, closing, a, b, punct in removed:
         first = len(plain[:a].split()) if plain[:a].strip() else 0
         first -= 1 if a and not plain[a - 1].isspace() and plain[:a].strip() else 0
         last_word = len(plain[:b].split()) - 1
-        marks.append(Mark(marker, marker, max(first, 0), max(last_word, first), punct))
+        marks.append(Mark(opening, closing, max(first, 0), max(last_word, first), punct))
     return plain, marks
 
 

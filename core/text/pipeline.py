@@ -36,7 +36,7 @@ from core.text.checks import (
 )
 from core.text.confidence import confidence
 from core.text.documents import Document
-from core.text.markup import Mark, line_regions, project, strip_inline
+from core.text.markup import Mark, line_regions, project, read_in_sentence, strip_inline
 from core.text.options import TextOptions, hypotheses_wanted
 from core.text.place import place_lost
 from core.text.protect import (
@@ -49,6 +49,7 @@ from core.text.protect import (
     spans_to_protect,
 )
 from core.text.results import Decoded, SentenceResult, TextResult
+from core.text.spans import Span
 from core.text.split import MAX_SENTENCE_CHARS, clause_spans, join_sentences, sentence_spans
 
 _STOPS = tuple(".!?…:;»\"')")
@@ -104,11 +105,13 @@ def _spellable(text: str, unknown, keep: frozenset[str]) -> str:
 def _prepare(line_no: int, sentence: str, options: TextOptions, model: _Model, scheme: Scheme) -> _Prepared:
     unknown, accents = model.unknown, model.accents
     found = spans_to_protect(sentence, options, unknown)
+    in_context = [s.original for s in found if options.protect and _read_in_sentence(s)]
+    found = [s for s in found if not (options.protect and _read_in_sentence(s))]
     protected = protect(sentence, found, scheme, terms_in_text=model.constrained is not None)
     # Placeholders, and the words of a name left for the model to copy, keep their case and accents.
     copied_words = {w for s in protected.spans if s.copied for w in s.placeholder.split()}
     keep = frozenset({s.placeholder for s in protected.spans} | copied_words)
-    text, marks = strip_inline(protected.text) if options.protect else (protected.text, [])
+    text, marks = strip_inline(protected.text, in_context) if options.protect else (protected.text, [])
     shape, shouted = NATURAL, ()
     if options.case:
         shape = case_shape(text, keep)
@@ -127,6 +130,11 @@ def _prepare(line_no: int, sentence: str, options: TextOptions, model: _Model, s
         rest = rest.replace(placeholder, " ")
     verbatim = not any(ch.isalpha() for ch in rest)
     return _Prepared(line_no, sentence, text, shape, protected, keep, marks, verbatim, shouted)
+
+
+def _read_in_sentence(span: Span) -> bool:
+    """A link or inline element the model reads in its sentence (core.text.markup.read_in_sentence)."""
+    return span.kind in _WRAPPERS and read_in_sentence(span.original)
 
 
 def _terms(p: _Prepared) -> list[str]:

@@ -125,6 +125,43 @@ def test_an_inline_element_keeps_its_closing_tag():
     assert re.search(r"<b>\w[^<]*</b> to continue\.$", out.strip()), out  # the element, its words, the end after it
 
 
+@pytest.mark.parametrize(
+    ("line", "plain", "markup"),
+    [
+        (
+            "Lisez le [guide](https://exemple.fr/guide) avant de commencer.",
+            "Lisez le guide avant de commencer.",
+            ["[", "](https://exemple.fr/guide)"],
+        ),
+        (
+            'Le texte est <a href="https://exemple.fr">ici</a>.',
+            "Le texte est ici.",
+            ['<a href="https://exemple.fr">', "</a>"],
+        ),
+    ],
+)
+def test_a_link_of_plain_words_is_translated_in_its_sentence(line, plain, markup):
+    # Its text was a placeholder translated alone ("guide" → "a guide", "Read on the [a guide](…)"); the model now
+    # reads the sentence as it would without the link, and the link's markup goes round the words aligned to its text.
+    [obj] = records(ok("--json", line))
+    [sentence] = obj["sentences"]
+    assert sentence["model_input"] == plain and all(s["kind"] not in ("link", "element") for s in sentence["protected"])
+    out = obj["translation"]
+    assert all(out.count(m) == 1 for m in markup) and out.index(markup[0]) < out.index(markup[1]), out
+    inside = out[out.index(markup[0]) + len(markup[0]) : out.index(markup[1])]
+    assert inside.strip() and inside == inside.strip(), out  # words between the markup, none of its spaces
+    without = out.replace(markup[0], "", 1).replace(markup[1], "", 1)
+    assert without == ok(plain).stdout.strip()  # the same words as the sentence without its link
+
+
+def test_a_link_holding_digits_or_a_capitalised_label_is_still_translated_alone():
+    # "Envoyer" read inside "Cliquez sur Envoyer maintenant." is copied as a name; alone it is translated.
+    for line in ("Voir [la page 3](https://exemple.fr) maintenant.", "Cliquez sur <b>Envoyer</b> pour continuer."):
+        [obj] = records(ok("--json", line))
+        [sentence] = obj["sentences"]
+        assert [s["kind"] for s in sentence["protected"]] in (["link"], ["element"]), sentence
+
+
 # ------------------------------------------------------------------------------------- glossary
 def test_glossary_terms_are_forced_and_reported(tmp_path):
     terms = tmp_path / "terms.tsv"

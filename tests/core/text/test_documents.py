@@ -91,8 +91,7 @@ def test_markdown_segments_leave_code_tables_and_html_alone():
     doc = parse_document(MARKDOWN, "md")
     assert doc.segments == [
         "Un titre",
-        "Voici un [lien](https://exemple.fr/a_(b)) et du `code`, sur deux lignes.",
-        "lien",
+        "Voici un [lien](https://exemple.fr/a_(b)) et du `code`, sur deux lignes.",  # the pipeline reads "lien" here
         "Une citation.",
         "Premier élément",
         "sous-élément",
@@ -100,8 +99,7 @@ def test_markdown_segments_leave_code_tables_and_html_alone():
     ]
     translations = [
         "A title",
-        "Here is a [lien](https://exemple.fr/a_(b)) and some `code`, on two lines.",
-        "link",
+        "Here is a [link](https://exemple.fr/a_(b)) and some `code`, on two lines.",
         "A quote.",
         "First item",
         "sub-item",
@@ -111,6 +109,17 @@ def test_markdown_segments_leave_code_tables_and_html_alone():
     assert "Here is a [link](https://exemple.fr/a_(b)) and some `code`, on two lines.\n\n> A quote." in out
     assert 'print("ne pas traduire")' in out and "    bloc indenté" in out and "| un | deux |" in out
     assert out.endswith("Underlined title\n==============\n")
+
+
+def test_a_markdown_link_not_of_plain_words_has_its_text_translated_as_a_segment_of_its_own():
+    doc = parse_document("Voir [la page 3](https://exemple.fr/p) et [Envoyer](https://exemple.fr/e).\n", "md")
+    assert doc.segments == [
+        "Voir [la page 3](https://exemple.fr/p) et [Envoyer](https://exemple.fr/e).",
+        "la page 3",
+        "Envoyer",
+    ]
+    out = doc.render(["See [la page 3](https://exemple.fr/p) and [Envoyer](https://exemple.fr/e).", "page 3", "Send"])
+    assert out == "See [page 3](https://exemple.fr/p) and [Send](https://exemple.fr/e).\n"
 
 
 def test_plain_text_keeps_paragraphs():

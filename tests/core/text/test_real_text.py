@@ -108,6 +108,19 @@ def test_emphasis_is_projected_onto_the_aligned_words_or_the_same_share():
     assert out == "**Warning:** do not delete the folder."
 
 
+def test_a_wrapped_link_or_element_is_stripped_to_its_words_and_projected_back():
+    line = "Lisez **[le guide](https://x.fr/g)** et <i>la suite</i>."
+    plain, marks = strip_inline(line, ["[le guide](https://x.fr/g)", "<i>la suite</i>"])
+    assert plain == "Lisez le guide et la suite."
+    # emphasis first: it holds the link, so it opens before the link's bracket and closes after its target
+    assert marks == [Mark("**", "**", 1, 2), Mark("[", "](https://x.fr/g)", 1, 2), Mark("<i>", "</i>", 4, 5)]
+    links = [(0, 0), (1, 1), (2, 2), (3, 3), (4, 4), (5, 5)]
+    assert project("Read the guide and the rest.", marks, links, 6) == (
+        "Read **[the guide](https://x.fr/g)** and <i>the rest</i>."
+    )
+    assert strip_inline(line) == ("Lisez [le guide](https://x.fr/g) et <i>la suite</i>.", [Mark("**", "**", 1, 2)])
+
+
 @pytest.mark.parametrize(
     ("source", "output", "expected"),
     [
