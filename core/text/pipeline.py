@@ -105,13 +105,14 @@ def _spellable(text: str, unknown, keep: frozenset[str]) -> str:
 def _prepare(line_no: int, sentence: str, options: TextOptions, model: _Model, scheme: Scheme) -> _Prepared:
     unknown, accents = model.unknown, model.accents
     found = spans_to_protect(sentence, options, unknown)
-    in_context = [s.original for s in found if options.protect and _read_in_sentence(s)]
-    found = [s for s in found if not (options.protect and _read_in_sentence(s))]
+    in_context = [s for s in found if options.protect and _read_in_sentence(s)]
+    found = [s for s in found if s not in in_context]
     protected = protect(sentence, found, scheme, terms_in_text=model.constrained is not None)
     # Placeholders, and the words of a name left for the model to copy, keep their case and accents.
     copied_words = {w for s in protected.spans if s.copied for w in s.placeholder.split()}
     keep = frozenset({s.placeholder for s in protected.spans} | copied_words)
-    text, marks = strip_inline(protected.text, in_context) if options.protect else (protected.text, [])
+    wrapped = [s.original for s in in_context]
+    text, marks = strip_inline(protected.text, wrapped) if options.protect else (protected.text, [])
     shape, shouted = NATURAL, ()
     if options.case:
         shape = case_shape(text, keep)
