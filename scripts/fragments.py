@@ -32,12 +32,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from core.data.readers import read_corpus  # noqa: E402
+from core.errors import DataError  # noqa: E402
 from core.files import atomic_write_bytes  # noqa: E402
+from core.train.align_loss import parse_links  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 _STOP = ".!?:;…"
 _EDGE = "\"'«»“”‘’()[],.!?:;…"  # punctuation taken off a phrase's first and last word
-_PHARAOH = re.compile(r"(?:\d+-\d+(?: \d+-\d+)*)?")
 _NAME_LINE = re.compile(r"^(?:M\.|Mme|Mlle|L'hon\.|Le très hon\.|La très hon\.|Mr\.|Mrs\.|Ms\.|Hon\.|Right Hon\.)\s")
 
 
@@ -48,9 +49,8 @@ def phrase_pairs(src: list[str], tgt: list[str], links: set[tuple[int, int]], ma
     by_src: dict[int, list[int]] = defaultdict(list)
     by_tgt: dict[int, list[int]] = defaultdict(list)
     for i, j in links:
-        if i < len(src) and j < len(tgt):
-            by_src[i].append(j)
-            by_tgt[j].append(i)
+        by_src[i].append(j)
+        by_tgt[j].append(i)
     out = []
     for a in range(len(src)):
         for b in range(a + 1, min(a + max_src, len(src))):
@@ -153,13 +153,18 @@ def headings(pairs: Iterable[tuple[str, str]], max_words: int = 6) -> Iterator[t
         yield fr, en
 
 
-def read_links(path: Path) -> list[set[tuple[int, int]]]:
-    """Pharaoh links, one line per pair (`0-0 1-2 …`); a line that is not: SystemExit naming path:line."""
+def read_links(path: Path, pairs: list[tuple[str, str]]) -> list[set[tuple[int, int]]]:
+    """Pharaoh links, line k for pair k (core.train.align_loss.parse_links, as tt train --align-links reads them);
+    a line that is not, a link outside its pair, or another number of lines: SystemExit naming what is wrong."""
+    lines = path.read_text(encoding="utf-8").splitlines()
     out = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not _PHARAOH.fullmatch(line.strip()):
-            sys.exit(f"fragments: {path}:{n}: not word links (i-j …): {line[:60]!r}")
-        out.append({(int(i), int(j)) for i, j in (x.split("-") for x in line.split())})
+    for n, (line, (src, tgt)) in enumerate(zip(lines, pairs), 1):
+        try:
+            out.append(set(parse_links(line, len(src.split()), len(tgt.split()), f"{path}:{n}")))
+        except DataError as e:
+            sys.exit(f"fragments: {e}")
+    if len(lines) != len(pairs):
+        sys.exit(f"fragments: {path} holds {len(lines)} lines for {len(pairs)} pairs (link the same --data)")
     return out
 
 
@@ -177,9 +182,7 @@ def main() -> None:
     pairs = [
         (p.src, p.tgt) for spec in args.data for p in read_corpus(spec, src_lang=args.src_lang, tgt_lang=args.tgt_lang)
     ]
-    links = read_links(args.links)
-    if len(links) != len(pairs):
-        sys.exit(f"fragments: {args.links} holds {len(links)} lines for {len(pairs)} pairs (link the same --data)")
+    links = read_links(args.links, pairs)
     keep_out = set()
     for lang in (args.src_lang, args.tgt_lang):
         path = Path(f"{args.keep_out}.{lang}")

@@ -78,7 +78,10 @@ def test_the_script_writes_phrase_pairs_and_headings_and_leaves_out_the_yardstic
     args = ["--links", str(tmp_path / "links"), "--out", str(tmp_path / "shared"), "--min-share", "1.01"]
     assert subprocess.run([*cmd, *args], capture_output=True, text=True).returncode == 0
     assert (tmp_path / "shared.fr").read_text(encoding="utf-8").splitlines() == ["Heure des votes"]
-    for links, error in (("0-0\n1-1\n", "holds 2 lines for 5 pairs"), ("0-0\nI forgot\n", "short:2: not word links")):
+    for links, error in (
+        ("0-0\n1-1\n", "holds 2 lines for 5 pairs"),
+        ("0-0\nI forgot\n", "short:2: expected Pharaoh links"),
+    ):
         (tmp_path / "short").write_text(links, encoding="utf-8")
         args = ["--links", str(tmp_path / "short"), "--out", str(tmp_path / "x")]
         bad = subprocess.run([*cmd, *args], capture_output=True, text=True)
