@@ -473,7 +473,8 @@ CORPUS_NAMES = [
     ("mixed", "mixed web English (its French machine-translated)"),
     ("-bt", "back-translated news"),
     ("/bt", "back-translated news"),  # runs/ftN/bt: reranked output as the synthetic source (session 22)
-    ("/ft", "forward-translated news (its own reranked output as targets)"),  # runs/ftN/ft
+    ("/ft", "forward-translated news (its own translations as targets)"),  # runs/ftN/ft
+    ("fragment", "headings and phrase pairs cut from word-aligned sentences"),  # scripts/fragments.py
     ("europarl", "Europarl"),
     ("hansard", "Canadian Hansards"),
     ("tatoeba", "Tatoeba"),
