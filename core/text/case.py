@@ -157,7 +157,8 @@ def shout_aligned(
     that word's own translation (the model's, of the word alone); `links`: (source word, output word) pairs,
     words split at spaces. An output word is shouted where it is aligned to a shouted word, or next to one so
     aligned (one-model links are often one word off), and is one of the words of its own translation: "très"
-    alone is "It's very much.", aligned to "is" in "This is very important." → "This is VERY important.". A
+    alone is "It's very much." (or "Like", and "Très" "Very": the pipeline gives both forms' translations),
+    aligned to "is" in "This is very important." → "This is VERY important.". A
     word whose translation is nowhere near stays as the model wrote it (its emphasis lost, not misplaced).
     Placeholders stay as they are."""
     words = output.split(" ")

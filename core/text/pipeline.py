@@ -233,9 +233,13 @@ def _checked(prepared: list[_Prepared], sentences: list[SentenceResult], options
     glosses: dict[str, str] = {}
     if model.aligner is not None and todo:
         links = dict(zip(todo, model.aligner([pairs[i] for i in todo])))
-        # each word lowered from capitals translated alone, in one batch: which output word is its translation
+        # each word lowered from capitals translated alone, as written and capitalised (a label: session 48's fr→en
+        # gives "très" as "Like", "Très" as "Very"), in one batch: which output word is its translation
         loud = sorted({prepared[i].model_input.split()[w] for i in todo for w in prepared[i].shouted})
-        glosses = dict(zip(loud, (d.text for d in model.batch(loud)))) if loud else {}
+        alone = (
+            [d.text for d in model.batch([form for w in loud for form in (w, w[:1].upper() + w[1:])])] if loud else []
+        )
+        glosses = {w: f"{alone[2 * k]} {alone[2 * k + 1]}" for k, w in enumerate(loud)}
     for i, (p, s) in enumerate(zip(prepared, sentences)):
         notes = []
         if i in links:  # finished again with the links: its span warnings are this restore's
