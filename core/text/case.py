@@ -152,27 +152,36 @@ def shout_aligned(
     shouted: dict[int, str],
     links: Iterable[tuple[int, int]],
     keep: frozenset[str] = frozenset(),
-) -> str:
-    """`output` with the translation of each shouted source word in capitals. `shouted`: source word index →
+) -> tuple[str, tuple[int, ...]]:
+    """`output` with the translation of each shouted source word in capitals, and the shouted words that
+    found none (their indices, in order: the pipeline warns of each). `shouted`: source word index →
     that word's own translation (the model's, of the word alone); `links`: (source word, output word) pairs,
     words split at spaces. An output word is shouted where it is aligned to a shouted word, or next to one so
-    aligned (one-model links are often one word off), and is one of the words of its own translation: "très"
+    aligned (one-model links are often one word off; a shouted word with no link at all is read through the
+    links of the words beside it), and is one of the words of its own translation: "très"
     alone is "It's very much." (or "Like", and "Très" "Very": the pipeline gives both forms' translations),
     aligned to "is" in "This is very important." → "This is VERY important.". A
     word whose translation is nowhere near stays as the model wrote it (its emphasis lost, not misplaced).
     Placeholders stay as they are."""
     words = output.split(" ")
+    links = list(links)
     near: dict[int, set[int]] = {}
-    for s, t in links:
-        if s in shouted:
-            near.setdefault(s, set()).update(range(t - 1, t + 2))
-    loud = set()
+    for s in shouted:
+        # a word no output word is linked to (each output word links to one source word: "very" in "It's very
+        # hot." to "chaud", not "TRÈS") is read through its neighbours' links
+        targets = {t for x, t in links if x == s} or {t for x, t in links if abs(x - s) == 1}
+        near[s] = {n for t in targets for n in range(t - 1, t + 2)}
+    loud, found = set(), set()
     for s, targets in near.items():
-        gloss = {_bare(w) for w in shouted[s].split()} - {""}
-        loud |= {t for t in targets if 0 <= t < len(words) and _bare(words[t]) in gloss}
-    return " ".join(_map_words(w, keep, lambda i, x: x.upper()) if i in loud else w for i, w in enumerate(words))
+        gloss = {bare(w) for w in shouted[s].split()} - {""}
+        mine = {t for t in targets if 0 <= t < len(words) and bare(words[t]) in gloss}
+        loud |= mine
+        if mine:
+            found.add(s)
+    text = " ".join(_map_words(w, keep, lambda i, x: x.upper()) if i in loud else w for i, w in enumerate(words))
+    return text, tuple(s for s in sorted(shouted) if s not in found)
 
 
-def _bare(word: str) -> str:
+def bare(word: str) -> str:
     """A word without the punctuation around it, in lower case (what two translations of a word share)."""
     return word.strip(".,;:!?…\"'«»“”()[]¿¡-–—").lower()

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 from core.text.accents import AccentTable, restore_accents, strip_accents
-from core.text.case import NATURAL, UPPER, apply_case, case_shape, loud_words, natural_case, shout_aligned
+from core.text.case import NATURAL, UPPER, apply_case, bare, case_shape, loud_words, natural_case, shout_aligned
 from core.text.checks import (
     empty_output,
     follow_punctuation,
@@ -166,9 +166,11 @@ def _finish(
     alignment, the case, the spans put back."""
     if options.follow_stop and not p.verbatim:
         output = follow_punctuation(p.model_input, output)
+    unshouted: list[str] = []
     if p.shouted and links is not None and glosses:  # the translations of words lowered from capitals, loud again
         words = p.model_input.split()
-        output = shout_aligned(output, {i: glosses.get(words[i], "") for i in p.shouted}, links, p.placeholders)
+        output, quiet = shout_aligned(output, {i: glosses.get(words[i], "") for i in p.shouted}, links, p.placeholders)
+        unshouted = [bare(words[i]).upper() for i in quiet]
     if p.marks:
         output = project(output, p.marks, links, len(p.model_input.split()))
     restored = restore(apply_case(output, p.shape, p.placeholders), p.protected)
@@ -177,7 +179,8 @@ def _finish(
         again = restore(apply_case(placed, p.shape, p.placeholders), p.protected)
         if len(again.lost) < len(restored.lost):
             again.placed.extend(s for s in restored.lost if s not in again.lost)
-            return again
+            restored = again
+    restored.unshouted.extend(unshouted)
     return restored
 
 

@@ -61,6 +61,7 @@ class Restored:
     lost: list[Span] = field(default_factory=list)  # placeholders missing from the model's output
     repeated: list[Span] = field(default_factory=list)  # placeholders the model wrote more than once
     placed: list[Span] = field(default_factory=list)  # lost by the model, put back where the alignment says
+    unshouted: list[str] = field(default_factory=list)  # source words in capitals no output word translates
 
     @property
     def warnings(self) -> list[str]:
@@ -71,6 +72,11 @@ class Restored:
             for s in self.lost
         ]
         out += [f"the model repeated {s.kind} {s.original!r}; kept once" for s in self.repeated]
+        out += [
+            f"no word of the translation is {w!r} (written in capitals) as the model translates it alone: "
+            "its emphasis, or the word, may be missing"
+            for w in self.unshouted
+        ]
         return out
 
 

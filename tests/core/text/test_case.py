@@ -102,8 +102,13 @@ def test_the_translation_of_a_loud_word_is_shouted_where_the_links_put_it():
     from core.text.case import shout_aligned
 
     links = [(0, 0), (1, 1), (2, 2), (2, 3)]  # très → "is": one word off
-    assert shout_aligned("This is very important.", {1: "It's very much."}, links) == "This is VERY important."
-    assert shout_aligned("This is very important.", {1: "Well,"}, links) == "This is very important."
-    assert shout_aligned("This is very important.", {1: "very"}, []) == "This is very important."  # no link
-    assert shout_aligned("Be careful: it is", {0: "Be careful"}, [(0, 0)]) == "BE CAREFUL: it is"
-    assert shout_aligned("very <ph0>", {0: "very"}, [(0, 0), (0, 1)], frozenset({"<ph0>"})) == "VERY <ph0>"
+    assert shout_aligned("This is very important.", {1: "It's very much."}, links) == ("This is VERY important.", ())
+    # where no word near its links is its translation, nothing is shouted and the word is named as one that found none
+    assert shout_aligned("This is very important.", {1: "Well,"}, links) == ("This is very important.", (1,))
+    assert shout_aligned("This is very important.", {1: "very"}, []) == ("This is very important.", (1,))  # no link
+    assert shout_aligned("Be careful: it is", {0: "Be careful"}, [(0, 0)]) == ("BE CAREFUL: it is", ())
+    assert shout_aligned("very <ph0>", {0: "very"}, [(0, 0), (0, 1)], frozenset({"<ph0>"})) == ("VERY <ph0>", ())
+    # "Il fait TRÈS chaud." → "It's very hot.": "very" links to "chaud", TRÈS to nothing — read through its neighbours
+    hot = [(1, 0), (3, 1), (3, 2)]
+    assert shout_aligned("It's very hot.", {2: "Like Very"}, hot) == ("It's VERY hot.", ())
+    assert shout_aligned("It's hot today.", {2: "Like Very"}, hot) == ("It's hot today.", (2,))
