@@ -165,21 +165,18 @@ def shout_aligned(
     Placeholders stay as they are."""
     words = output.split(" ")
     links = list(links)
-    near: dict[int, set[int]] = {}
-    for s in shouted:
+    loud, missed = set(), []
+    for s, translation in sorted(shouted.items()):
         # a word no output word is linked to (each output word links to one source word: "very" in "It's very
         # hot." to "chaud", not "TRÈS") is read through its neighbours' links
         targets = {t for x, t in links if x == s} or {t for x, t in links if abs(x - s) == 1}
-        near[s] = {n for t in targets for n in range(t - 1, t + 2)}
-    loud, found = set(), set()
-    for s, targets in near.items():
-        gloss = {bare(w) for w in shouted[s].split()} - {""}
-        mine = {t for t in targets if 0 <= t < len(words) and bare(words[t]) in gloss}
+        gloss = {bare(w) for w in translation.split()} - {""}
+        mine = {n for t in targets for n in range(t - 1, t + 2) if 0 <= n < len(words) and bare(words[n]) in gloss}
         loud |= mine
-        if mine:
-            found.add(s)
+        if not mine:
+            missed.append(s)
     text = " ".join(_map_words(w, keep, lambda i, x: x.upper()) if i in loud else w for i, w in enumerate(words))
-    return text, tuple(s for s in sorted(shouted) if s not in found)
+    return text, tuple(missed)
 
 
 def bare(word: str) -> str:
