@@ -198,6 +198,7 @@ def with_model_placeholders(loaded: LoadedModel, text: TextOptions | None) -> Te
     if text.loud is None:
         text = replace(text, loud=loud_by_pieces(lambda word: len(encode(word))))
     tokens = placeholder_tokens(loaded.path, loaded.metadata)
+    text = replace(text, model_placeholders=tokens)
     if not tokens or text.scheme.name != "copy":  # a scheme asked for by name stays
         return text
     return replace(text, scheme=learned_scheme(tokens), fallbacks=(text.scheme, *text.fallbacks))

@@ -89,17 +89,18 @@ class _Prepared:
 
 def _spellable(text: str, unknown, keep: frozenset[str]) -> str:
     """`text` with each capital the model cannot spell but whose lower case it can (É in État) written
-    without its accent (E): an accented capital is a French letter, not an unknown script."""
+    without its accent (E), or in lower case where it has none to take off (Œ in Œuvre: œ): an accented capital
+    is a French letter, not an unknown script, and the model must not read it as <unk>."""
     if unknown is None:
         return text
-    out = []
-    for word in text.split(" "):
-        if word not in keep:
-            word = "".join(
-                strip_accents(ch) if ch.isupper() and unknown(ch) and not unknown(ch.lower()) else ch for ch in word
-            )
-        out.append(word)
-    return " ".join(out)
+
+    def spelt(ch: str) -> str:
+        if not (ch.isupper() and unknown(ch) and not unknown(ch.lower())):
+            return ch
+        plain = strip_accents(ch)
+        return plain if not unknown(plain) else ch.lower()
+
+    return " ".join(word if word in keep else "".join(map(spelt, word)) for word in text.split(" "))
 
 
 def _prepare(line_no: int, sentence: str, options: TextOptions, model: _Model, scheme: Scheme) -> _Prepared:
@@ -166,6 +167,7 @@ def _finish(
     alignment, the case, the spans put back."""
     if options.follow_stop and not p.verbatim:
         output = follow_punctuation(p.model_input, output)
+    output = _capital_kept(p, output)
     unshouted: list[str] = []
     if p.shouted and links is not None and glosses:  # the translations of words lowered from capitals, loud again
         words = p.model_input.split()
@@ -173,10 +175,11 @@ def _finish(
         unshouted = [bare(words[i]).upper() for i in quiet]
     if p.marks:
         output = project(output, p.marks, links, len(p.model_input.split()))
-    restored = restore(apply_case(output, p.shape, p.placeholders), p.protected)
+    strays = options.model_placeholders
+    restored = restore(apply_case(output, p.shape, p.placeholders), p.protected, strays)
     if restored.lost and links is not None:
         placed = place_lost(output, p.model_input, restored.lost, links)
-        again = restore(apply_case(placed, p.shape, p.placeholders), p.protected)
+        again = restore(apply_case(placed, p.shape, p.placeholders), p.protected, strays)
         if len(again.lost) < len(restored.lost):
             again.placed.extend(s for s in restored.lost if s not in again.lost)
             restored = again
@@ -184,10 +187,23 @@ def _finish(
     return restored
 
 
+def _capital_kept(p: _Prepared, output: str) -> str:
+    """`output` with its first word capitalised where the source opens with a capital and the model, given it in
+    lower case (Œuvre d'art → œuvre d'art: the model cannot spell Œ), wrote its first word all in lower case."""
+    if p.shape != NATURAL or not p.source.lstrip()[:1].isupper() or not p.model_input.lstrip()[:1].islower():
+        return output
+    first = output.lstrip().split(" ", 1)[0]
+    if not first or first in p.placeholders or not first.islower() or not first[0].isalpha():
+        return output
+    i = output.index(first)
+    return output[:i] + first[0].upper() + output[i + 1 :]
+
+
 def _badness(p: _Prepared, output: str, restored: Restored) -> tuple[int, int]:
-    """What a hypothesis lost: protected spans, then a number or a clause (far too short)."""
+    """What a hypothesis lost: protected spans, then a number, a clause (far too short) or a word the model wrote
+    as a placeholder."""
     numbers = missing_numbers(p.source, restored.text) is not None
-    return len(restored.lost), numbers + (short_output(p.model_input, output) is not None)
+    return len(restored.lost), numbers + (short_output(p.model_input, output) is not None) + len(restored.strays)
 
 
 def _translate(prepared: list[_Prepared], model: _Model, options: TextOptions) -> list[SentenceResult]:

@@ -24,7 +24,7 @@ dropped is reported in `lost`, one it repeated is put back once and reported in 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 from core.text.accents import strip_accents
@@ -62,6 +62,7 @@ class Restored:
     repeated: list[Span] = field(default_factory=list)  # placeholders the model wrote more than once
     placed: list[Span] = field(default_factory=list)  # lost by the model, put back where the alignment says
     unshouted: list[str] = field(default_factory=list)  # source words in capitals no output word translates
+    strays: list[str] = field(default_factory=list)  # the model's placeholders standing for no span, taken out
 
     @property
     def warnings(self) -> list[str]:
@@ -76,6 +77,11 @@ class Restored:
             f"no word of the translation is {w!r} (written in capitals) as the model translates it alone: "
             "its emphasis, or the word, may be missing"
             for w in self.unshouted
+        ]
+        out += [
+            f"the model wrote its placeholder {t!r} where the source has no span for it; taken out: "
+            "a word may be missing there"
+            for t in self.strays
         ]
         return out
 
@@ -190,10 +196,13 @@ def _copy_pattern(span: Span) -> re.Pattern:
     return re.compile(rf"(?<![\w,.])(?:{'|'.join(map(re.escape, forms))})(?:(?=s(?!\w))|(?!\w|[,.]\d))")
 
 
-def restore(translation: str, protected: Protected) -> Restored:
-    """The translation with each placeholder turned back into its span's output."""
+def restore(translation: str, protected: Protected, strays: Iterable[str] = ()) -> Restored:
+    """The translation with each placeholder turned back into its span's output.
+
+    strays: the placeholders the model learned in training (its card's); one in the translation that stands for
+    none of this sentence's spans (the model read "#" or a word as one) is taken out and named, never shown."""
     lost, repeated = [], []
-    text = translation
+    text, taken_out = _without_strays(translation, protected, strays)
     marks: dict[str, str] = {}
     for i, span in enumerate(protected.spans):
         mark = f"\x00{chr(0xE000 + i)}\x00"  # kept apart until every span is found, so an output cannot match another
@@ -225,4 +234,15 @@ def restore(translation: str, protected: Protected) -> Restored:
         text = body + protected.suffix + text[len(body) :]
     else:
         text += protected.suffix
-    return Restored(protected.prefix + text, lost, repeated)
+    return Restored(protected.prefix + text, lost, repeated, strays=taken_out)
+
+
+def _without_strays(text: str, protected: Protected, strays: Iterable[str]) -> tuple[str, list[str]]:
+    """`text` without the placeholders in `strays` that no span of `protected` holds, and which were taken out."""
+    own = {s.placeholder for s in protected.spans}
+    found = [t for t in strays if t not in own and t in text]
+    for token in found:
+        text = text.replace(token, " ")
+    if found:  # the spaces it leaves: none doubled, none before punctuation or at the ends
+        text = re.sub(r" +([.,;:!?…)\]»])", r"\1", re.sub(r" {2,}", " ", text)).strip()
+    return text, found

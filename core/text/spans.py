@@ -4,9 +4,10 @@
         ──find_spans──▶  phone "01 23 45 67 89" (as written), date "3 mars 2025" (→ "3 March 2025")
 
 Kinds, earlier winning where they overlap: glossary terms, inline code, Markdown links, inline elements,
-other markup, URLs, e-mail addresses, paths and file names, phone numbers, amounts with their currency
-(either side: 12,50 €, €12,50, 3,5 millions d'euros), dates (in digits, or with a month name), times,
-versions (2.3.1, v1.2), numbers, words holding a character outside the model's vocabulary, and names.
+other markup, URLs, e-mail addresses, paths and file names, hashtags and tickets' numbers (#4521), phone
+numbers, amounts with their currency (either side: 12,50 €, €12,50, 3,5 millions d'euros), dates (in
+digits, or with a month name), times, versions (2.3.1, v1.2), numbers, words holding a character outside
+the model's vocabulary, and names.
 A thing is one span however many numbers it holds: a phone number's five groups are one, so the
 model never sees five placeholders where the user wrote one thing.
 """
@@ -22,8 +23,8 @@ from dataclasses import dataclass
 class Span:
     """One protected piece of the source."""
 
-    kind: str  # term, code, link, element, markup, url, email, path, phone, amount, date, time, version, number,
-    # unknown, name
+    kind: str  # term, code, link, element, markup, url, email, path, tag, phone, amount, date, time, version,
+    # number, unknown, name
     start: int  # where it is in the text given to protect()
     end: int
     original: str  # the source text
@@ -91,6 +92,9 @@ _PATTERNS: list[tuple[str, re.Pattern]] = [
             r"|(?<![\w-])[a-z]+[A-Z][A-Za-z0-9]*(?![\w-])"
         ),
     ),
+    # a hashtag or a ticket's number (#MeToo, bogue #4521): the model reads "#" before a word as a placeholder's
+    # mark and writes noise for it ("<ph0>21"); not C# nor a Markdown heading ("# Titre")
+    ("tag", re.compile(r"(?<![\w&#/])#\w[\w-]*(?<!-)")),
     # French numbers (01 23 45 67 89, 06.12.34.56.78, +33 1 23 45 67 89, +33 (0)6 …) and other international ones
     (
         "phone",

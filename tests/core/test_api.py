@@ -220,3 +220,36 @@ def test_a_loud_word_the_translation_does_not_carry_is_named_in_a_warning():
     if "very" not in dropped.text.lower():  # the model of session 48 drops it
         assert named and dropped.warnings == named
     assert "VERY" in linked.text.split() and not linked.warnings, (linked.text, linked.warnings)
+
+
+def test_a_ticket_number_is_copied_and_a_placeholder_the_model_invents_is_never_shown():
+    """The shipped fr→en reads "#" before digits as its placeholders' mark: "Le bogue #4521 est corrigé." came out
+    "<ph0>21 is corrected.". A hashtag or a ticket's number is now a span of its own, put back whole; and with
+    protection off, the placeholder the model invents is taken out and named in a warning, never shown."""
+    from core.checkpoint import load_model
+    from core.text.options import TextOptions
+
+    loaded = load_model(ROOT / "weights")
+    options = TranslateOptions().validate()
+    [fixed, hashtag] = translate_text_lines(
+        loaded, ["Le bogue #4521 est corrigé.", "#MeToo a changé le monde."], options
+    )
+    assert "#4521" in fixed.text.split() and "#MeToo" in hashtag.text.split(), (fixed.text, hashtag.text)
+    assert [s.kind for s in fixed.sentences[0].spans] == ["tag"] and "<ph" not in fixed.text + hashtag.text
+    [raw] = translate_text_lines(loaded, ["Le bogue #4521 est corrigé."], options, TextOptions(protect=False))
+    assert "<ph" in raw.sentences[0].model_output, raw.sentences[0].model_output  # the model's own slip
+    assert "<ph" not in raw.text and any("where the source has no span" in w for w in raw.warnings), raw.warnings
+
+
+def test_a_capital_the_vocabulary_cannot_spell_reaches_the_model_in_lower_case():
+    """The shipped fr→en vocabulary cannot spell Œ, and Œ has no accent to take off: "Œuvre d'art." reached the
+    model as <unk> and came out " ⁇ fect art.". It is given œ (which it spells), and the translation keeps the
+    source's opening capital."""
+    from core.checkpoint import load_model
+    from core.model.config import UNK_ID
+
+    loaded = load_model(ROOT / "weights")
+    assert UNK_ID in loaded.tokenizer.encode("Œ") and UNK_ID not in loaded.tokenizer.encode("œ")  # the case
+    [result] = translate_text_lines(loaded, ["Œuvre d'art."], TranslateOptions().validate())
+    assert result.sentences[0].model_input == "œuvre d'art."
+    assert "⁇" not in result.text and result.text[0].isupper(), result.text

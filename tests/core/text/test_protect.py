@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from core.data.tokenizer import Tokenizer
+from core.text.options import learned_scheme
 from core.text.protect import SCHEMES, find_spans, protect, restore, unknown_characters
 
 SPM = Path(__file__).resolve().parents[3] / "weights" / "spm.model"
@@ -34,12 +35,19 @@ def unknown():
         ("Clique <b>ici</b>.", "element", "<b>ici</b>", None),
         ('Voir <a href="x.html">la page</a>.', "element", '<a href="x.html">la page</a>', None),
         ("Une ligne<br/>puis <b>une <i>autre</i>.", "markup", "<br/>", None),
+        ("Le bogue #4521 est corrigé.", "tag", "#4521", None),
+        ("#MeToo a changé le monde.", "tag", "#MeToo", None),
     ],
 )
 def test_find_spans(text, kind, original, output):
     spans = find_spans(text)
     assert (spans[0].kind, spans[0].original, spans[0].output) == (kind, original, output or original)
     assert text[spans[0].start : spans[0].end] == original
+
+
+@pytest.mark.parametrize("text", ["C# est un langage.", "# Titre", "Voir https://x.fr/page#suite ici.", "&#233;"])
+def test_a_hash_inside_a_word_a_heading_or_a_url_is_no_tag(text):
+    assert "tag" not in [s.kind for s in find_spans(text)]
 
 
 def test_single_digits_are_left_to_the_model():
@@ -89,6 +97,22 @@ def test_a_dropped_placeholder_is_reported():
     assert restored.text == "She was born."
     assert [s.original for s in restored.lost] == ["1987"]
     assert "dropped number '1987'" in restored.warnings[0]
+
+
+def test_a_learned_placeholder_standing_for_no_span_is_taken_out_and_named():
+    """The model may write one of its placeholders where the source has none (it read "#4521" as one: "<ph0>21"):
+    taken out, never shown, and named; the sentence's own placeholders are restored as ever."""
+    learned = tuple(f"<ph{i}>" for i in range(10))
+    text = "Le train 6543 part le 2024-05-17."
+    protected = protect(text, find_spans(text), SCHEMES["copy"])  # the number copied, the date a word
+    ph = protected.spans[1].placeholder
+    restored = restore(f"<ph0> The train 6543 leaves on {ph} <ph3>.", protected, learned)
+    assert restored.text == "The train 6543 leaves on 2024-05-17."
+    assert restored.strays == ["<ph0>", "<ph3>"] and restored.lost == []
+    assert "placeholder '<ph0>' where the source has no span" in restored.warnings[0]
+    assert restore(f"<ph0> The train 6543 leaves on {ph}.", protected).text.startswith("<ph0>")  # not asked: kept
+    own = protect(text, find_spans(text), learned_scheme(learned))  # <ph0> is the date's own here
+    assert restore("The train 6543 leaves on <ph0>.", own, learned).text == "The train 6543 leaves on 2024-05-17."
 
 
 def test_a_repeated_placeholder_is_put_back_once_and_reported():
