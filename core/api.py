@@ -184,11 +184,13 @@ def text_batch(
 
 def with_model_placeholders(loaded: LoadedModel, text: TextOptions | None) -> TextOptions:
     """The pipeline's options with what the model brings: the names its vocabulary knows (capitalised again in
-    an ALL-CAPS line), the words in capitals it would spell letter by letter (lowered for it, TRÈS → très), and
+    an ALL-CAPS line), the words in capitals it would spell letter by letter (lowered for it, TRÈS → très), the
+    words it holds (a capitalised word it does not is a name, checked in the translation), and
     its own placeholder pieces first, when its card lists them (a model trained with them copies them), the word
     placeholders kept as second tries."""
     from core.checkpoint import placeholder_tokens
     from core.text.case import loud_by_pieces, names_by_pieces
+    from core.text.checks import known_by_pieces
     from core.text.options import TextOptions, learned_scheme
 
     text = text or TextOptions()
@@ -197,6 +199,8 @@ def with_model_placeholders(loaded: LoadedModel, text: TextOptions | None) -> Te
         text = replace(text, proper=names_by_pieces(lambda word: len(encode(word))))
     if text.loud is None:
         text = replace(text, loud=loud_by_pieces(lambda word: len(encode(word))))
+    if text.known is None:
+        text = replace(text, known=known_by_pieces(loaded.tokenizer.encode_pieces))
     tokens = placeholder_tokens(loaded.path, loaded.metadata)
     text = replace(text, model_placeholders=tokens)
     if not tokens or text.scheme.name != "copy":  # a scheme asked for by name stays

@@ -36,13 +36,16 @@ def _words_and(keep: frozenset[str]) -> re.Pattern[str]:
 
 
 def case_shape(text: str, keep: frozenset[str] = frozenset()) -> str:
-    """UPPER when every letter is a capital (four letters at least: PRIX, not OK), TITLE when every longer word of
-    three or more starts with one, else NATURAL."""
+    """UPPER when every letter is a capital (four letters at least: PRIX, not OK), TITLE when every content word (of
+    three words or more, two of them past the first) starts with one, else NATURAL."""
     words = [w for w in _words_and(keep).findall(text) if w not in keep]
     if words and sum(len(w) for w in words) >= 4 and all(w.isupper() for w in words):
         return UPPER
     content = [w for w in words if w.lower() not in _FR_SMALL | _EN_SMALL and len(w) > 1]
-    if len(words) >= 3 and len(content) >= 2 and all(w[0].isupper() for w in content):
+    # past the first word, two capitalised content words at least: a sentence's opening capital and one name
+    # ("Appeler Éric à 18h") are no headline, and lowering the name lost it ("Specify 18:00.")
+    later = [w for w in words[1:] if w.lower() not in _FR_SMALL | _EN_SMALL and len(w) > 1]
+    if len(words) >= 3 and len(content) >= 2 and len(later) >= 2 and all(w[0].isupper() for w in content):
         if any(not w.isupper() for w in content):  # an acronym-only line is UPPER's business
             return TITLE
     return NATURAL

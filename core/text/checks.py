@@ -4,6 +4,7 @@
 - `short_output`: an output far shorter than its source (a dropped clause) — the pipeline first takes
   the beam's next hypothesis of a fair length, and warns when none has one;
 - `unaligned_runs`: runs of source words no output word is aligned to (content dropped mid-sentence);
+- `missing_names`: a name (a capitalised word the model's vocabulary does not hold) that the translation lost;
 - `empty_output`, `wrong_language`: an empty translation, or one still in French.
 
 Each returns a warning's text (or None), which the pipeline puts on the sentence (stderr, --json).
@@ -12,7 +13,7 @@ Each returns a warning's text (or None), which the pipeline puts on the sentence
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 _CLOSERS = "»”’\"')]}"
 _FINAL = re.compile(r"(\.{3}|…|[.!?:;,])[\s\u00a0\u202f]*$")  # a comma: a long sentence's part
@@ -96,6 +97,7 @@ _FR_FUNCTION = frozenset(
     sans chez vers très bien tout tous toute toutes même aussi si comme""".split()
 )
 _WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
+_EDGE = ".,;:!?…«»\"'()[]“”‘’-–—*_"
 
 
 def _content(word: str) -> bool:
@@ -117,6 +119,64 @@ def unaligned_runs(source: str, links: Sequence[tuple[int, int]], keep: frozense
         if len(run) >= 3 and len(content) >= 2:
             return f"no part of the translation matches {' '.join(run)!r}: content may be missing"
         run = []
+    return None
+
+
+_OPENERS = '.!?:;«“"(…-–—'  # a word after one of these may be capitalised for its place, not as a name
+
+
+def _plain(word: str) -> str:
+    from core.text.accents import strip_accents
+
+    return strip_accents(word).lower()
+
+
+def _capitalised_for(name: str, out: list[str], t: int) -> bool:
+    """Whether output word `t` is capitalised as a name is: past the first word, or the first sharing the name's
+    first letter (Le Brésil → "Brazil …", not Appeler Éric → "Specify …", capitalised for its place)."""
+    if not 0 <= t < len(out):
+        return False
+    word = out[t].strip(_EDGE)
+    return word[:1].isupper() and (t > 0 or _plain(word)[:1] == _plain(name)[:1])
+
+
+def known_by_pieces(pieces: Callable[[str], list[str]]) -> Callable[[str], bool]:
+    """A `known` predicate from a vocabulary: a word is one of its words where it is one piece, as written or in
+    lower case (a lone ▁ is no piece of it). `pieces`: the pieces a word encodes to."""
+
+    def known(word: str) -> bool:
+        return any(len([p for p in pieces(form) if p != "▁"]) == 1 for form in (word, word.lower()))
+
+    return known
+
+
+def missing_names(
+    source: str,
+    output: str,
+    links: Sequence[tuple[int, int]],
+    known: Callable[[str], bool],
+    keep: frozenset[str] = frozenset(),
+) -> str | None:
+    """A warning naming the first name of `source` that the translation lost, else None. A name is a capitalised
+    word inside the sentence (not its first, nor one after a stop, a colon or an opening quote) that is no word of
+    the model's vocabulary (`known`: one piece as written or in lower case; Paris, Noël, Allemagne and français are,
+    Hélène, Éric and Égypte are not), the word after an elision's apostrophe included (d'Éric). It is lost where no
+    output word starts as it does (its first three letters, accents aside: Égypte → Egypt, Bruxelles → Brussels) and
+    no output word linked to it is capitalised as a name is (Pékin → Beijing; `_capitalised_for`): "Rendez-vous chez
+    Hélène." → "Make its place."."""
+    words, out = source.split(), output.split()
+    starts = {_plain(w.strip(_EDGE))[:3] for w in out}
+    for i, word in enumerate(words):
+        if i == 0 or words[i - 1][-1:] in _OPENERS or word in keep:
+            continue
+        name = re.split(r"['’]", word.strip(_EDGE))[-1]
+        if len(name) < 3 or not (name[0].isupper() and name[1:].islower()) or name in keep or known(name):
+            continue
+        if _plain(name)[:3] in starts:
+            continue
+        if any(_capitalised_for(name, out, t) for s, t in links if s == i):
+            continue
+        return f"the name {name!r} is not in the translation: it may be missing"
     return None
 
 

@@ -96,6 +96,9 @@ class TextOptions:
     # its translation written in capitals again (TRÈS → très → very → VERY): the model's vocabulary
     # (core.text.case.loud_by_pieces, set by core.api); None leaves such words as written.
     loud: Callable[[str], bool] | None = field(default=None, compare=False)
+    # Which word is one of the model's vocabulary (core.text.checks.known_by_pieces, set by core.api): a capitalised
+    # word that is not is a name, and a translation that lost it is warned of (checks.missing_names); None: no check.
+    known: Callable[[str], bool] | None = field(default=None, compare=False)
     # The placeholder pieces the model learned in training (its card's, set by core.api): one in its output that
     # stands for no span of the sentence is taken out and named in a warning, whatever the scheme.
     model_placeholders: tuple[str, ...] = ()

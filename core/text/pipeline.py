@@ -29,6 +29,7 @@ from core.text.case import NATURAL, UPPER, apply_case, bare, case_shape, loud_wo
 from core.text.checks import (
     empty_output,
     follow_punctuation,
+    missing_names,
     missing_numbers,
     short_output,
     unaligned_runs,
@@ -273,6 +274,9 @@ def _checked(prepared: list[_Prepared], sentences: list[SentenceResult], options
                     None if s.lost else missing_numbers(p.source, s.text),  # a lost span is warned already
                     short_output(p.model_input, s.model_output),
                     unaligned_runs(p.model_input, links[i], p.placeholders) if i in links else None,
+                    missing_names(p.model_input, s.model_output, links[i], options.known, p.placeholders)
+                    if i in links and options.known is not None
+                    else None,
                     wrong_language(p.source, s.text, options.languages),
                 )
                 if w

@@ -253,3 +253,19 @@ def test_a_capital_the_vocabulary_cannot_spell_reaches_the_model_in_lower_case()
     [result] = translate_text_lines(loaded, ["Œuvre d'art."], TranslateOptions().validate())
     assert result.sentences[0].model_input == "œuvre d'art."
     assert "⁇" not in result.text and result.text[0].isupper(), result.text
+
+
+def test_a_name_the_model_loses_is_named_in_a_warning():
+    """A name the vocabulary does not hold and the model drops is never lost in silence: the shipped fr→en gives
+    "Appeler Éric à 18h." without Éric (and the line was once taken for a headline, which lowered the name)."""
+    from core.checkpoint import load_model
+    from core.text.options import TextOptions
+
+    loaded = load_model(ROOT / "weights")
+    options = TranslateOptions().validate()
+    [lost, kept] = translate_text_lines(loaded, ["Appeler Éric à 18h.", "J'ai vu Éric hier."], options)
+    assert lost.sentences[0].model_input.startswith("Appeler Éric")  # a name, not a headline's word
+    assert "eric" not in lost.text.lower() and "the name 'Éric' is not in the translation" in " ".join(lost.warnings)
+    assert "Eric" in kept.text and not kept.warnings, (kept.text, kept.warnings)
+    [unchecked] = translate_text_lines(loaded, ["Appeler Éric à 18h."], options, TextOptions(known=lambda w: True))
+    assert not [w for w in unchecked.warnings if "the name" in w]

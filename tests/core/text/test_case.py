@@ -16,6 +16,9 @@ from core.text.case import NATURAL, TITLE, UPPER, apply_case, case_shape, natura
         ("Tom et Marie vont à Paris.", NATURAL),
         ("La NASA a lancé une fusée.", NATURAL),
         ("OK", NATURAL),  # one word: too little to call a shape
+        ("Appeler Éric à 18h.", NATURAL),  # an opening capital and a name: no headline (Éric was lowered)
+        ("Voir Paris", NATURAL),
+        ("Été Chaud À Paris", TITLE),
     ],
 )
 def test_case_shape(text, shape):

@@ -9,6 +9,8 @@ from core.text.checks import (
     empty_output,
     final_punctuation,
     follow_punctuation,
+    known_by_pieces,
+    missing_names,
     short_output,
     unaligned_runs,
     wrong_language,
@@ -194,6 +196,31 @@ def test_the_checks_name_a_loss():
     words = "La mise à jour corrige le fichier Boston".split()
     assert "mise à jour" in unaligned_runs(" ".join(words), [(4, 0), (5, 1), (6, 2)])
     assert unaligned_runs(" ".join(words), [(i, i) for i in range(len(words))]) is None
+
+
+def test_a_lost_name_is_named_and_a_translated_one_is_not():
+    """A capitalised word inside the sentence that the model's vocabulary does not hold is a name; the translation
+    lost it where no output word starts as it does and none linked to it is capitalised as a name is."""
+    from core.data.tokenizer import Tokenizer
+
+    known = known_by_pieces(Tokenizer.load(ROOT / "weights" / "spm.model").encode_pieces)
+    assert known("Paris") and known("Noël") and known("Français") and not known("Hélène") and not known("Égypte")
+    lost = missing_names("Rendez-vous chez Hélène.", "Make its place.", [(0, 0), (1, 1), (2, 2)], known)
+    assert "'Hélène'" in lost
+    assert missing_names("Rendez-vous chez Hélène.", "Meet at Helen's.", [], known) is None  # as written, near enough
+    assert missing_names("Nous partons en Égypte.", "We are leaving for Egypt.", [], known) is None  # its English
+    # Pékin → Beijing: no output word starts as it does, but the one linked to it is capitalised as a name
+    assert missing_names("Il vit à Pékin.", "He lives in Beijing.", [(3, 3)], known) is None
+    assert "'Pékin'" in missing_names("Il vit à Pékin.", "He lives in the capital.", [(3, 4)], known)
+    # the output's first word is capitalised for its place: a name only where its first letter is the name's
+    assert missing_names("Le Brésil est grand.", "Brazil is big.", [(1, 0)], known) is None
+    assert "'Éric'" in missing_names("Appeler Éric à 18h.", "Specify 18:00.", [(1, 0)], known)
+    assert missing_names("Le cadeau d'Émilie est là.", "The gift is here.", [], known)  # after an elision
+    assert missing_names("Hélène est partie.", "Left.", [], known) is None  # the first word: capitalised for its place
+    assert missing_names("Il a dit : « Hélène est partie ».", "He said so.", [], known) is None  # after a quote
+    assert (
+        missing_names("Voir Boston demain.", "See tomorrow.", [], known, frozenset({"Boston"})) is None
+    )  # a placeholder
 
 
 def test_the_corpus_has_what_the_issue_asks():
