@@ -131,12 +131,17 @@ def _plain(word: str) -> str:
     return strip_accents(word).lower()
 
 
+def _after_elision(word: str) -> str:
+    """A word without its edge punctuation and what an apostrophe elides before it (d'Éric → Éric, l'Union → Union)."""
+    return re.split(r"['’]", word.strip(_EDGE))[-1]
+
+
 def _capitalised_for(name: str, out: list[str], t: int) -> bool:
     """Whether output word `t` is capitalised as a name is: past the first word, or the first sharing the name's
     first letter (Le Brésil → "Brazil …", not Appeler Éric → "Specify …", capitalised for its place)."""
     if not 0 <= t < len(out):
         return False
-    word = out[t].strip(_EDGE)
+    word = _after_elision(out[t])
     return word[:1].isupper() and (t > 0 or _plain(word)[:1] == _plain(name)[:1])
 
 
@@ -160,16 +165,16 @@ def missing_names(
     """A warning naming the first name of `source` that the translation lost, else None. A name is a capitalised
     word inside the sentence (not its first, nor one after a stop, a colon or an opening quote) that is no word of
     the model's vocabulary (`known`: one piece as written or in lower case; Paris, Noël, Allemagne and français are,
-    Hélène, Éric and Égypte are not), the word after an elision's apostrophe included (d'Éric). It is lost where no
-    output word starts as it does (its first three letters, accents aside: Égypte → Egypt, Bruxelles → Brussels) and
+    Hélène, Éric and Égypte are not), the word after an elision's apostrophe included (d'Éric, in the output too:
+    l'Union). It is lost where no output word starts as it does (its first three letters, accents aside: Égypte → Egypt, Bruxelles → Brussels) and
     no output word linked to it is capitalised as a name is (Pékin → Beijing; `_capitalised_for`): "Rendez-vous chez
     Hélène." → "Make its place."."""
     words, out = source.split(), output.split()
-    starts = {_plain(w.strip(_EDGE))[:3] for w in out}
+    starts = {_plain(w)[:3] for word in out for w in (word.strip(_EDGE), _after_elision(word))}
     for i, word in enumerate(words):
         if i == 0 or words[i - 1][-1:] in _OPENERS or word in keep:
             continue
-        name = re.split(r"['’]", word.strip(_EDGE))[-1]
+        name = _after_elision(word)
         if len(name) < 3 or not (name[0].isupper() and name[1:].islower()) or name in keep or known(name):
             continue
         if _plain(name)[:3] in starts:

@@ -216,6 +216,9 @@ def test_a_lost_name_is_named_and_a_translated_one_is_not():
     assert missing_names("Le Brésil est grand.", "Brazil is big.", [(1, 0)], known) is None
     assert "'Éric'" in missing_names("Appeler Éric à 18h.", "Specify 18:00.", [(1, 0)], known)
     assert missing_names("Le cadeau d'Émilie est là.", "The gift is here.", [], known)  # after an elision
+    assert (
+        missing_names("Il a payé l'Union Montréal.", "He paid l'Union Montréal.", [], known) is None
+    )  # in the output too
     assert missing_names("Hélène est partie.", "Left.", [], known) is None  # the first word: capitalised for its place
     assert missing_names("Il a dit : « Hélène est partie ».", "He said so.", [], known) is None  # after a quote
     assert (
