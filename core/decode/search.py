@@ -189,11 +189,17 @@ def _rows_loop(
         done = (chosen == cfg.eos_id).logical_or_(alive_limits <= step + 1)  # (n,)
         if bool(done.any()):
             lengths[alive[done]] = step + 1
-            keep = (~done).nonzero().squeeze(1)
-            if keep.numel() == 0:
+            n = int((~done).sum())
+            if n == 0:
                 break
-            alive, alive_limits, chosen = alive[keep], alive_limits[keep], chosen[keep]
-            enc = drop_rows(enc, state, keep)
+            # the live rows past the first n move into the finished rows among the first n: the caches copy those
+            # rows only, not every row that stays (the rows' order is no row's business: `alive` keeps track)
+            dst, src = done[:n].nonzero().squeeze(1), (~done[n:]).nonzero().squeeze(1) + n
+            order = torch.arange(n, device=device)
+            order[dst] = src
+            alive, alive_limits, chosen = alive[order], alive_limits[order], chosen[order]
+            state.move_rows(dst, src, n)
+            enc = enc.move_rows(dst, src, n)
         step_input = chosen[:, None]  # (n, 1)
     return _hypotheses(tokens, logprobs, lengths, cfg.eos_id)
 

@@ -267,6 +267,20 @@ class KVCache:
             slots.narrow(3, g, k - g).zero_()
         self.length += k
 
+    def move_rows(self, dst: torch.Tensor, src: torch.Tensor, n: int) -> None:
+        """Keep the first `n` batch rows, after rows `src` (all at `n` or past it) are written over rows `dst` (all
+        before it): a batch that drops its finished rows moves only the live rows past the survivors' count into the
+        finished rows' places, where `select` would copy every row that stays (bench/README.md)."""
+        if dst.numel():
+            if self._pair is not None:  # keys and values in one allocation: one move of their filled positions
+                filled = self._pair.narrow(3, 0, self.length)  # (2, B, h, T, d_k)
+                filled[:, dst] = filled[:, src]
+            else:
+                k, v = self.k, self.v
+                k[dst], v[dst] = k[src], v[src]
+        self._k, self._v = self._k[:n], self._v[:n]
+        self._pair = None if self._pair is None else self._pair[:, :n]
+
     def select(self, index: torch.Tensor) -> None:
         """Keep batch rows `index` (beam search reorders and prunes hypotheses).
 

@@ -32,6 +32,12 @@ class Encoded:
         """Rows `index` of the batch (beam search expands each sentence into its beams)."""
         return Encoded(self.memory.index_select(0, index), self.src_mask.index_select(0, index), None)
 
+    def move_rows(self, dst: torch.Tensor, src: torch.Tensor, n: int) -> Encoded:
+        """The first `n` rows after rows `src` are written over rows `dst` (`KVCache.move_rows`), in place."""
+        if dst.numel():
+            self.memory[dst], self.src_mask[dst] = self.memory[src], self.src_mask[src]
+        return Encoded(self.memory[:n], self.src_mask[:n], None)
+
 
 @dataclass
 class BeamSlots:
@@ -69,6 +75,13 @@ class DecoderState:
     spare: torch.Tensor | None = None
     # core/model/native's view of this state's caches for the fused step's one-row C step (`FusedStep._native`).
     native: object | None = None
+
+    def move_rows(self, dst: torch.Tensor, src: torch.Tensor, n: int) -> None:
+        """Keep the first `n` rows of every cache, rows `src` moved into rows `dst` first (`KVCache.move_rows`)."""
+        if self.beams is not None:
+            raise ValueError("a state with beam slots keeps sentences: select them with their beams' rows")
+        for cache in (*self.self_attn, *self.cross_attn):
+            cache.move_rows(dst, src, n)
 
     def select(self, index: torch.Tensor, rows: torch.Tensor | None = None) -> None:
         """Keep batch rows `index` of every cache. With `beams`, `index` are the sentences that stay and

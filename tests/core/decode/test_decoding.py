@@ -98,6 +98,43 @@ def test_kv_cache_appends_trims_and_selects():
     torch.testing.assert_close(cache.v[0], cache.v[1])
 
 
+def test_kv_cache_moves_rows_into_finished_ones_and_keeps_a_prefix():
+    """A batch drops its finished rows by moving the live rows past the survivors' count into their places: rows 0
+    and 2 of 4 finish, row 3 moves into row 0; with keys and values in one buffer (the fused step's) and apart."""
+    pair = torch.arange(2 * 4 * 1 * 5 * 2, dtype=torch.float32).view(2, 4, 1, 5, 2)  # (2, B, h, capacity, d_k)
+    for cache in (KVCache.empty(pair.clone()), KVCache(pair[0, :, :, :3].clone(), pair[1, :, :, :3].clone())):
+        if cache.length == 0:
+            cache.append(pair[0, :, :, :3], pair[1, :, :, :3])
+        before_k, before_v = cache.k.clone(), cache.v.clone()
+        cache.move_rows(torch.tensor([0]), torch.tensor([3]), 2)
+        assert cache.k.shape == (2, 1, 3, 2) and cache.length == 3
+        torch.testing.assert_close(cache.k, before_k[[3, 1]])
+        torch.testing.assert_close(cache.v, before_v[[3, 1]])
+        cache.append(pair[0, :2, :, :1], pair[1, :2, :, :1])  # the kept rows go on growing
+        torch.testing.assert_close(cache.k[:, :, 3], pair[0, :2, :, 0])
+
+
+def test_a_batch_whose_rows_finish_apart_gives_each_row_its_own_output():
+    """Rows run to their own limits (source length + 2, EOS banned), the shortest first: each finished row's place
+    is taken by a live row from past the survivors' count, and every row still gets the output and log-probs of its
+    own decoding by full recomputation."""
+    model, lengths = random_model(), [3, 7, 2, 5, 6, 4]
+    src, cfg = random_src(16, lengths), model.cfg
+    hyps = greedy(model, src, extra_len=2, min_len=40)
+    assert [len(h.tokens) for h in hyps] == [n + 2 for n in lengths]  # each row stopped at its own limit
+    for i, hyp in enumerate(hyps):
+        out = [cfg.bos_id]
+        with torch.inference_mode():
+            for _ in range(len(hyp.tokens)):
+                logp = model(src[i : i + 1], torch.tensor([out])).float().log_softmax(-1)[0, -1]
+                logp[[cfg.pad_id, cfg.bos_id, cfg.eos_id]] = float("-inf")
+                out.append(int(logp.argmax()))
+        assert hyp.tokens == out[1:], i
+        torch.testing.assert_close(
+            torch.tensor(hyp.token_logprobs), torch.tensor(full_logprob(model, src[i : i + 1], hyp.tokens, eos=False))
+        )
+
+
 def test_min_len_bans_eos_and_never_emits_pad_or_bos():
     model, src = random_model(), random_src(16, [4, 6])
     for hyp in greedy(model, src, max_output=9, min_len=9):
