@@ -426,7 +426,11 @@ def _norm_args(norm: nn.Module) -> tuple | None:
 def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
     """softmax(q kᵀ + bias) v for a few (already scaled) queries per row and head: q (N·h, g, d_k),
     k, v (N·h, T, d_k), bias (N·h, 1, T) -> (N·h, g, d_k). For so few queries, two batched products beat
-    the fused kernel."""
+    the fused kernel; for one query per row, step.c's `attend_rows` beats both (core/model/native)."""
+    if q.size(1) == 1:
+        out = native.attend_rows(q, k, v, bias)
+        if out is not None:
+            return out
     scores = torch.bmm(q, k.transpose(1, 2)) if bias is None else torch.baddbmm(bias, q, k.transpose(1, 2))
     return torch.bmm(scores.softmax(-1), v)
 

@@ -102,6 +102,10 @@ def _library(compiler: str, flags: tuple[str, ...]) -> ctypes.CDLL | None:
     lib.tt_row_top.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32, ctypes.c_int64, ctypes.c_int32]
     lib.tt_row_top.argtypes += [ctypes.c_void_p, ctypes.c_void_p]
     lib.tt_row_top.restype = ctypes.c_int32
+    lib.tt_attend_rows.argtypes = (
+        [ctypes.c_void_p] * 4 + [ctypes.c_int32] * 3 + [ctypes.c_int64] * 3 + [ctypes.c_void_p]
+    )
+    lib.tt_attend_rows.restype = ctypes.c_int32
     lib.tt_pack_int8.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32, ctypes.c_void_p]
     lib.tt_pack_int8.argtypes += [ctypes.c_void_p]
     lib.tt_product.argtypes = [ctypes.POINTER(_Product), ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p]
@@ -312,6 +316,33 @@ def best(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
     index, value = torch.empty(rows, dtype=torch.long), torch.empty(rows)
     lib.tt_best(x.data_ptr(), rows, x.size(1), x.stride(0), index.data_ptr(), value.data_ptr())
     return index, value
+
+
+def attend_rows(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor | None:
+    """softmax(q kᵀ + bias) v for one (already scaled) query per row: q (R, 1, d_k), k, v (R, T, d_k) with each row's
+    positions contiguous (a cache's `flat_heads`), bias (R, 1, T) of 0 and -inf, or None -> (R, 1, d_k) — what
+    core/model/step.py's `_attend` computes with two batched products, in one pass per row (a batch's greedy steps:
+    bench/README.md); None where step.c cannot take it (no library, TT_NATIVE=0, not fp32 on the CPU, another layout,
+    more than 1,024 positions)."""
+    lib = library()
+    if lib is None or q.dim() != 3 or q.size(1) != 1 or k.size(1) == 0:
+        return None
+    r, t, d_k = k.shape
+    tensors = (q, k, v) if bias is None else (q, k, v, bias)
+    if any(x.dtype != torch.float32 or x.device.type != "cpu" for x in tensors):
+        return None
+    if k.stride(2) != 1 or v.stride(2) != 1 or k.stride(1) != d_k or v.stride(1) != d_k or v.shape != k.shape:
+        return None
+    if bias is not None and (bias.shape != (r, 1, t) or bias.stride(2) != 1):
+        return None
+    q = q.contiguous()
+    out = torch.empty(r, 1, d_k)
+    at = None if bias is None else bias.data_ptr()
+    ld = 0 if bias is None else bias.stride(0)
+    done = lib.tt_attend_rows(
+        q.data_ptr(), k.data_ptr(), v.data_ptr(), at, r, d_k, t, k.stride(0), v.stride(0), ld, out.data_ptr()
+    )
+    return out if done == 0 else None
 
 
 def row_top(x: torch.Tensor, w: int) -> tuple[torch.Tensor, torch.Tensor] | None:

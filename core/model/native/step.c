@@ -676,6 +676,24 @@ void tt_pack_int8(const int8_t *w, int32_t out, int32_t in, int32_t in4, int8_t 
     }
 }
 
+/* A batch's attention, one (already scaled) query per row: for each of `rows` rows (a sentence's head), out (d_k) =
+   softmax(q kᵀ + bias) v over its t keys and values (t × d_k each, rows k_ld and v_ld floats apart), bias (t, rows
+   bias_ld apart): 0, or -inf for a position the query may not read (source padding), NULL for none. torch computes it
+   as two batched products of one-row matrices around a softmax (core/model/step.py `_attend`). Rows split between
+   threads where there are enough. Returns -1 (nothing done) where t is past ATTEND_MAX, else 0. */
+#define ATTEND_MAX 1024
+int32_t tt_attend_rows(const float *q, const float *k, const float *v, const float *bias, int32_t rows, int32_t d_k,
+                       int32_t t, int64_t k_ld, int64_t v_ld, int64_t bias_ld, float *out) {
+    if (t > ATTEND_MAX) return -1;
+#pragma omp parallel for schedule(static) if ((int64_t)rows * t * d_k >= (1 << 16))
+    for (int r = 0; r < rows; r++) {
+        float scores[ATTEND_MAX];
+        attend(q + (int64_t)r * d_k, k + r * k_ld, v + r * v_ld, bias ? bias + r * bias_ld : NULL, 1, d_k, 0, t, scores,
+               out + (int64_t)r * d_k);
+    }
+    return 0;
+}
+
 /* Greedy's choice: for each of `rows` rows of n floats (rows ld apart), the first index of its largest value and
    that value — what torch.max(x, -1) returns, which torch computes one value at a time (~450 µs for 64 rows of 8,010
    against ~35 µs for the values alone). Rows split between threads where there are enough. */

@@ -388,3 +388,30 @@ def test_a_beams_best_pieces_are_torch_topks():
     assert native.row_top(ties, 4)[1].tolist() == [[1, 3, 4, 2]]
     ties[0, 5] = float("nan")
     assert native.row_top(ties, 2) is None
+
+
+def test_a_batchs_attention_rows_are_torchs():
+    """native.attend_rows: softmax(q kᵀ + bias) v for one query per row, as core/model/step.py's `_attend` computes it
+    with torch — over a cache's rows (positions narrowed from a larger buffer), with source padding (-inf) and
+    without, at one thread and two; None where it cannot take the layout (two queries a row)."""
+    from core.model.step import _attend
+
+    torch.manual_seed(7)
+    for rows, t, d_k in ((1, 1, 64), (256, 37, 64), (12, 5, 32)):
+        buffer = torch.randn(2, rows, t + 9, d_k)  # capacity t + 9, t positions filled
+        k, v = buffer[0, :, :t], buffer[1, :, :t]
+        q = torch.randn(rows, 1, d_k)
+        bias = torch.zeros(rows, 1, t)
+        bias[::3, :, t // 2 + 1 :] = float("-inf")  # padding past half of every third row's source
+        for b in (None, bias):
+            scores = torch.bmm(q, k.transpose(1, 2)) if b is None else torch.baddbmm(b, q, k.transpose(1, 2))
+            reference = torch.bmm(scores.softmax(-1), v)
+            for threads in (1, 2):
+                previous = torch.get_num_threads()
+                torch.set_num_threads(threads)
+                try:
+                    torch.testing.assert_close(native.attend_rows(q, k, v, b), reference, atol=1e-5, rtol=1e-5)
+                    torch.testing.assert_close(_attend(q, k, v, b), reference, atol=1e-5, rtol=1e-5)
+                finally:
+                    torch.set_num_threads(previous)
+    assert native.attend_rows(torch.randn(4, 2, 8), torch.randn(4, 3, 8), torch.randn(4, 3, 8), None) is None
