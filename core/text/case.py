@@ -74,7 +74,7 @@ def natural_case(text: str, keep: frozenset[str] = frozenset(), proper: Callable
     return lowered[:i] + lowered[i].upper() + lowered[i + 1 :]
 
 
-def _elided(word: str) -> tuple[str, str]:
+def elided(word: str) -> tuple[str, str]:
     """A word as its elision and the word after the apostrophe (L'EUROPE → "L'", "EUROPE"; PARIS → "", "PARIS")."""
     head, mark, last = word.rpartition("'") if "'" in word else word.rpartition("’")
     return head + mark, last
@@ -82,7 +82,7 @@ def _elided(word: str) -> tuple[str, str]:
 
 def _lowered(word: str, proper: Callable[[str], bool] | None) -> str:
     """`word` in lower case, the word after an elision's apostrophe capitalised where `proper` says it is a name."""
-    head, last = _elided(word.lower())
+    head, last = elided(word.lower())
     if proper is not None and last and proper(last):
         last = last[0].upper() + last[1:]
     return head + last
@@ -119,7 +119,7 @@ def loud_by_pieces(count: Callable[[str], int]) -> Callable[[str], bool]:
     words in lower case (UN, EU, WHO: un, eu, who)."""
 
     def loud(word: str) -> bool:
-        last = _elided(word)[1]
+        last = elided(word)[1]
         if not (last.isalpha() and last.isupper()) or not (len(last) >= 4 or not last.isascii()):
             return False
         lower = last.lower()

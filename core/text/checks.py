@@ -15,6 +15,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
+from core.text.accents import strip_accents
+from core.text.case import elided
+
 _CLOSERS = "»”’\"')]}"
 _FINAL = re.compile(r"(\.{3}|…|[.!?:;,])[\s\u00a0\u202f]*$")  # a comma: a long sentence's part
 # An English output shorter than this share of its French source's characters has lost something: English
@@ -126,14 +129,12 @@ _OPENERS = '.!?:;«“"(…-–—'  # a word after one of these may be capitali
 
 
 def _plain(word: str) -> str:
-    from core.text.accents import strip_accents
-
     return strip_accents(word).lower()
 
 
 def _after_elision(word: str) -> str:
     """A word without its edge punctuation and what an apostrophe elides before it (d'Éric → Éric, l'Union → Union)."""
-    return re.split(r"['’]", word.strip(_EDGE))[-1]
+    return elided(word.strip(_EDGE))[1]
 
 
 def _capitalised_for(name: str, out: list[str], t: int) -> bool:
@@ -150,7 +151,7 @@ def known_by_pieces(pieces: Callable[[str], list[str]]) -> Callable[[str], bool]
     lower case (a lone ▁ is no piece of it). `pieces`: the pieces a word encodes to."""
 
     def known(word: str) -> bool:
-        return any(len([p for p in pieces(form) if p != "▁"]) == 1 for form in (word, word.lower()))
+        return any(len([p for p in pieces(form) if p != "▁"]) == 1 for form in dict.fromkeys((word, word.lower())))
 
     return known
 
