@@ -159,15 +159,23 @@ class FusedStep:
             bias = torch.zeros(src_mask.shape, device=src.device).masked_fill_(~src_mask, float("-inf"))
         x = torch.add(model.src_pos.positions(s), F.embedding(src, self.src_table), alpha=self.src_scale)  # (B, S, d)
         x = x.view(b * s, d)
+        # With padding, every product runs on the real tokens only (N of the B·S positions; as CTranslate2's
+        # encoder does): in a batch of sentences sorted by length, padding was half the encoder's rows. Only the
+        # attention reads them laid out by sentence, with zeros at the padding it masks.
+        real = None if bias is None else src_mask.reshape(b * s).nonzero().squeeze(1)  # (N,)
+        if real is not None:
+            x = x.index_select(0, real)  # (N, d)
         for layer in self.encoder_layers:
-            qkv = layer.qkv(self._norm(x, layer.norms[0]) if self.pre else x)  # (B·S, 3d)
+            qkv = _spread(layer.qkv(self._norm(x, layer.norms[0]) if self.pre else x), real, b * s)  # (B·S, 3d)
             q, k, v = qkv.view(b, s, 3, h, cfg.d_k).permute(2, 0, 3, 1, 4)  # 3 × (B, h, S, d_k)
             heads = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=1.0)  # (B, h, S, d_k)
-            x = self._residual(x, layer.out(heads.transpose(1, 2).reshape(b * s, d)), layer.norms[0])
+            heads = heads.transpose(1, 2).reshape(b * s, d)
+            heads = heads if real is None else heads.index_select(0, real)  # (N, d)
+            x = self._residual(x, layer.out(heads), layer.norms[0])
             y = self._norm(x, layer.norms[1]) if self.pre else x
             x = self._residual(x, layer.w_2(layer.w_1(y).relu_()), layer.norms[1])
         x = x if self.encoder_norm is None else torch.layer_norm(x, *self.encoder_norm)
-        return Encoded(x.view(b, s, d), src_mask, None)
+        return Encoded(_spread(x, real, b * s).view(b, s, d), src_mask, None)
 
     def start_state(self, enc: Encoded, capacity: int = 0, beam: int = 0) -> DecoderState:
         """`Transformer.start_state`: empty self-attention caches for `capacity` positions, and the
@@ -178,7 +186,9 @@ class FusedStep:
         cfg = self.cfg
         b, s, d = enc.memory.shape
         n_layers = len(self.layers)
-        kv = self.cross_kv(enc.memory.reshape(b * s, d))  # (B·S, L·2d)
+        real = None if bool(enc.src_mask.all()) else enc.src_mask.reshape(b * s).nonzero().squeeze(1)  # (N,)
+        rows = enc.memory.reshape(b * s, d) if real is None else enc.memory.reshape(b * s, d).index_select(0, real)
+        kv = _spread(self.cross_kv(rows), real, b * s)  # (B·S, L·2d): the keys and values of real tokens only
         kv = kv.view(b, s, n_layers, 2, cfg.h, cfg.d_k).permute(2, 3, 0, 4, 1, 5).contiguous()  # (L, 2, B, h, S, d_k)
         slots = capacity * max(beam, 1)
         shape = (n_layers, 2, b, cfg.h, slots, cfg.d_k)  # (L, 2, B, h, T, d_k)
@@ -413,6 +423,14 @@ class FusedStep:
     def _residual(self, x: torch.Tensor, sub: torch.Tensor, norm: tuple) -> torch.Tensor:
         y = x + sub
         return y if self.pre else torch.layer_norm(y, *norm)
+
+
+def _spread(rows: torch.Tensor, real: torch.Tensor | None, n: int) -> torch.Tensor:
+    """The rows of a batch's real tokens (N, k) laid out at their positions among all `n`, zeros at the padding;
+    `rows` itself where there is no padding (`real` None)."""
+    if real is None:
+        return rows
+    return rows.new_zeros(n, rows.size(1)).index_copy_(0, real, rows)
 
 
 def _norm_args(norm: nn.Module) -> tuple | None:

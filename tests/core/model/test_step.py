@@ -43,10 +43,14 @@ def model_and_step(norm: str, packed: bool, encoder: int, decoder: int) -> tuple
     return model, step
 
 
-def assert_caches_close(ref: list, got: list) -> None:
+def assert_caches_close(ref: list, got: list, real: torch.Tensor | None = None) -> None:
+    """Keys and values (B, h, T, d_k) alike; at positions `real` (B, T) only where given (the memory's padding: every
+    key mask hides it)."""
     for a, b in zip(ref, got, strict=True):
-        torch.testing.assert_close(b.k, a.k, rtol=1e-5, atol=1e-5)
-        torch.testing.assert_close(b.v, a.v, rtol=1e-5, atol=1e-5)
+        for want, have in ((a.k, b.k), (a.v, b.v)):
+            if real is not None:
+                want, have = want.transpose(1, 2)[real], have.transpose(1, 2)[real]
+            torch.testing.assert_close(have, want, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("norm", ["post", "pre"])
@@ -59,15 +63,42 @@ def test_fused_encoder_and_caches_equal_the_modules(norm, packed):
     torch.testing.assert_close(got.memory[real], ref.memory[real], rtol=1e-5, atol=1e-5)
     assert torch.equal(got.src_mask, ref.src_mask)
     ref_state, got_state = model.start_state(ref, capacity=4), step.start_state(got, capacity=4)
-    assert_caches_close(ref_state.cross_attn, got_state.cross_attn)
+    assert_caches_close(ref_state.cross_attn, got_state.cross_attn, real)
     assert all(c.length == 0 and c.capacity == 4 for c in got_state.self_attn)
+
+
+@torch.inference_mode()
+def test_a_batchs_padding_is_left_out_of_the_encoders_products(packed):
+    """In a batch the encoder's products and the memory's keys and values run on the real tokens only (11 of src's 15
+    positions); the padding's memory is zeros, and a batch without padding takes every position."""
+    model, step = model_and_step("post", packed, encoder=2, decoder=2)
+    seen: list[int] = []
+
+    def counted(product):
+        def call(x):
+            seen.append(x.size(0))
+            return product(x)
+
+        return call
+
+    for layer in step.encoder_layers:
+        layer.qkv, layer.out, layer.w_1, layer.w_2 = map(counted, (layer.qkv, layer.out, layer.w_1, layer.w_2))
+    step.cross_kv = counted(step.cross_kv)
+    src = src_batch()
+    enc = step.encode(src)
+    step.start_state(enc, capacity=4)
+    assert seen == [11] * 9
+    assert not enc.memory[src == 0].any() and enc.memory[src != 0].abs().sum(-1).min() > 0
+    seen.clear()
+    step.start_state(step.encode(src[:1]), capacity=4)
+    assert seen == [5] * 9
 
 
 def steps_agree(model: Transformer, step: FusedStep, enc, fused_state):
     """Six steps through the modules and through `step` (from `fused_state`) give the same logits and
     self-attention caches; the fused state afterwards."""
     ref_state = model.start_state(enc, capacity=6)
-    assert_caches_close(ref_state.cross_attn, fused_state.cross_attn)
+    assert_caches_close(ref_state.cross_attn, fused_state.cross_attn, enc.src_mask[:, 0, 0])
     tokens = torch.full((enc.memory.size(0), 1), 2)
     for _ in range(6):
         ref = model.decode(tokens, enc, state=ref_state).logits[:, -1]
@@ -88,7 +119,8 @@ def test_fused_steps_equal_the_modules_steps(norm, packed, rows, monkeypatch):
         pytest.skip(f"no C step here: {native.why_not()}")
     monkeypatch.setenv("TT_NATIVE", "1" if rows == "one sentence in C" else "0")
     model, step = model_and_step(norm, packed, encoder=2, decoder=3)
-    src = src_batch() if rows == "batch" else pad_batch([[5, 9, 12, 7, 3]], 0)
+    batch = [[5, 9, 12, 7, 3], [8, 4, 6, 11, 3], [30, 31, 32, 33, 3]] if rows == "batch" else [[5, 9, 12, 7, 3]]
+    src = pad_batch(batch, 0)
     enc = model.encode(src)
     fused_state = steps_agree(model, step, enc, model.start_state(enc, capacity=6))
     assert (fused_state.absorbed is not None) == (rows == "one sentence")
@@ -148,7 +180,9 @@ def test_int8_layers_take_the_fused_step_and_compute_what_their_modules_compute(
     many rows in bf16 (`MANY_ROWS`, lowered to 2 here so that the small batch takes it) too — where oneDNN has bf16
     products (elsewhere the path is never taken: tests/core/model/test_quantize.py), else the case runs on fbgemm.
     One sentence through the C step (core/model/native) quantizes its rows as fbgemm does, or multiplies the int8
-    values in fp32 where the torch step does."""
+    values in fp32 where the torch step does.
+    The batch has no padding: the fused encoder leaves padding out of its products, and fbgemm's product quantizes
+    the rows of a call with one range (after each row's own scale), which the padding's rows would move."""
     if rows == "one sentence in C" and native.library() is None:
         pytest.skip(f"no C step here: {native.why_not()}")
     monkeypatch.setenv("TT_NATIVE", "1" if rows == "one sentence in C" else "0")
@@ -161,7 +195,8 @@ def test_int8_layers_take_the_fused_step_and_compute_what_their_modules_compute(
     assert weight.qscheme() == torch.per_channel_affine and weight.q_per_channel_scales().unique().numel() > 1
     assert not weight.q_per_channel_zero_points().any()
     step = fused_step(model)
-    src = src_batch() if rows == "batch" else pad_batch([[5, 9, 12, 7, 3]], 0)
+    batch = [[5, 9, 12, 7, 3], [8, 4, 6, 11, 3], [30, 31, 32, 33, 3]] if rows == "batch" else [[5, 9, 12, 7, 3]]
+    src = pad_batch(batch, 0)
     ref_enc, got_enc = model.encode(src), step.encode(src)
     real = src != 0
     torch.testing.assert_close(got_enc.memory[real], ref_enc.memory[real], rtol=1e-5, atol=1e-5)
