@@ -23,7 +23,7 @@ from dataclasses import dataclass
 class Span:
     """One protected piece of the source."""
 
-    kind: str  # term, code, link, element, markup, url, email, path, tag, phone, amount, date, time, version,
+    kind: str  # term, code, link, element, markup, url, email, path, tag, phone, amount, date, duration, time, version,
     # number, unknown, name
     start: int  # where it is in the text given to protect()
     end: int
@@ -61,6 +61,52 @@ _FILE_EXT = (
 )
 # A Markdown link: [text](target "title"), a target's balanced parentheses allowed (core.text.documents too).
 MARKDOWN_LINK = r"\[[^\[\]\n]*\]\([^()\s]*(?:\([^()\s]*\)[^()\s]*)*(?:\s+\"[^\"]*\")?\)"
+# Hours written with h: a clock time (à 9 h, 14h35) or a length of time (pendant 3 h, 48 h, 1 h 30 de route), which
+# French writes alike; `_hours` tells them apart by the number and the words around it. The model, given "9 h" or
+# "24 h", wrote "9 a." and "under 24." (the hours lost) or "3 p.m." for a run of three hours.
+_HOURS = re.compile(rf"(?<![\w,./:@#-])(\d{{1,3}}(?:,\d+)?)({_SP}?)h(?:{_SP}?([0-5]\d))?(?![\w/])")
+_ROUND_THE_CLOCK = (
+    (re.compile(rf"(?<![\w,./])24{_SP}?h{_SP}?/{_SP}?24(?![\w/])"), "24 hours a day"),
+    (re.compile(rf"(?<![\w,./])7{_SP}?j{_SP}?/{_SP}?7(?![\w/])"), "7 days a week"),
+)
+_CLOCK_BEFORE = re.compile(
+    rf"(?:\b(?:à|a|vers|dès|avant|après|entre|et|est|jusqu['’]à|partir\sde|de)|[-–]){_SP}*$", re.IGNORECASE
+)
+_CLOCK_AFTER = re.compile(
+    rf"^{_SP}*(?:du{_SP}+(?:matin|soir)|de{_SP}+l['’]après-midi|précises?\b|pile\b)", re.IGNORECASE
+)
+_LENGTH_BEFORE = re.compile(
+    rf"\b(?:pendant|durant|en|sous|dans|toutes{_SP}les|chaque|plus{_SP}de|moins{_SP}de|près{_SP}de|environ|d['’]au{_SP}moins)"
+    rf"{_SP}*$",
+    re.IGNORECASE,
+)
+_LENGTH_AFTER = re.compile(rf"^{_SP}*(?:de{_SP}+[^\W\d]|d['’]|maximum|minimum|max\b|min\b|par\b|chrono)", re.IGNORECASE)
+
+
+def _hours(text: str) -> Iterable[tuple[str, int, int, str]]:
+    """(kind, start, end, output) for each number of hours written with h: "duration" (48 h → 48 hours, 1 h 30 →
+    1 hour 30 minutes, 24h/24 → 24 hours a day) or "time" (à 9 h → 9:00). A clock word before it (à, vers, dès, de …
+    à, il est) or after it (du matin, précises) makes a clock time; a number past 23 or with a decimal part, or a length word before or after it (pendant, en,
+    sous, dans …; de route, maximum) a length of time; else 9h and 14h35, glued or with minutes, stay clock times and
+    "3 h" standing alone is a length of time (a clock time takes its à)."""
+    for pattern, output in _ROUND_THE_CLOCK:
+        for m in pattern.finditer(text):
+            yield "duration", m.start(), m.end(), output
+    for m in _HOURS.finditer(text):
+        number, space, minutes = m.groups()
+        before, after = text[: m.start()], text[m.end() :]
+        whole = "," not in number
+        clock = whole and int(number) <= 23 and not _LENGTH_AFTER.match(after)
+        clock = clock and bool(_CLOCK_BEFORE.search(before) or _CLOCK_AFTER.match(after))
+        length = not whole or int(number) > 23 or bool(_LENGTH_BEFORE.search(before) or _LENGTH_AFTER.match(after))
+        if not clock and (length or (space and not minutes)):
+            hours = number.replace(",", ".")
+            out = f"{hours} hour" + ("" if hours == "1" else "s")
+            yield "duration", m.start(), m.end(), out + (f" {int(minutes)} minutes" if minutes else "")
+        elif whole and int(number) <= 23:
+            yield "time", m.start(), m.end(), f"{int(number)}:{minutes or '00'}"
+
+
 _PATTERNS: list[tuple[str, re.Pattern]] = [
     ("code", re.compile(r"`[^`\n]+`")),
     ("link", re.compile(r"!?" + MARKDOWN_LINK)),  # an image's link too
@@ -121,6 +167,7 @@ _PATTERNS: list[tuple[str, re.Pattern]] = [
         ),
     ),
     ("date", re.compile(r"(?<![\d/.-])(?:\d{4}-\d{1,2}-\d{1,2}|\d{1,2}[/.]\d{1,2}[/.]\d{2,4})(?![\d/.-]*\d)")),
+    ("hours", _HOURS),  # `_hours`: 48 h, pendant 3 h, à 9 h, 24h/24 — a length of time or a clock time by its context
     ("time", re.compile(rf"(?<![\d,.])(?:[01]?\d|2[0-3])(?:{_SP}?h{_SP}?[0-5]\d|:[0-5]\d|h(?![\w]))(?!\d)")),  # 10h too
     # a temperature or an angle, a sign and a single digit included: -5 °C
     ("measure", re.compile(rf"(?<![\w,.])[-−+]?\d+(?:[,.]\d+)?{_SP}?°[CF]?(?![\w])")),
@@ -252,6 +299,16 @@ def _names(text: str) -> Iterable[tuple[int, int]]:
             yield m.start() + words[0].start(), m.start() + words[-1].end()
 
 
+def _pattern_spans(text: str) -> Iterable[tuple[str, int, int, str | None]]:
+    """(kind, start, end, output or None for the kind's rendering) of every pattern's matches, in `_PATTERNS`' order."""
+    for kind, pattern in _PATTERNS:
+        if kind == "hours":
+            yield from _hours(text)
+            continue
+        for m in pattern.finditer(text):
+            yield kind, m.start(), m.end(), None
+
+
 def find_spans(
     text: str,
     *,
@@ -284,9 +341,8 @@ def find_spans(
         # the French as given or in its plural (médecin, médecins; travail, travaux is the glossary's to list)
         for m in re.finditer(rf"(?<!\w){re.escape(fr)}[sx]?(?!\w)", text, re.IGNORECASE):
             add("term", m.start(), m.end(), en)
-    for kind, pattern in _PATTERNS:
-        for m in pattern.finditer(text):
-            add(kind, m.start(), m.end())
+    for kind, a, b, output in _pattern_spans(text):
+        add(kind, a, b, output)
     if unknown is not None:
         for a, b in _unknown_words(text, unknown):
             add("unknown", a, b)

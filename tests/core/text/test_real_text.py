@@ -49,6 +49,14 @@ from tests.fixtures.real_text import CASES, LONG_LINE, check
         ("Ils sont 1.000.000 ici.", "number", "1.000.000", "1,000,000"),
         ("Écrivez à <contact@exemple.fr> demain.", "email", "<contact@exemple.fr>", None),
         ("On se voit à 10h.", "time", "10h", "10:00"),
+        ("Le magasin ouvre à 9 h.", "time", "9 h", "9:00"),
+        ("Il est 3 h du matin.", "time", "3 h", "3:00"),
+        ("Il a couru pendant 3 h.", "duration", "3 h", "3 hours"),
+        ("Livraison sous 24h.", "duration", "24h", "24 hours"),
+        ("Il a dormi 1 h.", "duration", "1 h", "1 hour"),
+        ("Cuire 1,5 h.", "duration", "1,5 h", "1.5 hours"),
+        ("Comptez 1 h 30 de route.", "duration", "1 h 30", "1 hour 30 minutes"),
+        ("Il est arrivé à 3 h de retard.", "duration", "3 h", "3 hours"),
         ("Appelez le 0 800 123 456.", "phone", "0 800 123 456", None),
         ("Lancez tt avec --beam=4.", "code", "--beam=4", None),
         ("La variable $HOME est vide.", "code", "$HOME", None),
@@ -59,6 +67,15 @@ from tests.fixtures.real_text import CASES, LONG_LINE, check
 def test_each_thing_is_one_span_written_the_english_way(text, kind, original, output):
     [span] = find_spans(text)
     assert (span.kind, span.original, span.output) == (kind, original, output or original)
+
+
+def test_round_the_clock_is_two_lengths_of_time_and_hours_inside_a_path_are_not():
+    spans = find_spans("Ouvert 24h/24 et 7j/7.")
+    assert [(s.kind, s.original, s.output) for s in spans] == [
+        ("duration", "24h/24", "24 hours a day"),
+        ("duration", "7j/7", "7 days a week"),
+    ]
+    assert "duration" not in {s.kind for s in find_spans("Voir exemple.fr/48h ici.")}
 
 
 @pytest.mark.parametrize("text", ["Il roule à 25 km/h.", "Prenez 1/2 tasse.", "Lui et/ou elle.", "Il a 3,5 ans."])
