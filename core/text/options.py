@@ -15,7 +15,7 @@ NUMBER_POOL = ("99", "9", "8", "50", "30", "20", "500", "200", "25", "16")
 # For a person's name: the names Tatoeba's sentences are full of, so the model keeps one as a person
 # (a city in its place reads as a place: "a rencontré Chicago" → "met in Chicago"); then the city names.
 PEOPLE_POOL = ("Tom", "Mary", "John") + NAME_POOL
-NUMERIC_KINDS = frozenset({"number", "time", "duration", "date"})
+NUMERIC_KINDS = frozenset({"number", "ordinal", "time", "duration", "date"})
 # What the copy scheme leaves in the text for the model to copy. Not times and dates: a model that copies
 # 1987 still writes 14 h 35 as "14" and a timestamp's digits its own way (docs/text.md).
 COPIED_KINDS = frozenset({"number", "name"})

@@ -21,6 +21,7 @@ alignment) and otherwise named in the sentence's warnings.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -50,7 +51,7 @@ from core.text.protect import (
     spans_to_protect,
 )
 from core.text.results import Decoded, SentenceResult, TextResult
-from core.text.spans import Span
+from core.text.spans import Span, worded_ordinal
 from core.text.split import MAX_SENTENCE_CHARS, clause_spans, join_sentences, sentence_spans
 
 _STOPS = tuple(".!?…:;»\"')")
@@ -108,7 +109,8 @@ def _prepare(line_no: int, sentence: str, options: TextOptions, model: _Model, s
     unknown, accents = model.unknown, model.accents
     found = spans_to_protect(sentence, options, unknown)
     in_context = [s for s in found if options.protect and _read_in_sentence(s)]
-    found = [s for s in found if s not in in_context]
+    worded = [s for s in found if s.kind == "ordinal" and worded_ordinal(s.original)]
+    found = [s for s in found if s not in in_context and s not in worded]
     protected = protect(sentence, found, scheme, terms_in_text=model.constrained is not None)
     # Placeholders, and the words of a name left for the model to copy, keep their case and accents.
     copied_words = {w for s in protected.spans if s.copied for w in s.placeholder.split()}
@@ -127,12 +129,21 @@ def _prepare(line_no: int, sentence: str, options: TextOptions, model: _Model, s
             text, shouted = loud_words(text, keep, options.loud, options.proper)
     if options.accents and accents is not None:
         text = restore_accents(text, accents, keep)
-    text = _spellable(text, unknown, keep)
+    text = _spellable(_worded(text, worded), unknown, keep)
     rest = text
     for placeholder in keep:
         rest = rest.replace(placeholder, " ")
     verbatim = not any(ch.isalpha() for ch in rest)
     return _Prepared(line_no, sentence, text, shape, protected, keep, marks, verbatim, shouted)
+
+
+def _worded(text: str, ordinals: list[Span]) -> str:
+    """`text` with each small ordinal left unprotected written as its French word (3e → troisième), which the model
+    translates ("third floor") where it wrote "3e" as "3th"."""
+    for span in ordinals:
+        word = worded_ordinal(span.original)
+        text = re.sub(rf"(?<![\w,.]){re.escape(span.original)}(?!\w)", word, text, count=1, flags=re.IGNORECASE)
+    return text
 
 
 def _read_in_sentence(span: Span) -> bool:

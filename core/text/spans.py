@@ -24,7 +24,7 @@ class Span:
     """One protected piece of the source."""
 
     kind: str  # term, code, link, element, markup, url, email, path, tag, phone, amount, date, duration, time, version,
-    # number, unknown, name
+    # ordinal, number, unknown, name
     start: int  # where it is in the text given to protect()
     end: int
     original: str  # the source text
@@ -107,6 +107,49 @@ def _hours(text: str) -> Iterable[tuple[str, int, int, str]]:
             yield "time", m.start(), m.end(), f"{int(number)}:{minutes or '00'}"
 
 
+# An ordinal: the model wrote "3e étage" as "3th floor", "1er de la course" as "1 of the race", and dropped the
+# century of "Au XIXe siècle" (written as one span with it: "19th century").
+_ORDINAL_SUFFIX = r"(?i:ers?|res?|ères?|èmes?|emes?|es?|nde?s?|ᵉʳ|ʳᵉ|ᵉ)"
+_CENTURY = r"(?:[ \u00a0]+(?:siècles?|millénaires?))"
+_ORDINAL = re.compile(
+    rf"(?<![\w,.])(?:\d{{1,4}}{_ORDINAL_SUFFIX}{_CENTURY}?|[IVXL]{{1,6}}(?:e|ème|er){_CENTURY})(?![\w])"
+)
+_ROMAN = {"I": 1, "V": 5, "X": 10, "L": 50}
+_FRENCH_ORDINALS = "premier deuxième troisième quatrième cinquième sixième septième huitième neuvième dixième".split()
+
+
+def _render_ordinal(text: str) -> str:
+    """1er → 1st, 2e → 2nd, 3ème → 3rd, 11e → 11th, XXIe siècle → 21st century."""
+    digits = re.match(r"\d+", text)
+    if digits:
+        n = int(digits.group())
+    else:
+        values = [_ROMAN[c] for c in re.match(r"[IVXL]+", text).group()]
+        n = sum(-v if i + 1 < len(values) and v < values[i + 1] else v for i, v in enumerate(values))
+    suffix = "th" if n % 100 in (11, 12, 13) else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    noun = re.search(r"(siècle|millénaire)(s?)$", text)
+    if noun:
+        english = "centur" + ("ies" if noun.group(2) else "y") if noun.group(1) == "siècle" else "millennium"
+        return f"{n}{suffix} {english}" if noun.group(1) == "siècle" or not noun.group(2) else f"{n}{suffix} millennia"
+    return f"{n}{suffix}"
+
+
+def worded_ordinal(text: str) -> str | None:
+    """The French word for a small ordinal the model reads better as one (3e → troisième, 1re → première, 2nd →
+    second, 2es → deuxièmes); None for any other (11e, XIXe siècle: those keep a placeholder)."""
+    m = re.fullmatch(rf"(\d{{1,2}})({_ORDINAL_SUFFIX})", text)
+    if not m or not 1 <= int(m.group(1)) <= 10:
+        return None
+    n, suffix = int(m.group(1)), m.group(2).lower()
+    plural = "s" if suffix.endswith("s") and suffix != "ers" else ""
+    if n == 1:
+        word = "premières" if suffix in ("res", "ères") else "première" if suffix in ("re", "ère", "ʳᵉ") else "premier"
+        return word + ("s" if suffix == "ers" else "")
+    if n == 2 and suffix.startswith("nd"):
+        return ("seconde" if suffix.startswith("nde") else "second") + plural
+    return _FRENCH_ORDINALS[n - 1] + plural
+
+
 _PATTERNS: list[tuple[str, re.Pattern]] = [
     ("code", re.compile(r"`[^`\n]+`")),
     ("link", re.compile(r"!?" + MARKDOWN_LINK)),  # an image's link too
@@ -161,7 +204,7 @@ _PATTERNS: list[tuple[str, re.Pattern]] = [
     (
         "date",
         re.compile(
-            rf"(?<![\w,.])(?:1er|[12]?\d|3[01]){_SP}{_MONTH}(?:{_SP}\d{{4}})?(?![\w])"
+            rf"(?<![\w,.])(?:1(?:er|ᵉʳ)|[12]?\d|3[01]){_SP}{_MONTH}(?:{_SP}\d{{4}})?(?![\w])"
             rf"|(?<![\w])(?i:{_MONTH}){_SP}\d{{4}}(?!\d)",
             re.IGNORECASE,
         ),
@@ -178,6 +221,8 @@ _PATTERNS: list[tuple[str, re.Pattern]] = [
             r"(?<![\w.])(?!\d{1,3}(?:\.\d{3})+(?!\w|\.\d))(?:[vV]\d+(?:\.\d+)*|\d+(?:\.\d+){2,})(?:-?(?:rc|beta|alpha|b|a)\d*)?(?![\w]|\.\d)"
         ),
     ),
+    # 1er, 2e, 3ème, 1re, 2nd, 1ᵉʳ; a century in Roman numerals (XXIe siècle): written the English way (1st, 3rd, 21st)
+    ("ordinal", _ORDINAL),
     (
         "number",
         re.compile(
@@ -261,7 +306,7 @@ def _render_date(text: str) -> str:
     """3 mars 2025 → 3 March 2025, 1er mai → 1 May, juin 2024 → June 2024."""
     month = re.search(_MONTH, text, re.IGNORECASE)
     english = _MONTHS[month.group().lower()]
-    out = re.sub(r"^1er", "1", text[: month.start()]) + english + text[month.end() :]
+    out = re.sub(r"^1(?:er|ᵉʳ)", "1", text[: month.start()]) + english + text[month.end() :]
     return re.sub(_SP, " ", out)
 
 
@@ -276,6 +321,8 @@ def _render(kind: str, text: str) -> str:
         return _english_number(number) + text[len(number) :]
     if kind == "number":
         return _english_number(text)
+    if kind == "ordinal":
+        return _render_ordinal(text)
     if kind == "amount":
         return _render_amount(text)
     if kind == "date" and re.search(_MONTH, text, re.IGNORECASE):

@@ -18,7 +18,7 @@ from core.text.checks import (
 from core.text.markup import Mark, line_regions, markup_tokens, project, strip_inline
 from core.text.place import place_lost
 from core.text.protect import protect, restore
-from core.text.spans import find_spans, unknown_characters
+from core.text.spans import find_spans, unknown_characters, worded_ordinal
 from core.text.split import clause_spans
 from tests.ci_gate import ROOT
 from tests.fixtures.real_text import CASES, LONG_LINE, check
@@ -57,6 +57,10 @@ from tests.fixtures.real_text import CASES, LONG_LINE, check
         ("Cuire 1,5 h.", "duration", "1,5 h", "1.5 hours"),
         ("Comptez 1 h 30 de route.", "duration", "1 h 30", "1 hour 30 minutes"),
         ("Il est arrivé à 3 h de retard.", "duration", "3 h", "3 hours"),
+        ("La 11e édition a eu lieu.", "ordinal", "11e", "11th"),
+        ("Le 22ème jour.", "ordinal", "22ème", "22nd"),
+        ("Au XIXe siècle, Paris change.", "ordinal", "XIXe siècle", "19th century"),
+        ("Il habite au 3e étage.", "ordinal", "3e", "3rd"),
         ("Appelez le 0 800 123 456.", "phone", "0 800 123 456", None),
         ("Lancez tt avec --beam=4.", "code", "--beam=4", None),
         ("La variable $HOME est vide.", "code", "$HOME", None),
@@ -67,6 +71,24 @@ from tests.fixtures.real_text import CASES, LONG_LINE, check
 def test_each_thing_is_one_span_written_the_english_way(text, kind, original, output):
     [span] = find_spans(text)
     assert (span.kind, span.original, span.output) == (kind, original, output or original)
+
+
+@pytest.mark.parametrize(
+    ("ordinal", "word"),
+    [
+        ("1er", "premier"),
+        ("1re", "première"),
+        ("1ers", "premiers"),
+        ("2nde", "seconde"),
+        ("3E", "troisième"),
+        ("2es", "deuxièmes"),
+        ("10ème", "dixième"),
+        ("11e", None),
+        ("XIXe siècle", None),
+    ],
+)
+def test_a_small_ordinal_goes_to_the_model_as_its_french_word(ordinal, word):
+    assert worded_ordinal(ordinal) == word
 
 
 def test_round_the_clock_is_two_lengths_of_time_and_hours_inside_a_path_are_not():
