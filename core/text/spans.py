@@ -70,7 +70,7 @@ _ROUND_THE_CLOCK = (
     (re.compile(rf"(?<![\w,./])7{_SP}?j{_SP}?/{_SP}?7(?![\w/])"), "7 days a week"),
 )
 _CLOCK_BEFORE = re.compile(
-    rf"(?:\b(?:à|a|vers|dès|avant|après|entre|et|est|jusqu['’]à|partir\sde|de)|[-–]){_SP}*$", re.IGNORECASE
+    rf"(?:\b(?:à|vers|dès|avant|après|entre|et|est|jusqu['’]à|partir\sde|de)|[-–]){_SP}*$", re.IGNORECASE
 )
 _CLOCK_AFTER = re.compile(
     rf"^{_SP}*(?:du{_SP}+(?:matin|soir)|de{_SP}+l['’]après-midi|précises?\b|pile\b)", re.IGNORECASE

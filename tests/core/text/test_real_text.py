@@ -57,6 +57,7 @@ from tests.fixtures.real_text import CASES, LONG_LINE, check
         ("Cuire 1,5 h.", "duration", "1,5 h", "1.5 hours"),
         ("Comptez 1 h 30 de route.", "duration", "1 h 30", "1 hour 30 minutes"),
         ("Il est arrivé à 3 h de retard.", "duration", "3 h", "3 hours"),
+        ("Il est parti il y a 3 h.", "duration", "3 h", "3 hours"),
         ("La 11e édition a eu lieu.", "ordinal", "11e", "11th"),
         ("Le 22ème jour.", "ordinal", "22ème", "22nd"),
         ("Au XIXe siècle, Paris change.", "ordinal", "XIXe siècle", "19th century"),
