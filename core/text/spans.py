@@ -150,6 +150,15 @@ def worded_ordinal(text: str) -> str | None:
     return _FRENCH_ORDINALS[n - 1] + plural
 
 
+# A price per unit after its amount (800 €/mois → €800 a month): the model left "/mois" as written.
+_PER_UNITS = {
+    "mois": "a month", "an": "a year", "année": "a year", "jour": "a day", "j": "a day", "h": "an hour",
+    "heure": "an hour", "semaine": "a week", "nuit": "a night", "personne": "per person", "pers": "per person",
+    "kg": "per kg", "m²": "per m²", "m2": "per m²", "litre": "per litre", "l": "per litre",
+}  # fmt: skip
+_PER = "(?:" + "|".join(re.escape(u) for u in sorted(_PER_UNITS, key=len, reverse=True)) + ")"
+
+
 _PATTERNS: list[tuple[str, re.Pattern]] = [
     ("code", re.compile(r"`[^`\n]+`")),
     ("link", re.compile(r"!?" + MARKDOWN_LINK)),  # an image's link too
@@ -166,7 +175,7 @@ _PATTERNS: list[tuple[str, re.Pattern]] = [
     (
         "path",
         re.compile(
-            r"(?<![\w/~.])(?:~|\.\.?)?/[\w.@%+=~-](?:[\w.@%+=~/-]*[\w@%+=~/-])?/?"
+            r"(?<![\w/~.€$£¥])(?:~|\.\.?)?/[\w.@%+=~-](?:[\w.@%+=~/-]*[\w@%+=~/-])?/?"
             r"|(?<![\w])[A-Za-z]:\\(?:[^\s\\<>:\"|?*]+\\?)*"
             rf"|(?<![\w/.-])\.?[\w-]+(?:[./][\w-]+)*\.(?:{_FILE_EXT})(?![\w/-]|\.\w)",
             re.IGNORECASE,
@@ -196,9 +205,10 @@ _PATTERNS: list[tuple[str, re.Pattern]] = [
     (
         "amount",
         re.compile(
-            rf"(?<![\w$€£¥]){_SYMBOL}{_SP}?{_NUM}(?:{_SP}?{_SCALE}(?![\w]))?"
+            rf"(?:(?<![\w$€£¥]){_SYMBOL}{_SP}?{_NUM}(?:{_SP}?{_SCALE}(?![\w]))?"
             rf"|(?<![\w,.]){_NUM}(?:{_SP}?{_SCALE})?{_SP}?{_SYMBOL}(?![\w$€£¥])"
-            rf"|(?<![\w,.]){_NUM}{_SP}(?:(?:milliards?|millions?){_SP}(?:d['’]|de{_SP}))?{_CURRENCY_WORD}(?!\w)",
+            rf"|(?<![\w,.]){_NUM}{_SP}(?:(?:milliards?|millions?){_SP}(?:d['’]|de{_SP}))?{_CURRENCY_WORD}(?!\w))"
+            rf"(?:{_SP}?/{_SP}?{_PER}(?![\w/]))?",  # 800 €/mois: a price per unit
         ),
     ),
     (
@@ -288,7 +298,11 @@ def _english_number(text: str) -> str:
 
 
 def _render_amount(text: str) -> str:
-    """12,50 € → €12.50, 3 M€ → €3 million, 20 CHF → CHF 20, 3,5 millions d'euros → 3.5 million euros."""
+    """12,50 € → €12.50, 3 M€ → €3 million, 20 CHF → CHF 20, 3,5 millions d'euros → 3.5 million euros, 800 €/mois →
+    €800 a month."""
+    per = re.search(rf"{_SP}?/{_SP}?({_PER})$", text)
+    if per:
+        return f"{_render_amount(text[: per.start()])} {_PER_UNITS[per.group(1)]}"
     number = re.search(_NUM, text)
     value = _english_number(number.group())
     scale = re.search(rf"(?<![\w]){_SCALE}(?![\w])", text[number.end() :])
