@@ -154,15 +154,15 @@ class FusedStep:
             raise ValueError(f"source has {src.size(1)} pieces; this model takes at most {cfg.max_len}")
         b, s, d, h = src.size(0), src.size(1), cfg.d_model, cfg.h
         src_mask = padding_mask(src, cfg.pad_id)  # (B, 1, 1, S)
+        real = _real_positions(src_mask)  # (N,), None without padding
         bias = None  # the padding as an additive mask, made once for every layer; none without padding
-        if not bool(src_mask.all()):
+        if real is not None:
             bias = torch.zeros(src_mask.shape, device=src.device).masked_fill_(~src_mask, float("-inf"))
         x = torch.add(model.src_pos.positions(s), F.embedding(src, self.src_table), alpha=self.src_scale)  # (B, S, d)
         x = x.view(b * s, d)
         # With padding, every product runs on the real tokens only (N of the B·S positions; as CTranslate2's
         # encoder does): in a batch of sentences sorted by length, padding was half the encoder's rows. Only the
         # attention reads them laid out by sentence, with zeros at the padding it masks.
-        real = None if bias is None else src_mask.reshape(b * s).nonzero().squeeze(1)  # (N,)
         if real is not None:
             x = x.index_select(0, real)  # (N, d)
         for layer in self.encoder_layers:
@@ -186,8 +186,8 @@ class FusedStep:
         cfg = self.cfg
         b, s, d = enc.memory.shape
         n_layers = len(self.layers)
-        real = None if bool(enc.src_mask.all()) else enc.src_mask.reshape(b * s).nonzero().squeeze(1)  # (N,)
-        rows = enc.memory.reshape(b * s, d) if real is None else enc.memory.reshape(b * s, d).index_select(0, real)
+        real, rows = _real_positions(enc.src_mask), enc.memory.reshape(b * s, d)
+        rows = rows if real is None else rows.index_select(0, real)
         kv = _spread(self.cross_kv(rows), real, b * s)  # (B·S, L·2d): the keys and values of real tokens only
         kv = kv.view(b, s, n_layers, 2, cfg.h, cfg.d_k).permute(2, 3, 0, 4, 1, 5).contiguous()  # (L, 2, B, h, S, d_k)
         slots = capacity * max(beam, 1)
@@ -423,6 +423,11 @@ class FusedStep:
     def _residual(self, x: torch.Tensor, sub: torch.Tensor, norm: tuple) -> torch.Tensor:
         y = x + sub
         return y if self.pre else torch.layer_norm(y, *norm)
+
+
+def _real_positions(src_mask: torch.Tensor) -> torch.Tensor | None:
+    """The flat (B·S) positions of a batch's real tokens from its padding mask (B, 1, 1, S); None without padding."""
+    return None if bool(src_mask.all()) else src_mask.reshape(-1).nonzero().squeeze(1)
 
 
 def _spread(rows: torch.Tensor, real: torch.Tensor | None, n: int) -> torch.Tensor:

@@ -83,28 +83,29 @@ _LENGTH_BEFORE = re.compile(
 _LENGTH_AFTER = re.compile(rf"^{_SP}*(?:de{_SP}+[^\W\d]|d['’]|maximum|minimum|max\b|min\b|par\b|chrono)", re.IGNORECASE)
 
 
-def _hours(text: str) -> Iterable[tuple[str, int, int, str]]:
-    """(kind, start, end, output) for each number of hours written with h: "duration" (48 h → 48 hours, 1 h 30 →
-    1 hour 30 minutes, 24h/24 → 24 hours a day) or "time" (à 9 h → 9:00). A clock word before it (à, vers, dès, de …
-    à, il est) or after it (du matin, précises) makes a clock time; a number past 23 or with a decimal part, or a length word before or after it (pendant, en,
-    sous, dans …; de route, maximum) a length of time; else 9h and 14h35, glued or with minutes, stay clock times and
-    "3 h" standing alone is a length of time (a clock time takes its à)."""
+def _hours(text: str) -> Iterable[tuple[str, int, int, str | None]]:
+    """(kind, start, end, output or None for the kind's own rendering) for each number of hours written with h:
+    "duration" (48 h → 48 hours, 1 h 30 → 1 hour 30 minutes, 24h/24 → 24 hours a day) or "time" (à 9 h → 9:00). A clock
+    word before it (à, vers, dès, de … à, il est) or after it (du matin, précises) makes a clock time; a number past 23
+    or with a decimal part, or a length word before or after it (pendant, en, sous, dans …; de route, maximum) a length
+    of time; else 9h and 14h35, glued or with minutes, stay clock times and "3 h" standing alone is a length of time (a
+    clock time takes its à)."""
     for pattern, output in _ROUND_THE_CLOCK:
         for m in pattern.finditer(text):
             yield "duration", m.start(), m.end(), output
     for m in _HOURS.finditer(text):
         number, space, minutes = m.groups()
         before, after = text[: m.start()], text[m.end() :]
-        whole = "," not in number
-        clock = whole and int(number) <= 23 and not _LENGTH_AFTER.match(after)
+        on_clock = "," not in number and int(number) <= 23  # a whole number a clock can show
+        clock = on_clock and not _LENGTH_AFTER.match(after)
         clock = clock and bool(_CLOCK_BEFORE.search(before) or _CLOCK_AFTER.match(after))
-        length = not whole or int(number) > 23 or bool(_LENGTH_BEFORE.search(before) or _LENGTH_AFTER.match(after))
+        length = not on_clock or bool(_LENGTH_BEFORE.search(before) or _LENGTH_AFTER.match(after))
         if not clock and (length or (space and not minutes)):
             hours = number.replace(",", ".")
             out = f"{hours} hour" + ("" if hours == "1" else "s")
             yield "duration", m.start(), m.end(), out + (f" {int(minutes)} minutes" if minutes else "")
-        elif whole and int(number) <= 23:
-            yield "time", m.start(), m.end(), f"{int(number)}:{minutes or '00'}"
+        elif on_clock:
+            yield "time", m.start(), m.end(), None  # written as the time kind's are (`_render`: 9:00)
 
 
 # An ordinal: the model wrote "3e étage" as "3th floor", "1er de la course" as "1 of the race", and dropped the
@@ -115,6 +116,7 @@ _ORDINAL = re.compile(
     rf"(?<![\w,.])(?:\d{{1,4}}{_ORDINAL_SUFFIX}{_CENTURY}?|[IVXL]{{1,6}}(?:e|ème|er){_CENTURY})(?![\w])"
 )
 _ROMAN = {"I": 1, "V": 5, "X": 10, "L": 50}
+_CENTURY_NOUNS = {"siècle": "century", "siècles": "centuries", "millénaire": "millennium", "millénaires": "millennia"}
 _FRENCH_ORDINALS = "premier deuxième troisième quatrième cinquième sixième septième huitième neuvième dixième".split()
 
 
@@ -127,11 +129,8 @@ def _render_ordinal(text: str) -> str:
         values = [_ROMAN[c] for c in re.match(r"[IVXL]+", text).group()]
         n = sum(-v if i + 1 < len(values) and v < values[i + 1] else v for i, v in enumerate(values))
     suffix = "th" if n % 100 in (11, 12, 13) else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
-    noun = re.search(r"(siècle|millénaire)(s?)$", text)
-    if noun:
-        english = "centur" + ("ies" if noun.group(2) else "y") if noun.group(1) == "siècle" else "millennium"
-        return f"{n}{suffix} {english}" if noun.group(1) == "siècle" or not noun.group(2) else f"{n}{suffix} millennia"
-    return f"{n}{suffix}"
+    noun = re.search(r"(?:siècle|millénaire)s?$", text)
+    return f"{n}{suffix} {_CENTURY_NOUNS[noun.group()]}" if noun else f"{n}{suffix}"
 
 
 def worded_ordinal(text: str) -> str | None:
