@@ -97,9 +97,9 @@ def _hours(text: str) -> Iterable[tuple[str, int, int, str | None]]:
         number, space, minutes = m.groups()
         before, after = text[: m.start()], text[m.end() :]
         on_clock = "," not in number and int(number) <= 23  # a whole number a clock can show
-        clock = on_clock and not _LENGTH_AFTER.match(after)
-        clock = clock and bool(_CLOCK_BEFORE.search(before) or _CLOCK_AFTER.match(after))
-        length = not on_clock or bool(_LENGTH_BEFORE.search(before) or _LENGTH_AFTER.match(after))
+        length_word = bool(_LENGTH_BEFORE.search(before) or _LENGTH_AFTER.match(after))  # plus de 3 h: not "de 3 h"
+        clock = on_clock and not length_word and bool(_CLOCK_BEFORE.search(before) or _CLOCK_AFTER.match(after))
+        length = not on_clock or length_word
         if not clock and (length or (space and not minutes)):
             hours = number.replace(",", ".")
             out = f"{hours} hour" + ("" if hours == "1" else "s")

@@ -58,6 +58,8 @@ from tests.fixtures.real_text import CASES, LONG_LINE, check
         ("Comptez 1 h 30 de route.", "duration", "1 h 30", "1 hour 30 minutes"),
         ("Il est arrivé à 3 h de retard.", "duration", "3 h", "3 hours"),
         ("Il est parti il y a 3 h.", "duration", "3 h", "3 hours"),
+        ("Il a attendu plus de 3 h.", "duration", "3 h", "3 hours"),
+        ("Ouvert à partir de 9 h.", "time", "9 h", "9:00"),
         ("Le loyer est de 800 €/mois.", "amount", "800 €/mois", "€800 a month"),
         ("Le prix est de 3,50 €/kg.", "amount", "3,50 €/kg", "€3.50 per kg"),
         ("La 11e édition a eu lieu.", "ordinal", "11e", "11th"),
