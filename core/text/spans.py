@@ -108,6 +108,30 @@ def _hours(text: str) -> Iterable[tuple[str, int, int, str | None]]:
             yield "time", m.start(), m.end(), None  # written as the time kind's are (`_render`: 9:00)
 
 
+# Minutes and seconds abbreviated (15 mn, 45 min, 3 min 20, 30 sec): the model wrote "County 15 mn of market" and
+# "3 minus 20"; written out in English (15 minutes, 3 minutes 20 seconds).
+_MINUTES = re.compile(
+    rf"(?<![\w,./:@#-])(\d{{1,3}}(?:,\d+)?){_SP}?(mn|mins?|sec|secs)\.?"
+    rf"(?:{_SP}?([0-5]?\d)(?:{_SP}?(?:s|sec|secs)\b\.?)?)?(?![\w/])"
+)
+
+
+def _minutes(text: str) -> Iterable[tuple[str, int, int, str]]:
+    """("duration", start, end, English) for each number of minutes or seconds written short: 15 mn → 15 minutes,
+    1 min → 1 minute, 1,5 min → 1.5 minutes, 3 min 20 → 3 minutes 20 seconds, 30 sec → 30 seconds."""
+    for m in _MINUTES.finditer(text):
+        number, unit, seconds = m.groups()
+        if seconds and unit.startswith("s"):
+            continue  # "30 sec 20" is no length anyone writes
+        value = number.replace(",", ".")
+        noun = "second" if unit.startswith("s") else "minute"
+        out = f"{value} {noun}" + ("" if value == "1" else "s")
+        if seconds:
+            out += f" {int(seconds)} second" + ("" if int(seconds) == 1 else "s")
+        end = m.end() - (1 if m.group().endswith(".") and not seconds else 0)  # the sentence's full stop stays
+        yield "duration", m.start(), end, out
+
+
 # An ordinal: the model wrote "3e étage" as "3th floor", "1er de la course" as "1 of the race", and dropped the
 # century of "Au XIXe siècle" (written as one span with it: "19th century").
 _ORDINAL_SUFFIX = r"(?i:ers?|res?|ères?|èmes?|emes?|es?|nde?s?|ᵉʳ|ʳᵉ|ᵉ)"
@@ -220,6 +244,7 @@ _PATTERNS: list[tuple[str, re.Pattern]] = [
     ),
     ("date", re.compile(r"(?<![\d/.-])(?:\d{4}-\d{1,2}-\d{1,2}|\d{1,2}[/.]\d{1,2}[/.]\d{2,4})(?![\d/.-]*\d)")),
     ("hours", _HOURS),  # `_hours`: 48 h, pendant 3 h, à 9 h, 24h/24 — a length of time or a clock time by its context
+    ("minutes", _MINUTES),  # `_minutes`: 15 mn, 3 min 20, 30 sec — lengths of time
     ("time", re.compile(rf"(?<![\d,.])(?:[01]?\d|2[0-3])(?:{_SP}?h{_SP}?[0-5]\d|:[0-5]\d|h(?![\w]))(?!\d)")),  # 10h too
     # a temperature or an angle, a sign and a single digit included: -5 °C
     ("measure", re.compile(rf"(?<![\w,.])[-−+]?\d+(?:[,.]\d+)?{_SP}?°[CF]?(?![\w])")),
@@ -364,6 +389,9 @@ def _pattern_spans(text: str) -> Iterable[tuple[str, int, int, str | None]]:
     for kind, pattern in _PATTERNS:
         if kind == "hours":
             yield from _hours(text)
+            continue
+        if kind == "minutes":
+            yield from _minutes(text)
             continue
         for m in pattern.finditer(text):
             yield kind, m.start(), m.end(), None
