@@ -191,9 +191,10 @@ def _copy_pattern(span: Span) -> re.Pattern:
         forms = sorted({span.original, strip_accents(span.original)}, key=len, reverse=True)
         return re.compile(rf"(?<![\w'’-])(?:{'|'.join(map(re.escape, forms))})(?![\w'’-])")
     # A number as the source wrote it or the English way (1 000,5 or 1,000.5), not inside a longer one;
-    # an English plural after it is fine (les années 1990 → the 1990s).
+    # an English plural after it is fine (les années 1990 → the 1990s), and so is an abbreviation's point before it
+    # (n°45 → No.45: a point after a digit, 3.45, is a longer number).
     forms = sorted({span.original, span.output}, key=len, reverse=True)
-    return re.compile(rf"(?<![\w,.])(?:{'|'.join(map(re.escape, forms))})(?:(?=s(?!\w))|(?!\w|[,.]\d))")
+    return re.compile(rf"(?<!\w)(?<!\d[,.])(?:{'|'.join(map(re.escape, forms))})(?:(?=s(?!\w))|(?!\w|[,.]\d))")
 
 
 def restore(translation: str, protected: Protected, strays: Iterable[str] = ()) -> Restored:

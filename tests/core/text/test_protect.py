@@ -157,6 +157,14 @@ def test_a_copied_number_is_lost_when_the_model_garbles_it():
     assert restore("In the 1990st and 60.", decades).lost == decades.spans[:1]
 
 
+def test_a_number_after_an_abbreviations_point_is_copied_and_after_a_digits_point_is_not():
+    protected = protect("Lot n°45 : 12 sacs.", find_spans("Lot n°45 : 12 sacs."))
+    # the model's No.45: 45 is there, not lost (nor put back twice)
+    restored = restore("Lot No.45: 12 bags.", protected)
+    assert restored.text == "Lot No.45: 12 bags." and not restored.lost
+    assert [s.original for s in restore("Lot 3.45: 12 bags.", protected).lost] == ["45"]  # 3.45 is another number
+
+
 def test_each_copy_of_a_number_claims_its_own_occurrence():
     text = "En 2009 et en 2009."
     protected = protect(text, find_spans(text))
