@@ -203,7 +203,7 @@ def missing_numbers(source: str, output: str) -> str | None:
     missing = []
     for run in _NUMBER_RUN.findall(source):
         digits = re.sub(r"\D", "", run)
-        if digits in found:
+        if digits in found or _found_in_parts(run, found):
             continue
         if int(digits) <= 12 and (_NUMBER_WORDS[int(digits)] in words or _NUMBER_WORDS[12 + int(digits)] in words):
             continue
@@ -213,6 +213,19 @@ def missing_numbers(source: str, output: str) -> str | None:
     if not missing:
         return None
     return f"the number(s) {', '.join(map(repr, missing))} are missing from the translation"
+
+
+def _found_in_parts(run: str, found: set[str]) -> bool:
+    """Whether a run of groups is in the output as numbers of consecutive groups, each found: "2024 12 500" in "In
+    2024, 12,500 workers" (the source's two numbers read as one run)."""
+    groups = [re.sub(r"\D", "", g) for g in re.split(r"[ \u00a0\u202f]", run)]
+    i = 0
+    while i < len(groups):
+        j = next((j for j in range(len(groups), i, -1) if "".join(groups[i:j]) in found), None)
+        if j is None:
+            return False
+        i = j
+    return len(groups) > 1
 
 
 def empty_output(source: str, output: str) -> str | None:

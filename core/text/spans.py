@@ -5,9 +5,10 @@
 
 Kinds, earlier winning where they overlap: glossary terms, inline code, Markdown links, inline elements,
 other markup, URLs, e-mail addresses, paths and file names, hashtags and tickets' numbers (#4521), phone
-numbers, amounts with their currency (either side: 12,50 €, €12,50, 3,5 millions d'euros), dates (in
-digits, or with a month name), times, versions (2.3.1, v1.2), numbers, words holding a character outside
-the model's vocabulary, and names.
+numbers, identifiers in groups of digits (SIRET 123 456 789 00012), amounts with their currency (either side:
+12,50 €, €12,50, 3,5 millions d'euros), dates (in digits, or with a month name), lengths of time (48 h, 15 mn),
+times, versions (2.3.1, v1.2), ordinals, numbers, words holding a character outside the model's vocabulary, and
+names.
 A thing is one span however many numbers it holds: a phone number's five groups are one, so the
 model never sees five placeholders where the user wrote one thing.
 """
@@ -23,8 +24,8 @@ from dataclasses import dataclass
 class Span:
     """One protected piece of the source."""
 
-    kind: str  # term, code, link, element, markup, url, email, path, tag, phone, amount, date, duration, time, version,
-    # ordinal, number, unknown, name
+    kind: str  # term, code, link, element, markup, url, email, path, tag, phone, identifier, amount, date, duration, time,
+    # version, ordinal, number, unknown, name
     start: int  # where it is in the text given to protect()
     end: int
     original: str  # the source text
@@ -106,6 +107,28 @@ def _hours(text: str) -> Iterable[tuple[str, int, int, str | None]]:
             yield "duration", m.start(), m.end(), out + (f" {int(minutes)} minutes" if minutes else "")
         elif on_clock:
             yield "time", m.start(), m.end(), None  # written as the time kind's are (`_render`: 9:00)
+
+
+# An identifier written in groups of digits (SIRET 123 456 789 00012, a social security number 1 85 05 78 006 084 36,
+# an IBAN's 3000 6000 0112): three or more groups that are no number grouped in thousands. The number kind took its
+# first groups for one (123,456,789) and the model put the rest elsewhere ("00012 123,456,789").
+_GROUPS = re.compile(r"(?<![\w,.+])(?:[A-Z]{2}\d{2}[ \u00a0])?\d{1,5}(?:[ \u00a0]\d{1,5}){2,}(?![\w]|[,.]\d)")  # FR76 …
+
+
+def _identifiers(text: str) -> Iterable[tuple[str, int, int, str]]:
+    """("identifier", start, end, as written) for each run of digit groups that is not one number (1 000 000 is) nor
+    a year before one (En 2024 12 500 salariés)."""
+    for m in _GROUPS.finditer(text):
+        groups = m.group().split()
+        if groups[0][0].isdigit() and (
+            _thousands(groups) or re.fullmatch(r"1\d{3}|20\d\d", groups[0]) and _thousands(groups[1:])
+        ):
+            continue
+        yield "identifier", m.start(), m.end(), m.group()
+
+
+def _thousands(groups: list[str]) -> bool:
+    return len(groups[0]) <= 3 and all(len(g) == 3 for g in groups[1:])
 
 
 # Minutes and seconds abbreviated (15 mn, 45 min, 3 min 20, 30 sec): the model wrote "County 15 mn of market" and
@@ -225,6 +248,7 @@ _PATTERNS: list[tuple[str, re.Pattern]] = [
             r"|(?<![\w+])0[ \u00a0]?[89]\d\d(?:[ \u00a0]?\d{3}){2}(?![\w])"  # 0 800 123 456
         ),
     ),
+    ("identifier", _GROUPS),  # `_identifiers`: digit groups that are no number (SIRET 123 456 789 00012)
     (
         "amount",
         re.compile(
@@ -392,6 +416,9 @@ def _pattern_spans(text: str) -> Iterable[tuple[str, int, int, str | None]]:
             continue
         if kind == "minutes":
             yield from _minutes(text)
+            continue
+        if kind == "identifier":
+            yield from _identifiers(text)
             continue
         for m in pattern.finditer(text):
             yield kind, m.start(), m.end(), None

@@ -57,6 +57,9 @@ from tests.fixtures.real_text import CASES, LONG_LINE, check
         ("Cuire 1,5 h.", "duration", "1,5 h", "1.5 hours"),
         ("Comptez 1 h 30 de route.", "duration", "1 h 30", "1 hour 30 minutes"),
         ("Il est arrivé à 3 h de retard.", "duration", "3 h", "3 hours"),
+        ("SIRET : 123 456 789 00012", "identifier", "123 456 789 00012", None),
+        ("Mon IBAN : FR76 3000 6000 0112 3456 7890 189.", "identifier", "FR76 3000 6000 0112 3456 7890 189", None),
+        ("N° de sécu : 1 85 05 78 006 084 36.", "identifier", "1 85 05 78 006 084 36", None),
         ("Comptez 15 mn de marche.", "duration", "15 mn", "15 minutes"),
         ("Le trajet dure 45 min.", "duration", "45 min", "45 minutes"),
         ("Il a mis 1 min.", "duration", "1 min", "1 minute"),
@@ -108,6 +111,14 @@ def test_round_the_clock_is_two_lengths_of_time_and_hours_inside_a_path_are_not(
         ("duration", "7j/7", "7 days a week"),
     ]
     assert "duration" not in {s.kind for s in find_spans("Voir exemple.fr/48h ici.")}
+
+
+def test_numbers_in_thousands_and_a_year_before_one_are_numbers_not_an_identifier():
+    assert [(s.kind, s.output) for s in find_spans("En 2024 12 500 salariés.")] == [
+        ("number", "2024"),
+        ("number", "12,500"),
+    ]
+    assert [(s.kind, s.output) for s in find_spans("Ils sont 1 000 000.")] == [("number", "1,000,000")]
 
 
 @pytest.mark.parametrize("text", ["Il roule à 25 km/h.", "Prenez 1/2 tasse.", "Lui et/ou elle.", "Il a 3,5 ans."])
@@ -233,6 +244,9 @@ def test_a_number_the_model_garbled_is_named_whatever_was_protected():
     # a number inside a longer one is not the number (the shipped model once wrote 65536 as 6553636)
     assert "'65536'" in missing_numbers("La ville compte 65536 habitants.", "The city has 6553636 inhabitants.")
     assert "'45'" in missing_numbers("Il a 45 ans.", "He is 145 years old.")
+    # two numbers the source writes side by side are found apart, each whole; one of them missing is named
+    assert missing_numbers("En 2024 12 500 salariés.", "In 2024, 12,500 employees.") is None
+    assert "'2024 12 500'" in missing_numbers("En 2024 12 500 salariés.", "In 2024, 12 employees.")
 
 
 def test_the_checks_name_a_loss():
