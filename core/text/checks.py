@@ -13,7 +13,7 @@ Each returns a warning's text (or None), which the pipeline puts on the sentence
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from core.text.accents import strip_accents
 from core.text.case import elided
@@ -191,23 +191,44 @@ _NUMBER_WORDS = (
     "zero one two three four five six seven eight nine ten eleven twelve".split()
     + "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth".split()
 )
+_FRENCH_NUMBER_WORDS = (
+    "zéro un deux trois quatre cinq six sept huit neuf dix onze douze".split()
+    + "premier deuxième troisième quatrième cinquième sixième septième huitième neuvième dixième onzième douzième".split()
+)
+_ONE = {
+    "en": {"a", "an", "one", "once", "single"},
+    "fr": {"un", "une", "première", "premiers", "premières", "seul", "seule"},
+}
 
 
-def missing_numbers(source: str, output: str) -> str | None:
+def missing_numbers(
+    source: str, output: str, target: str = "en", rendered: Iterable[tuple[str, str]] = ()
+) -> str | None:
     """A warning naming the numbers of `source` that `output` does not hold (its digits, however grouped
-    — 1 000, 1,000 — or, up to twelve, its English word), else None: a check that does not depend on what
-    the pipeline protected, so a number the model dropped or garbled (-5 → -55) is seen."""
+    — 1 000, 1,000 — or, up to twelve, its word in the target language), else None: a check that does not depend on
+    what the pipeline protected, so a number the model dropped or garbled (-5 → -55) is seen. `rendered`: (source
+    text, how the pipeline wrote it) of spans written with other digits (2:30 pm → 14 h 30), each found by the digits
+    of what it was written as."""
     found = {re.sub(r"\D", "", m) for m in _NUMBER_RUN.findall(output)}
     found |= set(re.findall(r"\d+", output))
-    words = {w.lower() for w in re.findall(r"[A-Za-z]+", output)}
+    words = {w.lower() for w in re.findall(r"[^\W\d_]+", output)}
+    table = _FRENCH_NUMBER_WORDS if target == "fr" else _NUMBER_WORDS
+    written = [(text, out, [re.sub(r"\D", "", m) for m in _NUMBER_RUN.findall(out)]) for text, out in rendered]
     missing = []
     for run in _NUMBER_RUN.findall(source):
         digits = re.sub(r"\D", "", run)
         if digits in found or _found_in_parts(run, found):
             continue
-        if int(digits) <= 12 and (_NUMBER_WORDS[int(digits)] in words or _NUMBER_WORDS[12 + int(digits)] in words):
+        # 2:30 pm as 14 h 30, 21st century as XXIe siècle (no digits: the words themselves)
+        if any(
+            run in text and (all(d in found for d in runs) if runs else out in output) for text, out, runs in written
+        ):
             continue
-        if int(digits) == 1 and words & {"a", "an", "one", "once", "single"}:
+        if int(digits) <= 12 and (table[int(digits)] in words or table[12 + int(digits)] in words):
+            continue
+        if int(digits) == 1 and words & _ONE.get(target, _ONE["en"]):
+            continue
+        if target == "fr" and int(digits) == 2 and words & {"second", "seconde", "seconds", "secondes"}:
             continue
         missing.append(run)
     if not missing:

@@ -138,8 +138,8 @@ def _prepare(line_no: int, sentence: str, options: TextOptions, model: _Model, s
 
 
 def _worded(text: str, ordinals: list[Span]) -> str:
-    """`text` with each small ordinal left unprotected written as its French word (3e → troisième), which the model
-    translates ("third floor") where it wrote "3e" as "3th"."""
+    """`text` with each small ordinal left unprotected written as its word (3e → troisième; from English, 3rd →
+    third), which the model translates ("third floor") where it wrote "3e" as "3th"."""
     for span in ordinals:
         word = worded_ordinal(span.original)
         text = re.sub(rf"(?<![\w,.]){re.escape(span.original)}(?!\w)", word, text, count=1, flags=re.IGNORECASE)
@@ -211,10 +211,16 @@ def _capital_kept(p: _Prepared, output: str) -> str:
     return output[:i] + first[0].upper() + output[i + 1 :]
 
 
-def _badness(p: _Prepared, output: str, restored: Restored) -> tuple[int, int]:
+def _numbers_written(p: _Prepared, options: TextOptions) -> tuple[str, list[tuple[str, str]]]:
+    """The target language and the spans written with other numbers than the source's (2:30 pm → 14 h 30), for
+    `missing_numbers`."""
+    return options.languages[1], [(s.original, s.output) for s in p.protected.spans if s.output != s.original]
+
+
+def _badness(p: _Prepared, output: str, restored: Restored, options: TextOptions) -> tuple[int, int]:
     """What a hypothesis lost: protected spans, then a number, a clause (far too short) or a word the model wrote
     as a placeholder."""
-    numbers = missing_numbers(p.source, restored.text) is not None
+    numbers = missing_numbers(p.source, restored.text, *_numbers_written(p, options)) is not None
     return len(restored.lost), numbers + (short_output(p.model_input, output) is not None) + len(restored.strays)
 
 
@@ -240,13 +246,13 @@ def _most_complete(p: _Prepared, d: Decoded, options: TextOptions) -> tuple[Deco
     Osaka." → "Go to Osaka to Osaka." / "Make the Kyoto in Osaka."). The decoder traced only its best
     hypothesis, so one taken this way has no attention (its coverage is unknown)."""
     restored = _finish(p, d.text, options)
-    bad = _badness(p, d.text, restored)
+    bad = _badness(p, d.text, restored, options)
     if bad == (0, 0):
         return d, restored
     best = None
     for alt in d.n_best[1:]:
         again = _finish(p, alt.text, options)
-        worse = _badness(p, alt.text, again)
+        worse = _badness(p, alt.text, again, options)
         if worse < bad:
             best, restored, bad = alt, again, worse
             if bad == (0, 0):
@@ -282,7 +288,8 @@ def _checked(prepared: list[_Prepared], sentences: list[SentenceResult], options
                 w
                 for w in (
                     empty_output(p.source, s.text),
-                    None if s.lost else missing_numbers(p.source, s.text),  # a lost span is warned already
+                    # a lost span is warned already
+                    None if s.lost else missing_numbers(p.source, s.text, *_numbers_written(p, options)),
                     short_output(p.model_input, s.model_output),
                     unaligned_runs(p.model_input, links[i], p.placeholders) if i in links else None,
                     missing_names(p.model_input, s.model_output, links[i], options.known, p.placeholders)

@@ -121,12 +121,21 @@ def _edges(text: str, spans: list[Span]) -> tuple[int, int, int]:
 
 def spans_to_protect(sentence: str, options: TextOptions, unknown: Callable[[str], bool] | None = None) -> list[Span]:
     """The spans the pipeline protects in one sentence, as `options` ask: every kind (only glossary terms with
-    protect off), names in a sentence of natural case (a headline capitalises every word). Training with
+    protect off), each in its source language's writing (options.languages), names in a French sentence of natural
+    case (a headline capitalises every word). Training with
     placeholders (core/data/placeholders.py) finds its spans here too, so the model learns the ones it is given."""
     kinds = None if options.protect else ("term",)
-    names = options.protect and options.names and case_shape(sentence) == NATURAL
+    source = options.languages[0]
+    # Names from French only: English names hold words French translates (the United Nations: les Nations unies),
+    # and the en→fr model copies a person's name as it is.
+    names = options.protect and options.names and source == "fr" and case_shape(sentence) == NATURAL
     return find_spans(
-        sentence, terms=options.terms, unknown=unknown if options.protect else None, kinds=kinds, names=names
+        sentence,
+        terms=options.terms,
+        unknown=unknown if options.protect else None,
+        kinds=kinds,
+        names=names,
+        source=source,
     )
 
 

@@ -81,7 +81,17 @@ _LENGTH_BEFORE = re.compile(
     rf"{_SP}*$",
     re.IGNORECASE,
 )
-_LENGTH_AFTER = re.compile(rf"^{_SP}*(?:de{_SP}+[^\W\d]|d['’]|maximum|minimum|max\b|min\b|par\b|chrono)", re.IGNORECASE)
+# A length of time's noun after "de" (3 h de route, 2 h d'attente); "à 7h05 de Paris" is a clock time.
+_LENGTH_NOUNS = (
+    "route|marche|trajet|train|voiture|vol|avion|bus|métro|vélo|bateau|ferry|retard|avance|décalage|écart|attente|"
+    "queue|travail|cours|sommeil|repos|pause|conduite|transport|bouchons?|embouteillages?|entraînement|formation|"
+    "réunion|débat|discussion|film|vidéo|spectacle|concert|match|jeu|navigation|voyage|marathon|course|autoroute|"
+    "ennui|silence|autonomie|batterie|lecture|musique|sport|natation|randonnée|ski|cuisson|préparation|repas|"
+    "garde|service|tournage|enregistrement|audience|grève|panne|coupure"
+)
+_LENGTH_AFTER = re.compile(
+    rf"^{_SP}*(?:(?:de{_SP}+|d['’])(?:{_LENGTH_NOUNS})\b|maximum|minimum|max\b|min\b|par\b|chrono)", re.IGNORECASE
+)
 
 
 def _hours(text: str) -> Iterable[tuple[str, int, int, str | None]]:
@@ -164,6 +174,7 @@ _ORDINAL = re.compile(
 )
 _ROMAN = {"I": 1, "V": 5, "X": 10, "L": 50}
 _CENTURY_NOUNS = {"siècle": "century", "siècles": "centuries", "millénaire": "millennium", "millénaires": "millennia"}
+_ENGLISH_ORDINALS = "first second third fourth fifth sixth seventh eighth ninth tenth".split()
 _FRENCH_ORDINALS = "premier deuxième troisième quatrième cinquième sixième septième huitième neuvième dixième".split()
 
 
@@ -181,8 +192,12 @@ def _render_ordinal(text: str) -> str:
 
 
 def worded_ordinal(text: str) -> str | None:
-    """The French word for a small ordinal the model reads better as one (3e → troisième, 1re → première, 2nd →
-    second, 2es → deuxièmes); None for any other (11e, XIXe siècle: those keep a placeholder)."""
+    """The word for a small ordinal the model reads better as one: French (3e → troisième, 1re → première, 2nd →
+    second, 2es → deuxièmes) or an English source's (3rd → third); None for any other (11e, XIXe siècle, 21st: those
+    keep a placeholder)."""
+    english = re.fullmatch(r"(\d{1,2})(?:st|nd|rd|th)", text)  # an English source's: 3rd → third
+    if english and 1 <= int(english.group(1)) <= 10:
+        return _ENGLISH_ORDINALS[int(english.group(1)) - 1]
     m = re.fullmatch(rf"(\d{{1,2}})({_ORDINAL_SUFFIX})", text)
     if not m or not 1 <= int(m.group(1)) <= 10:
         return None
@@ -205,7 +220,8 @@ _PER_UNITS = {
 _PER = "(?:" + "|".join(re.escape(u) for u in sorted(_PER_UNITS, key=len, reverse=True)) + ")"
 
 
-_PATTERNS: list[tuple[str, re.Pattern]] = [
+# Kinds either language writes alike (markup, URLs, paths, code, phones, identifiers).
+_SHARED: list[tuple[str, re.Pattern]] = [
     ("code", re.compile(r"`[^`\n]+`")),
     ("link", re.compile(r"!?" + MARKDOWN_LINK)),  # an image's link too
     # An inline element whose text holds no further markup: one span, so its closing tag cannot be
@@ -249,6 +265,9 @@ _PATTERNS: list[tuple[str, re.Pattern]] = [
         ),
     ),
     ("identifier", _GROUPS),  # `_identifiers`: digit groups that are no number (SIRET 123 456 789 00012)
+]
+# What French writes its own way: amounts, dates, hours, numbers (1 000,5), ordinals (3e) — written in English.
+_FRENCH: list[tuple[str, re.Pattern]] = [
     (
         "amount",
         re.compile(
@@ -289,6 +308,56 @@ _PATTERNS: list[tuple[str, re.Pattern]] = [
         ),
     ),
 ]
+
+# The same things as English writes them ($1,299.99, March 3, 2025, 2:30 pm, 3rd, 10,000, 3.5), for English sources
+# (en→fr): each written the French way (1 299,99 $, 3 mars 2025, 14 h 30, 3e, 10 000, 3,5). Read with the French
+# patterns, 10,000 became "10.000" and $1,299.99 "$1.299.99" in the French output.
+_NUM_EN = r"(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?"  # 12 | 1,299.99 | 3.5
+_SCALE_EN = r"(?:million|billion|trillion|bn|m|k)"
+_MONTHS_EN = {
+    "January": "janvier", "February": "février", "March": "mars", "April": "avril", "May": "mai", "June": "juin",
+    "July": "juillet", "August": "août", "September": "septembre", "October": "octobre", "November": "novembre",
+    "December": "décembre", "Jan.": "janv.", "Feb.": "févr.", "Aug.": "août", "Sept.": "sept.", "Oct.": "oct.",
+    "Nov.": "nov.", "Dec.": "déc.",
+}  # fmt: skip
+_MONTH_EN = "(?:" + "|".join(re.escape(m) for m in sorted(_MONTHS_EN, key=len, reverse=True)) + ")"
+_ENGLISH: list[tuple[str, re.Pattern]] = [
+    (
+        "amount",
+        re.compile(
+            rf"(?<![\w$€£¥]){_SYMBOL}{_SP}?{_NUM_EN}(?:{_SP}?{_SCALE_EN}(?![\w]))?"
+            rf"|(?<![\w,.]){_NUM_EN}{_SP}?(?:EUR|USD|GBP|CHF|JPY|CAD|€)(?![\w$€£¥])"
+        ),
+    ),
+    (
+        "date",
+        re.compile(
+            rf"(?<![\w])(?:[Oo]n{_SP})?(?:{_MONTH_EN}{_SP}(?:[12]?\d|3[01])(?:st|nd|rd|th)?(?:,?{_SP}\d{{4}})?"
+            rf"|(?:[12]?\d|3[01])(?:st|nd|rd|th)?{_SP}{_MONTH_EN}(?:,?{_SP}\d{{4}})?|{_MONTH_EN}{_SP}\d{{4}})(?![\w])"
+        ),
+    ),
+    ("date", re.compile(r"(?<![\d/.-])(?:\d{4}-\d{1,2}-\d{1,2}|\d{1,2}[/.]\d{1,2}[/.]\d{2,4})(?![\d/.-]*\d)")),
+    (
+        "time",
+        re.compile(
+            r"(?<![\d:.,])(?:(?:1[0-2]|0?[1-9])(?::[0-5]\d)?[ \u00a0]?(?i:[ap]\.m\.|[ap]m)(?![\w])"
+            r"|(?:[01]?\d|2[0-3]):[0-5]\d(?![\d:]))"
+        ),
+    ),
+    ("measure", re.compile(rf"(?<![\w,.])[-−+]?\d+(?:\.\d+)?{_SP}?°[CF]?(?![\w])")),
+    (
+        "version",
+        re.compile(r"(?<![\w.])(?:[vV]\d+(?:\.\d+)*|\d+(?:\.\d+){2,})(?:-?(?:rc|beta|alpha|b|a)\d*)?(?![\w]|\.\d)"),
+    ),
+    (
+        "ordinal",
+        re.compile(
+            r"(?<![\w,.])\d{1,4}(?:st|nd|rd|th)(?:[ \u00a0]+(?:century|centuries|millennium|millennia))?(?![\w])"
+        ),
+    ),
+    ("number", re.compile(r"(?<![\w,.])(?:\d{1,3}(?:,\d{3})+(?!\d)|\d{2,}|\d(?=\.\d))(?:\.\d+)?(?![\w]|[,.]\d)")),
+]
+_PATTERNS = _SHARED + _FRENCH
 _WORD = re.compile(r"\S+")
 # A name: two or more capitalised words in a row (Angela Merkel, Jean-Pierre Raffarin, Dr Balfour Mount).
 _CAP = r"[A-ZÀ-ÖØ-Þ][a-zà-öø-ÿ]+(?:[-'’][A-ZÀ-ÖØ-Þa-zà-öø-ÿ][a-zà-öø-ÿ]*)*"
@@ -372,6 +441,82 @@ def _render_date(text: str) -> str:
     return re.sub(_SP, " ", out)
 
 
+def _french_number(text: str) -> str:
+    """10,000 → 10 000; 3.5 → 3,5; 1,299.99 → 1 299,99 (an English number written the French way)."""
+    whole, _, decimals = text.partition(".")
+    whole = whole.replace(",", " ")
+    return whole + ("," + decimals if decimals else "")
+
+
+_ROMAN_DIGITS = ((1000, "M"), (900, "CM"), (500, "D"), (400, "CD"), (100, "C"), (90, "XC"), (50, "L"), (40, "XL"),
+                 (10, "X"), (9, "IX"), (5, "V"), (4, "IV"), (1, "I"))  # fmt: skip
+_CURRENCY_NAMES = {"$": "dollars", "US$": "dollars américains", "€": "euros", "£": "livres", "EUR": "euros",
+                   "USD": "dollars américains", "GBP": "livres sterling", "CAD": "dollars canadiens", "C$": "dollars canadiens",
+                   "CA$": "dollars canadiens", "CHF": "francs suisses", "JPY": "yens", "¥": "yens"}  # fmt: skip
+_SCALES_FR = {"million": "million", "m": "million", "billion": "milliard", "bn": "milliard", "trillion": "billion"}
+
+
+def _roman(n: int) -> str:
+    out = ""
+    for value, letters in _ROMAN_DIGITS:
+        while n >= value:
+            out, n = out + letters, n - value
+    return out
+
+
+def _render_from_english(kind: str, text: str) -> str:
+    """How a span of an English source is written in French: 2:30 pm → 14 h 30, 10,000 → 10 000, $1,299.99 →
+    1 299,99 $, $3.5 million → 3,5 millions de dollars, March 3, 2025 → 3 mars 2025, 3rd → 3e, 21st century → XXIe
+    siècle; other kinds as written."""
+    if kind == "time":
+        m = re.fullmatch(rf"(\d+)(?::(\d\d))?{_SP}?(?:([aApP])\.?[mM]\.?)?", text)
+        hours, minutes, half = int(m.group(1)), m.group(2), (m.group(3) or "").lower()
+        hours = hours % 12 + (12 if half == "p" else 0) if half else hours
+        return f"{hours} h" + (f" {minutes}" if minutes and minutes != "00" or minutes and not half else "")
+    if kind in ("number", "measure"):
+        number = re.match(r"[-−+]?[\d,.]+", text).group()
+        return _french_number(number) + text[len(number) :]
+    if kind == "ordinal":
+        n = int(re.match(r"\d+", text).group())
+        noun = re.search(r"(century|centuries|millennium|millennia)$", text)
+        if noun:
+            french = {
+                "century": "siècle",
+                "centuries": "siècles",
+                "millennium": "millénaire",
+                "millennia": "millénaires",
+            }
+            return f"{_roman(n)}e {french[noun.group()]}"
+        return "1er" if n == 1 else f"{n}e"
+    if kind == "amount":
+        number = re.search(_NUM_EN, text)
+        value = _french_number(number.group())
+        symbol = re.search(_SYMBOL, text).group()
+        scale = re.search(rf"(?<![\w]){_SCALE_EN}(?![\w])", text[number.end() :])
+        if scale:
+            word = _SCALES_FR[scale.group()] if scale.group() != "k" else None
+            if word is None:  # $5k: five thousand
+                return f"{value} 000 {symbol}" if "," not in value else f"{value} k{symbol}"
+            plural = "s" if float(number.group().replace(",", "")) >= 2 else ""
+            name = _CURRENCY_NAMES.get(symbol, symbol)
+            return f"{value} {word}{plural} " + ("d'" if name[0] in "aeiouy" else "de ") + name
+        return f"{value} {symbol}"
+    if kind == "date":
+        month = re.search(_MONTH_EN, text)
+        if month is None:
+            return text
+        day = re.search(r"(?<![\d])(\d{1,2})(?:st|nd|rd|th)?(?!\d)", text)
+        year = re.search(r"\d{4}", text)
+        parts = ([("1er" if int(day.group(1)) == 1 else str(int(day.group(1))))] if day else []) + [
+            _MONTHS_EN[month.group()]
+        ]
+        on = re.match(r"[Oo]n\W", text)  # on 3 March → le 3 mars: the model wrote "sur 12 mars"
+        return ("Le " if text[0] == "O" else "le ") * bool(on and day) + " ".join(
+            parts + ([year.group()] if year else [])
+        )
+    return text
+
+
 def _render(kind: str, text: str) -> str:
     """How a span is written in English: 14 h 35 → 14:35, 1 000,5 → 1,000.5, 12,50 € → €12.50,
     3 mars → 3 March; other kinds as written."""
@@ -408,8 +553,17 @@ def _names(text: str) -> Iterable[tuple[int, int]]:
             yield m.start() + words[0].start(), m.start() + words[-1].end()
 
 
-def _pattern_spans(text: str) -> Iterable[tuple[str, int, int, str | None]]:
-    """(kind, start, end, output or None for the kind's rendering) of every pattern's matches, in `_PATTERNS`' order."""
+def _pattern_spans(text: str, source: str = "fr") -> Iterable[tuple[str, int, int, str | None]]:
+    """(kind, start, end, output or None for the kind's rendering) of every pattern's matches, in the order of the
+    source language's patterns (French's `_PATTERNS`, or English's)."""
+    if source == "en":
+        for kind, pattern in _SHARED + _ENGLISH:
+            if kind == "identifier":
+                yield from _identifiers(text)
+                continue
+            for m in pattern.finditer(text):
+                yield kind, m.start(), m.end(), _render_from_english(kind, m.group())
+        return
     for kind, pattern in _PATTERNS:
         if kind == "hours":
             yield from _hours(text)
@@ -431,6 +585,7 @@ def find_spans(
     unknown: Callable[[str], bool] | None = None,
     kinds: Iterable[str] | None = None,
     names: bool = False,
+    source: str = "fr",
 ) -> list[Span]:
     """Non-overlapping spans to protect in `text`, in order.
 
@@ -439,6 +594,8 @@ def find_spans(
     kinds: only these kinds (None = all).
     names: also runs of capitalised words (kind "name"); only for a sentence in its natural case (in a
     Title-Cased headline every word is capitalised).
+    source: the text's language, "fr" (spans written in English: 1 000,5 → 1,000.5) or "en" (spans written in French:
+    1,000.5 → 1 000,5, March 3 → 3 mars).
     """
     wanted = None if kinds is None else set(kinds)
     found: list[Span] = []
@@ -456,7 +613,7 @@ def find_spans(
         # the French as given or in its plural (médecin, médecins; travail, travaux is the glossary's to list)
         for m in re.finditer(rf"(?<!\w){re.escape(fr)}[sx]?(?!\w)", text, re.IGNORECASE):
             add("term", m.start(), m.end(), en)
-    for kind, a, b, output in _pattern_spans(text):
+    for kind, a, b, output in _pattern_spans(text, source):
         add(kind, a, b, output)
     if unknown is not None:
         for a, b in _unknown_words(text, unknown):

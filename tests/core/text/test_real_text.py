@@ -21,7 +21,7 @@ from core.text.protect import protect, restore
 from core.text.spans import find_spans, unknown_characters, worded_ordinal
 from core.text.split import clause_spans
 from tests.ci_gate import ROOT
-from tests.fixtures.real_text import CASES, LONG_LINE, check
+from tests.fixtures.real_text import CASES, ENGLISH_CASES, LONG_LINE, check
 
 
 @pytest.mark.parametrize(
@@ -57,6 +57,7 @@ from tests.fixtures.real_text import CASES, LONG_LINE, check
         ("Cuire 1,5 h.", "duration", "1,5 h", "1.5 hours"),
         ("Comptez 1 h 30 de route.", "duration", "1 h 30", "1 hour 30 minutes"),
         ("Il est arrivé à 3 h de retard.", "duration", "3 h", "3 hours"),
+        ("Le vol part à 7h05 de Paris.", "time", "7h05", "7:05"),  # de + a place: no length of time
         ("SIRET : 123 456 789 00012", "identifier", "123 456 789 00012", None),
         ("Mon IBAN : FR76 3000 6000 0112 3456 7890 189.", "identifier", "FR76 3000 6000 0112 3456 7890 189", None),
         ("N° de sécu : 1 85 05 78 006 084 36.", "identifier", "1 85 05 78 006 084 36", None),
@@ -111,6 +112,57 @@ def test_round_the_clock_is_two_lengths_of_time_and_hours_inside_a_path_are_not(
         ("duration", "7j/7", "7 days a week"),
     ]
     assert "duration" not in {s.kind for s in find_spans("Voir exemple.fr/48h ici.")}
+
+
+@pytest.mark.parametrize(
+    "text, kind, original, output",
+    [
+        ("It costs $1,299.99 today.", "amount", "$1,299.99", "1 299,99 $"),
+        ("They raised $3.5 million.", "amount", "$3.5 million", "3,5 millions de dollars"),
+        ("It is €2 billion.", "amount", "€2 billion", "2 milliards d'euros"),
+        ("Pay 20 EUR now.", "amount", "20 EUR", "20 EUR"),
+        ("We have 10,000 units.", "number", "10,000", "10 000"),
+        ("It grew 3.5 times.", "number", "3.5", "3,5"),
+        ("The event is on 12 March 2025.", "date", "on 12 March 2025", "le 12 mars 2025"),
+        ("On March 3, 2025, we met.", "date", "On March 3, 2025", "Le 3 mars 2025"),
+        ("In May 2024 it changed.", "date", "May 2024", "mai 2024"),
+        ("It opens at 9 am.", "time", "9 am", "9 h"),
+        ("It ends at 2:30 PM.", "time", "2:30 PM", "14 h 30"),
+        ("It starts at 12 a.m. sharp.", "time", "12 a.m.", "0 h"),
+        ("The train leaves at 14:05.", "time", "14:05", "14 h 05"),
+        ("He came 11th.", "ordinal", "11th", "11e"),
+        ("He came 1st.", "ordinal", "1st", "1er"),
+        ("The 21st century began.", "ordinal", "21st century", "XXIe siècle"),
+        ("It was -5.5 °C.", "measure", "-5.5 °C", "-5,5 °C"),
+        ("Version 2.4.1 is out.", "version", "2.4.1", None),
+        ("See 12/03/2024 here.", "date", "12/03/2024", None),
+    ],
+)
+def test_an_english_sources_things_are_written_the_french_way(text, kind, original, output):
+    (span,) = find_spans(text, source="en")
+    assert (span.kind, span.original, span.output) == (kind, original, output or original)
+
+
+def test_an_english_sources_small_ordinal_goes_to_the_model_as_its_english_word():
+    assert [worded_ordinal(o) for o in ("1st", "2nd", "3rd", "10th", "11th")] == [
+        "first",
+        "second",
+        "third",
+        "tenth",
+        None,
+    ]
+
+
+def test_english_spans_are_not_read_the_french_way():
+    # read as French, 10,000 was 10 with decimals and $1,299.99 an amount of 1.299 ("$1.299.99" in the output)
+    assert [(s.kind, s.output) for s in find_spans("We sold 10,000 at $1,299.99.")] != [
+        ("number", "10 000"),
+        ("amount", "1 299,99 $"),
+    ]
+    assert [(s.kind, s.output) for s in find_spans("We sold 10,000 at $1,299.99.", source="en")] == [
+        ("number", "10 000"),
+        ("amount", "1 299,99 $"),
+    ]
 
 
 def test_numbers_in_thousands_and_a_year_before_one_are_numbers_not_an_identifier():
@@ -313,6 +365,23 @@ def test_real_text_through_the_shipped_model_loses_nothing_in_silence(results):
     assert [(line, r.text) for line, row, r in rows if not row["caps_kept"]] == []
     kept = sum(row["kept"] for _, row, _ in rows) / sum(row["copies"] for _, row, _ in rows)
     assert kept >= 0.97
+
+
+def test_english_text_through_the_shipped_en_fr_keeps_every_thing_written_the_french_way():
+    """The en→fr model with English spans: every amount, number, date, time and ordinal comes out in French writing,
+    nothing lost or warned about (the French patterns wrote 10,000 as "10.000" and $1,299.99 as "$1.299.99")."""
+    from core.api import translate_text_lines
+    from core.checkpoint import load_model
+    from core.decode.translate import TranslateOptions
+
+    loaded = load_model(str(ROOT / "weights" / "en-fr"))
+    lines = [line for line, _ in ENGLISH_CASES]
+    results = list(translate_text_lines(loaded, lines, TranslateOptions().validate()))
+    missing = [
+        (line, c, r.text) for (line, copies), r in zip(ENGLISH_CASES, results) for c in copies if c not in r.text
+    ]
+    assert missing == []
+    assert [(line, r.warnings) for line, r in zip(lines, results) if r.warnings] == []
 
 
 def test_a_100000_character_line_without_stops_comes_out_whole():
