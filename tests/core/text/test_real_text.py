@@ -3,6 +3,8 @@ and every loss either repaired or warned about (issue: real text)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from core.text.checks import (
@@ -382,6 +384,28 @@ def test_english_text_through_the_shipped_en_fr_keeps_every_thing_written_the_fr
     ]
     assert missing == []
     assert [(line, r.warnings) for line, r in zip(lines, results) if r.warnings] == []
+
+
+@pytest.mark.parametrize(
+    "model, lines",
+    [
+        ("weights/en-fr", ["I live in Chicago.", "She studied at Harvard.", "We drove to Kobe yesterday."]),
+        ("weights/en-fr", ["Hokkaido is cold in winter.", "I read a book about Lincoln."]),
+        ("weights", ["Nous sommes allés à Kobe hier.", "Il a rencontré Lincoln.", "Je vis à Hokkaido."]),
+    ],
+)
+def test_a_name_the_shipped_models_cannot_read_comes_out_as_written(model, lines):
+    """Chicago, Harvard, Kobe, Hokkaido and Lincoln are single pieces neither shipped model learned: unprotected,
+    "I live in Chicago." came out "Je vis à Boston." and "Il a rencontré Lincoln." "He met." (the models'
+    own fault, core/text/spans.py _UNTRAINED): now each is a placeholder and comes out as written."""
+    from core.api import translate_text_lines
+    from core.checkpoint import load_model
+    from core.decode.translate import TranslateOptions
+
+    loaded = load_model(str(ROOT / model))
+    results = translate_text_lines(loaded, lines, TranslateOptions().validate())
+    names = [re.search(r"Chicago|Harvard|Kobe|Hokkaido|Lincoln", line).group() for line in lines]
+    assert [(line, r.text) for line, name, r in zip(lines, names, results) if name not in r.text] == []
 
 
 def test_a_100000_character_line_without_stops_comes_out_whole():
