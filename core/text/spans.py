@@ -321,12 +321,19 @@ _MONTHS_EN = {
     "Nov.": "nov.", "Dec.": "déc.",
 }  # fmt: skip
 _MONTH_EN = "(?:" + "|".join(re.escape(m) for m in sorted(_MONTHS_EN, key=len, reverse=True)) + ")"
+_PER_UNITS_EN = {
+    "month": "par mois", "mo": "par mois", "year": "par an", "yr": "par an", "day": "par jour", "hour": "de l'heure",
+    "hr": "de l'heure", "h": "de l'heure", "week": "par semaine", "night": "la nuit", "person": "par personne",
+    "kg": "le kg", "lb": "la livre",
+}  # fmt: skip
+_PER_EN = "(?:" + "|".join(re.escape(u) for u in sorted(_PER_UNITS_EN, key=len, reverse=True)) + ")"
 _ENGLISH: list[tuple[str, re.Pattern]] = [
     (
         "amount",
         re.compile(
-            rf"(?<![\w$€£¥]){_SYMBOL}{_SP}?{_NUM_EN}(?:{_SP}?{_SCALE_EN}(?![\w]))?"
+            rf"(?:(?<![\w$€£¥]){_SYMBOL}{_SP}?{_NUM_EN}(?:{_SP}?{_SCALE_EN}(?![\w]))?"
             rf"|(?<![\w,.]){_NUM_EN}{_SP}?(?:EUR|USD|GBP|CHF|JPY|CAD|€)(?![\w$€£¥])"
+            rf")(?:{_SP}?/{_SP}?{_PER_EN}(?![\w/]))?",  # $4.99/month: a price per unit
         ),
     ),
     (
@@ -499,6 +506,9 @@ def _render_from_english(kind: str, text: str) -> str:
             return f"{_roman(n)}e {french[noun.group()]}"
         return "1er" if n == 1 else f"{n}e"
     if kind == "amount":
+        per = re.search(rf"{_SP}?/{_SP}?({_PER_EN})$", text)
+        if per:
+            return f"{_render_from_english(kind, text[: per.start()])} {_PER_UNITS_EN[per.group(1)]}"
         number = re.search(_NUM_EN, text)
         value = _french_number(number.group())
         symbol = re.search(_SYMBOL, text).group()

@@ -123,6 +123,7 @@ def test_round_the_clock_is_two_lengths_of_time_and_hours_inside_a_path_are_not(
         ("They raised $3.5 million.", "amount", "$3.5 million", "3,5 millions de dollars"),
         ("It is €2 billion.", "amount", "€2 billion", "2 milliards d'euros"),
         ("Pay 20 EUR now.", "amount", "20 EUR", "20 EUR"),
+        ("Only $4.99/month!", "amount", "$4.99/month", "4,99 $ par mois"),
         ("We have 10,000 units.", "number", "10,000", "10 000"),
         ("It grew 3.5 times.", "number", "3.5", "3,5"),
         ("The event is on 12 March 2025.", "date", "on 12 March 2025", "le 12 mars 2025"),
