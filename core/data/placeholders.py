@@ -58,14 +58,17 @@ def _replaced(text: str, cuts: list[Cut]) -> str:
     return "".join(out) + text[last:]
 
 
-def placeholder_pair(pair: Pair, unknown: Callable[[str], bool] | None = None) -> Pair:
+def placeholder_pair(
+    pair: Pair, unknown: Callable[[str], bool] | None = None, languages: tuple[str, str] = ("fr", "en")
+) -> Pair:
     """`pair` with each protected source span that its target holds replaced on both sides by <ph0>, <ph1>, …;
     the pair itself when it has none. `unknown`: the vocabulary's test for characters it cannot spell (emoji,
-    other scripts are spans too)."""
+    other scripts are spans too). `languages`: the pair's (source, target), whose writing the spans are read in
+    (an English source's $1,299.99 is the French target's 1 299,99 $), as translation reads them."""
     source_cuts: list[Cut] = []
     target_cuts: list[Cut] = []
-    target_spans = find_spans(pair.tgt, unknown=unknown)
-    for span in spans_to_protect(pair.src, TextOptions(), unknown):
+    target_spans = find_spans(pair.tgt, unknown=unknown, source=languages[1])
+    for span in spans_to_protect(pair.src, TextOptions(languages=languages), unknown):
         if len(source_cuts) == len(PLACEHOLDER_TOKENS):
             break
         found = _SCHEME.stands_in(span.kind) and _in_target(
@@ -81,12 +84,17 @@ def placeholder_pair(pair: Pair, unknown: Callable[[str], bool] | None = None) -
 
 
 def with_placeholders(
-    pairs: Sequence[Pair], share: float, seed: int, unknown: Callable[[str], bool] | None = None
+    pairs: Sequence[Pair],
+    share: float,
+    seed: int,
+    unknown: Callable[[str], bool] | None = None,
+    languages: tuple[str, str] = ("fr", "en"),
 ) -> list[Pair]:
     """`pairs` with a `share` of them (drawn by hash) given placeholders (`placeholder_pair`); share 0 changes
     nothing."""
     if share <= 0:
         return list(pairs)
     return [
-        placeholder_pair(p, unknown) if draw(p.src + "\t" + p.tgt, "placeholders", seed) < share else p for p in pairs
+        placeholder_pair(p, unknown, languages) if draw(p.src + "\t" + p.tgt, "placeholders", seed) < share else p
+        for p in pairs
     ]

@@ -254,7 +254,8 @@ def _train_tokenizer(cfg: TrainConfig, splits: list[_Split]) -> Tokenizer:
 def _encode_shard(cfg: TrainConfig, tokenizer: Tokenizer, split: _Split, directory: Path) -> TokenShard:
     bos, eos = tokenizer.sp.bos_id(), tokenizer.sp.eos_id()
     # Placeholders replace their pairs; the case and accent copies are of the pairs as written (<PH0> is no piece).
-    placed = with_placeholders(split.train, cfg.placeholders, cfg.seed, unknown_characters(tokenizer))
+    languages = (cfg.src_lang, cfg.tgt_lang)
+    placed = with_placeholders(split.train, cfg.placeholders, cfg.seed, unknown_characters(tokenizer), languages)
     pairs = placed + augmented(split.train, cfg.noise_case, cfg.noise_accents, cfg.seed)
     src_ids, tgt_ids = [], []
     too_long = ratio = 0

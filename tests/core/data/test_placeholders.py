@@ -35,6 +35,16 @@ def test_a_span_written_back_the_english_way_counts_as_in_the_target():
     assert (p.src, p.tgt) == ("Le train part à <ph0>.", "The train leaves at <ph0>.")
 
 
+def test_an_english_source_pair_reads_its_spans_the_english_way_as_en_fr_translation_does():
+    # en→fr: 2:30 PM is written 14 h 30 and $4.99/month 4,99 $ par mois; read as French, neither was a span
+    p = pair("It ends at 2:30 PM and costs $4.99/month.", "Cela finit à 14 h 30 et coûte 4,99 $ par mois.")
+    placed = placeholder_pair(p, languages=("en", "fr"))
+    assert (placed.src, placed.tgt) == ("It ends at <ph0> and costs <ph1>.", "Cela finit à <ph0> et coûte <ph1>.")
+    assert placeholder_pair(p) is p
+    shares = with_placeholders([p], 1.0, 0, languages=("en", "fr"))
+    assert shares == [placed]
+
+
 def test_what_is_on_one_side_only_or_left_for_the_model_to_copy_stays():
     only_source = pair("Voir https://x.fr ce soir.", "See the site tonight.")
     assert placeholder_pair(only_source) is only_source
