@@ -96,6 +96,7 @@ def _library(compiler: str, flags: tuple[str, ...]) -> ctypes.CDLL | None:
     lib.tt_step.argtypes += [ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p]
     lib.tt_step.restype = ctypes.c_int32
     lib.tt_max_rows.restype = ctypes.c_int32
+    lib.tt_tile.restype = ctypes.c_int32
     lib.tt_many_rows.restype = ctypes.c_int32
     lib.tt_best.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32, ctypes.c_int64, ctypes.c_void_p]
     lib.tt_best.argtypes += [ctypes.c_void_p]
@@ -147,6 +148,7 @@ class _Product(ctypes.Structure):
         ("int8", ctypes.c_int32),
         ("colsum", ctypes.c_void_p),
         ("in4", ctypes.c_int32),
+        ("blocked", ctypes.c_int32),
     ]
 
 
@@ -181,7 +183,7 @@ class _Step(ctypes.Structure):
 
 
 class Weights:
-    """The tensors step.c reads for one model, as ctypes structures: each product's Wᵀ (in × out, contiguous fp32, or
+    """The tensors step.c reads for one model, as ctypes structures: each product's Wᵀ (in × out, fp32 tile by tile, or
     int8 with its scales per output), made once per FusedStep; `bind` adds one sentence's caches."""
 
     def __init__(self, products: dict[str, list], generator, norms: list, final: tuple | None, tables: tuple) -> None:
@@ -214,10 +216,9 @@ class Weights:
         p = _Product()
         if spec[0] == "fp32":
             _, weight_t, bias = spec
-            if not weight_t.is_contiguous():
-                weight_t = weight_t.contiguous()
-            self.keep.append(weight_t)
-            p.wt, p.scale, p.int8 = weight_t.data_ptr(), None, 0
+            blocked = _tile_by_tile(weight_t.detach().float(), self.lib.tt_tile())
+            self.keep.append(blocked)
+            p.wt, p.scale, p.int8, p.blocked = blocked.data_ptr(), None, 0, 1
             p.ld, p.in_, p.out = weight_t.size(1), weight_t.size(0), weight_t.size(1)
         elif spec[0] == "int8":
             _, int_repr, scales, bias = spec
@@ -238,6 +239,16 @@ class Weights:
             p.ld, p.in_, p.out = out, n_in, out
         p.bias, p.factor = self._keep(bias), 1.0
         return p
+
+
+def _tile_by_tile(weight_t: torch.Tensor, tile: int) -> torch.Tensor:
+    """Wᵀ (in, out) as step.c reads an fp32 product's weights (`Product.blocked`): the whole tiles of `tile` outputs one
+    after another, each (in, tile) contiguous, then the last out % tile outputs (in, rest) — one stream of memory per
+    tile where rows of Wᵀ gave a tile's weights in pieces `out` floats apart (2–2.8× slower to read)."""
+    n_in, out = weight_t.shape
+    whole = out // tile * tile
+    tiles = weight_t[:, :whole].reshape(n_in, whole // tile, tile).permute(1, 0, 2).reshape(-1)
+    return torch.cat([tiles, weight_t[:, whole:].reshape(-1)])
 
 
 class Bound:

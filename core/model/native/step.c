@@ -71,6 +71,7 @@ typedef struct {
     int32_t int8; /* 0: fp32; 1: int8 weights times fp32 inputs; 2: int8 weights times the inputs quantized */
     const int32_t *colsum; /* 2: Σ_i W[j][i] per output, for the inputs' zero point */
     int32_t in4;           /* 2: the inputs rounded up to a multiple of 4 (wt: (in4 / 4, out, 4) int8) */
+    int32_t blocked;       /* fp32 only: Wᵀ tile by tile (`wf`), not row by row */
 } Product;
 
 typedef struct {
@@ -91,6 +92,18 @@ typedef struct {
     float *scratch; /* tt_scratch_floats(...) floats */
 } Step;
 
+/* Where Wᵀ[i][j] of an fp32 product is. Row by row (ld floats apart), a tile's weights for one input are TILE floats
+   out of every row, so a one-row product read 2–2.8× slower than from the same weights tile by tile (a 12-layer
+   micro-benchmark on the Zen 4 at AVX2 and AVX-512, bench/README.md): `blocked` lays the outputs' whole tiles one
+   after another, each (in × TILE) contiguous, then the rest (in × rest). */
+static inline const float *wf(const Product *p, int i, int j) {
+    if (!p->blocked) return (const float *)p->wt + (int64_t)i * p->ld + j;
+    const int t = j / TILE, tiles = p->out / TILE;
+    if (t < tiles) return (const float *)p->wt + ((int64_t)t * p->in + i) * TILE + (j - t * TILE);
+    const int rest = p->out - tiles * TILE;
+    return (const float *)p->wt + (int64_t)tiles * p->in * TILE + (int64_t)i * rest + (j - tiles * TILE);
+}
+
 /* y[j0 .. j0 + TILE) = Σ_i x[i] Wᵀ[i][j]: TILE sums in registers, one broadcast x[i] per row of the block; the
    weights fp32 or (int8, a constant where it is inlined) int8 values converted in registers. */
 static inline __attribute__((always_inline)) void tile(const Product *p, const float *x, int j0, float *y,
@@ -99,11 +112,11 @@ static inline __attribute__((always_inline)) void tile(const Product *p, const f
     for (int a = 0; a < NACC; a++) acc[a] = vzero();
     for (int i = 0; i < p->in; i++) {
         const int64_t at = (int64_t)i * p->ld + j0;
-        const float *wf = (const float *)p->wt + at;
+        const float *w32 = int8 ? NULL : wf(p, i, j0);
         const int8_t *w8 = (const int8_t *)p->wt + at;
         vec xi = vset1(x[i]);
 #pragma GCC unroll 16
-        for (int a = 0; a < NACC; a++) acc[a] = vfma(xi, int8 ? vload_i8(w8 + a * VL) : vload(wf + a * VL), acc[a]);
+        for (int a = 0; a < NACC; a++) acc[a] = vfma(xi, int8 ? vload_i8(w8 + a * VL) : vload(w32 + a * VL), acc[a]);
     }
     for (int a = 0; a < NACC; a++) vstore(y + a * VL, acc[a]);
 }
@@ -118,7 +131,7 @@ static void tail(const Product *p, const float *x, int j0, float *y) {
         vec acc = vzero();
         for (int i = 0; i < p->in; i++) {
             const int64_t at = (int64_t)i * p->ld + j;
-            vec w = p->int8 ? vload_i8((const int8_t *)p->wt + at) : vload((const float *)p->wt + at);
+            vec w = p->int8 ? vload_i8((const int8_t *)p->wt + at) : vload(wf(p, i, j));
             acc = vfma(vset1(x[i]), w, acc);
         }
         vstore(y + j - j0, acc);
@@ -127,7 +140,7 @@ static void tail(const Product *p, const float *x, int j0, float *y) {
         float acc = 0.0f;
         for (int i = 0; i < p->in; i++) {
             const int64_t at = (int64_t)i * p->ld + j;
-            acc += x[i] * (p->int8 ? (float)((const int8_t *)p->wt)[at] : ((const float *)p->wt)[at]);
+            acc += x[i] * (p->int8 ? (float)((const int8_t *)p->wt)[at] : *wf(p, i, j));
         }
         y[j - j0] = acc;
     }
@@ -340,10 +353,11 @@ static inline __attribute__((always_inline)) void block_rows(const Product *p, c
         for (int a = 0; a < NACC / 2; a++) acc[r][a] = vzero();
     for (int i = 0; i < p->in; i++) {
         const int64_t at = (int64_t)i * p->ld + j0;
+        const float *w32 = int8 ? NULL : wf(p, i, j0);
         vec w[NACC / 2];
 #pragma GCC unroll 8
         for (int a = 0; a < NACC / 2; a++)
-            w[a] = int8 ? vload_i8((const int8_t *)p->wt + at + a * VL) : vload((const float *)p->wt + at + a * VL);
+            w[a] = int8 ? vload_i8((const int8_t *)p->wt + at + a * VL) : vload(w32 + a * VL);
 #pragma GCC unroll 4
         for (int r = 0; r < rb; r++) {
             vec xi = vset1(x[r * p->in + i]);
@@ -602,6 +616,8 @@ int64_t tt_scratch_floats(int32_t d, int32_t d_ff, int32_t capacity, int32_t src
 }
 
 int32_t tt_max_rows(void) { return MAX_ROWS; }
+/* The outputs of a tile: an fp32 product's weights laid tile by tile (`Product.blocked`) use it. */
+int32_t tt_tile(void) { return TILE; }
 
 /* 1 where a batch's int8 products (more rows than MAX_ROWS) were measured faster here than fbgemm's: AVX-512 with
    VNNI (AMD EPYC Zen 4, bench/README.md); elsewhere they stay on fbgemm, not measured */

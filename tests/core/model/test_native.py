@@ -115,6 +115,21 @@ def test_products_equal_torchs(rows, monkeypatch):
     torch.testing.assert_close(got, fast.int8_rows(x, *int8.packed), rtol=1e-5, atol=1e-5)
 
 
+def test_fp32_weights_are_laid_tile_by_tile_for_the_c_step():
+    """step.c reads an fp32 Wᵀ tile by tile (each tile's (in × TILE) weights in one run of memory, then the rest):
+    the layout `Weights` hands it, element by element, and the flag that tells step.c so."""
+    lib = native.library()
+    tile = lib.tt_tile()
+    w_t = torch.arange(3 * (2 * tile + 5), dtype=torch.float32).view(3, 2 * tile + 5)
+    laid = native._tile_by_tile(w_t, tile)
+    assert laid[tile * 1 + 7] == w_t[1, 7]  # tile 0, input 1, output 7
+    assert laid[3 * tile + 2 * tile + 4] == w_t[2, tile + 4]  # tile 1 starts after tile 0's 3 × TILE
+    assert laid[6 * tile + 1 * 5 + 3] == w_t[1, 2 * tile + 3]  # the rest: (in, 5)
+    assert laid.numel() == w_t.numel()
+    weights = native.Weights({}, ("fp32", w_t, None), [], None, (w_t, w_t))
+    assert weights.generator.blocked == 1 and weights.generator.out == 2 * tile + 5
+
+
 def _int8_linear(n_in: int, n_out: int, seed: int = 0) -> tuple[fast.Int8Linear, torch.nn.Linear]:
     torch.manual_seed(seed)
     linear = torch.nn.Linear(n_in, n_out)
