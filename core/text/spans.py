@@ -220,6 +220,10 @@ _PER_UNITS = {
 _PER = "(?:" + "|".join(re.escape(u) for u in sorted(_PER_UNITS, key=len, reverse=True)) + ")"
 
 
+# 2.3.1, v1.2, 3.11.4-rc1: more than one dot, or a v before it (a French decimal takes a comma; 1.000.000 is a number)
+_VERSION = re.compile(
+    r"(?<![\w.])(?!\d{1,3}(?:\.\d{3})+(?!\w|\.\d))(?:[vV]\d+(?:\.\d+)*|\d+(?:\.\d+){2,})(?:-?(?:rc|beta|alpha|b|a)\d*)?(?![\w]|\.\d)"
+)
 # Kinds either language writes alike (markup, URLs, paths, code, phones, identifiers).
 _SHARED: list[tuple[str, re.Pattern]] = [
     ("code", re.compile(r"`[^`\n]+`")),
@@ -291,13 +295,7 @@ _FRENCH: list[tuple[str, re.Pattern]] = [
     ("time", re.compile(rf"(?<![\d,.])(?:[01]?\d|2[0-3])(?:{_SP}?h{_SP}?[0-5]\d|:[0-5]\d|h(?![\w]))(?!\d)")),  # 10h too
     # a temperature or an angle, a sign and a single digit included: -5 °C
     ("measure", re.compile(rf"(?<![\w,.])[-−+]?\d+(?:[,.]\d+)?{_SP}?°[CF]?(?![\w])")),
-    # 2.3.1, v1.2, 3.11.4-rc1: more than one dot, or a v before it (a French decimal takes a comma)
-    (
-        "version",
-        re.compile(
-            r"(?<![\w.])(?!\d{1,3}(?:\.\d{3})+(?!\w|\.\d))(?:[vV]\d+(?:\.\d+)*|\d+(?:\.\d+){2,})(?:-?(?:rc|beta|alpha|b|a)\d*)?(?![\w]|\.\d)"
-        ),
-    ),
+    ("version", _VERSION),
     # 1er, 2e, 3ème, 1re, 2nd, 1ᵉʳ; a century in Roman numerals (XXIe siècle): written the English way (1st, 3rd, 21st)
     ("ordinal", _ORDINAL),
     (
@@ -352,10 +350,7 @@ _ENGLISH: list[tuple[str, re.Pattern]] = [
         ),
     ),
     ("measure", re.compile(rf"(?<![\w,.])[-−+]?\d+(?:\.\d+)?{_SP}?°[CF]?(?![\w])")),
-    (
-        "version",
-        re.compile(r"(?<![\w.])(?:[vV]\d+(?:\.\d+)*|\d+(?:\.\d+){2,})(?:-?(?:rc|beta|alpha|b|a)\d*)?(?![\w]|\.\d)"),
-    ),
+    ("version", _VERSION),
     (
         "ordinal",
         re.compile(
@@ -638,7 +633,7 @@ def find_spans(
     if unknown is not None:
         for a, b in _unknown_words(text, unknown):
             add("unknown", a, b)
-        for m in _UNTRAINED[source].finditer(text):
+        for m in _UNTRAINED[source].finditer(text) if source in _UNTRAINED else ():
             add("untrained", m.start(), m.end())
     if names:
         for a, b in _names(text):
