@@ -35,6 +35,24 @@ class Span:
 
 
 _SP = r"[ \u00a0\u202f]"  # French writes 1 000 and 14 h 35 with plain or no-break spaces
+
+
+def _one_of(words) -> str:
+    """A pattern matching any of the words, longest first (so "sept." wins over "sept" and "mois" over "m")."""
+    return "(?:" + "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True)) + ")"
+
+
+def _per_unit(units: str) -> str:
+    """The optional "/mois" or "/month" after an amount: a price per unit."""
+    return rf"(?:{_SP}?/{_SP}?{units}(?![\w/]))?"
+
+
+def _split_per(text: str, units: str) -> tuple[str, str] | None:
+    """An amount with a unit after it ("800 €/mois") as the amount and the unit, else None."""
+    per = re.search(rf"{_SP}?/{_SP}?({units})$", text)
+    return (text[: per.start()], per.group(1)) if per else None
+
+
 _NUM = rf"(?:\d{{1,3}}(?:{_SP}\d{{3}})+|\d+)(?:[,.]\d+)?"  # 12 | 12,50 | 1 000 000 | 3.5
 _MONTHS = {
     "janvier": "January", "février": "February", "fevrier": "February", "mars": "March", "avril": "April",
@@ -43,7 +61,7 @@ _MONTHS = {
     "decembre": "December", "janv.": "Jan.", "févr.": "Feb.", "avr.": "Apr.", "juil.": "Jul.",
     "sept.": "Sept.", "oct.": "Oct.", "nov.": "Nov.", "déc.": "Dec.",
 }  # fmt: skip
-_MONTH = "(?:" + "|".join(re.escape(m) for m in sorted(_MONTHS, key=len, reverse=True)) + ")"
+_MONTH = _one_of(_MONTHS)
 # Currencies as symbols or codes (kept as written, before the amount) and as French words (in English).
 _SYMBOL = r"(?:US\$|CA\$|C\$|[€$£¥]|EUR|USD|GBP|CHF|JPY|CAD)"
 _CURRENCY_WORDS = {
@@ -51,7 +69,7 @@ _CURRENCY_WORDS = {
     "livres sterling": "pounds", "franc suisse": "Swiss franc", "francs suisses": "Swiss francs", "yen": "yen",
     "yens": "yen", "centime": "cent", "centimes": "cents",
 }  # fmt: skip
-_CURRENCY_WORD = "(?:" + "|".join(sorted(map(re.escape, _CURRENCY_WORDS), key=len, reverse=True)) + ")"
+_CURRENCY_WORD = _one_of(_CURRENCY_WORDS)
 _SCALES = {"millions": "million", "million": "million", "milliards": "billion", "milliard": "billion",
            "M": "million", "Md": "billion", "Mds": "billion", "k": "thousand", "K": "thousand"}  # fmt: skip
 _SCALE = r"(?:milliards?|millions?|Mds|Md|M|k|K)"
@@ -217,7 +235,7 @@ _PER_UNITS = {
     "heure": "an hour", "semaine": "a week", "nuit": "a night", "personne": "per person", "pers": "per person",
     "kg": "per kg", "m²": "per m²", "m2": "per m²", "litre": "per litre", "l": "per litre",
 }  # fmt: skip
-_PER = "(?:" + "|".join(re.escape(u) for u in sorted(_PER_UNITS, key=len, reverse=True)) + ")"
+_PER = _one_of(_PER_UNITS)
 
 
 # 2.3.1, v1.2, 3.11.4-rc1: more than one dot, or a v before it (a French decimal takes a comma; 1.000.000 is a number)
@@ -278,7 +296,7 @@ _FRENCH: list[tuple[str, re.Pattern]] = [
             rf"(?:(?<![\w$€£¥]){_SYMBOL}{_SP}?{_NUM}(?:{_SP}?{_SCALE}(?![\w]))?"
             rf"|(?<![\w,.]){_NUM}(?:{_SP}?{_SCALE})?{_SP}?{_SYMBOL}(?![\w$€£¥])"
             rf"|(?<![\w,.]){_NUM}{_SP}(?:(?:milliards?|millions?){_SP}(?:d['’]|de{_SP}))?{_CURRENCY_WORD}(?!\w))"
-            rf"(?:{_SP}?/{_SP}?{_PER}(?![\w/]))?",  # 800 €/mois: a price per unit
+            + _per_unit(_PER),  # 800 €/mois: a price per unit
         ),
     ),
     (
@@ -318,20 +336,20 @@ _MONTHS_EN = {
     "December": "décembre", "Jan.": "janv.", "Feb.": "févr.", "Aug.": "août", "Sept.": "sept.", "Oct.": "oct.",
     "Nov.": "nov.", "Dec.": "déc.",
 }  # fmt: skip
-_MONTH_EN = "(?:" + "|".join(re.escape(m) for m in sorted(_MONTHS_EN, key=len, reverse=True)) + ")"
+_MONTH_EN = _one_of(_MONTHS_EN)
 _PER_UNITS_EN = {
     "month": "par mois", "mo": "par mois", "year": "par an", "yr": "par an", "day": "par jour", "hour": "de l'heure",
     "hr": "de l'heure", "h": "de l'heure", "week": "par semaine", "night": "la nuit", "person": "par personne",
     "kg": "le kg", "lb": "la livre",
 }  # fmt: skip
-_PER_EN = "(?:" + "|".join(re.escape(u) for u in sorted(_PER_UNITS_EN, key=len, reverse=True)) + ")"
+_PER_EN = _one_of(_PER_UNITS_EN)
 _ENGLISH: list[tuple[str, re.Pattern]] = [
     (
         "amount",
         re.compile(
             rf"(?:(?<![\w$€£¥]){_SYMBOL}{_SP}?{_NUM_EN}(?:{_SP}?{_SCALE_EN}(?![\w]))?"
             rf"|(?<![\w,.]){_NUM_EN}{_SP}?(?:EUR|USD|GBP|CHF|JPY|CAD|€)(?![\w$€£¥])"
-            rf")(?:{_SP}?/{_SP}?{_PER_EN}(?![\w/]))?",  # $4.99/month: a price per unit
+            r")" + _per_unit(_PER_EN),  # $4.99/month: a price per unit
         ),
     ),
     (
@@ -429,9 +447,9 @@ def _english_number(text: str) -> str:
 def _render_amount(text: str) -> str:
     """12,50 € → €12.50, 3 M€ → €3 million, 20 CHF → CHF 20, 3,5 millions d'euros → 3.5 million euros, 800 €/mois →
     €800 a month."""
-    per = re.search(rf"{_SP}?/{_SP}?({_PER})$", text)
+    per = _split_per(text, _PER)
     if per:
-        return f"{_render_amount(text[: per.start()])} {_PER_UNITS[per.group(1)]}"
+        return f"{_render_amount(per[0])} {_PER_UNITS[per[1]]}"
     number = re.search(_NUM, text)
     value = _english_number(number.group())
     scale = re.search(rf"(?<![\w]){_SCALE}(?![\w])", text[number.end() :])
@@ -501,9 +519,9 @@ def _render_from_english(kind: str, text: str) -> str:
             return f"{_roman(n)}e {french[noun.group()]}"
         return "1er" if n == 1 else f"{n}e"
     if kind == "amount":
-        per = re.search(rf"{_SP}?/{_SP}?({_PER_EN})$", text)
+        per = _split_per(text, _PER_EN)
         if per:
-            return f"{_render_from_english(kind, text[: per.start()])} {_PER_UNITS_EN[per.group(1)]}"
+            return f"{_render_from_english(kind, per[0])} {_PER_UNITS_EN[per[1]]}"
         number = re.search(_NUM_EN, text)
         value = _french_number(number.group())
         symbol = re.search(_SYMBOL, text).group()
