@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import torch
 
 from core.decode.method import EXTRA_LEN
+from core.decode.parts import in_parts
 from core.decode.search import (
     Hypothesis,
     banned_pieces,
@@ -26,6 +27,7 @@ from core.decode.search import (
     drop_rows,
     next_logprobs,
     output_limits,
+    splittable,
 )
 from core.model import native
 from core.model.step import fused_step
@@ -77,10 +79,33 @@ def beam_search(
     has ended), or at its length limit (live beams then finish as they are). Finished hypotheses
     are ranked by log p(Y|X) / lp(Y), lp the GNMT length penalty with |Y| the number of scored pieces.
     n_best=None returns every finished hypothesis. `on_step` (beam_steps uses it) sees sentence
-    0's candidates at every step. `stop`, asked before every step: True raises core.errors.Stopped.
+    0's candidates at every step. `stop`, asked before every step: True raises core.errors.Stopped. A batch is
+    searched in parts at once where torch has threads for them (core.decode.parts).
     """
     if beam_size < 1 or (n_best is not None and not 1 <= n_best <= beam_size):
         raise ValueError(f"need beam_size >= 1 and 1 <= n_best <= beam_size, got {beam_size} and {n_best}")
+    if on_step is None and splittable(model):  # on_step reads sentence 0's candidates: one search
+        return in_parts(
+            lambda rows: _beam_search(model, rows, beam_size, alpha, extra_len, max_output, n_best, min_len, stop),
+            src,
+            model.cfg.pad_id,
+        )
+    return _beam_search(model, src, beam_size, alpha, extra_len, max_output, n_best, min_len, stop, on_step)
+
+
+def _beam_search(
+    model: Transformer,
+    src: torch.Tensor,
+    beam_size: int,
+    alpha: float,
+    extra_len: int,
+    max_output: int | None,
+    n_best: int | None,
+    min_len: int,
+    stop: Callable[[], bool] | None,
+    on_step: Callable[[int, StepCandidates], None] | None = None,
+) -> list[list[Hypothesis]]:
+    """`beam_search` of one batch (every row in one search)."""
     cfg = model.cfg
     b, device = src.size(0), src.device
     limits = output_limits(model, src, max_output, extra_len).tolist()

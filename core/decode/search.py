@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import torch
 
 from core.decode.method import EXTRA_LEN
+from core.decode.parts import in_parts
 from core.errors import ConfigError, Stopped
 from core.model import native
 from core.model.attention import HeadMask
@@ -269,18 +270,29 @@ def greedy(
 
     Finished rows are dropped from the batch (and the cache) as they emit EOS, so the work
     shrinks with the batch. max_output defaults to source length + `extra_len` (within the model's).
-    `min_len` bans EOS for that many steps (benchmarks use it to decode a fixed length).
+    `min_len` bans EOS for that many steps (benchmarks use it to decode a fixed length). A batch is searched in
+    parts at once where torch has threads for them (core.decode.parts).
     """
-    return _pick_loop(
-        model,
-        src,
-        _most_probable,
-        max_output=max_output,
-        extra_len=extra_len,
-        min_len=min_len,
-        head_mask=head_mask,
-        stop=stop,
-    )
+
+    def search(rows: torch.Tensor) -> list[Hypothesis]:
+        return _pick_loop(
+            model,
+            rows,
+            _most_probable,
+            max_output=max_output,
+            extra_len=extra_len,
+            min_len=min_len,
+            head_mask=head_mask,
+            stop=stop,
+        )
+
+    return in_parts(search, src, model.cfg.pad_id) if splittable(model, head_mask) else search(src)
+
+
+def splittable(model: Transformer, head_mask: HeadMask | None = None) -> bool:
+    """Whether a batch's search may run in parts at once (core.decode.parts): the fused step's (no hooks see the
+    rows, nothing is switched off)."""
+    return head_mask is None and fused_step(model) is not None
 
 
 def check_sampling(temperature: float, top_k: int = 0, top_p: float = 1.0) -> None:

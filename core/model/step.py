@@ -107,6 +107,7 @@ class _AbsorbedCross:
 # The largest beam-search cache buffer a FusedStep keeps for the next search (`release`): beam 4 over 64
 # sentences of 20 pieces takes ~110 MB of address space, of which a search touches a tenth to a third.
 SPARE_MAX_BYTES = 256 << 20
+SPARES = 4  # the most buffers a FusedStep keeps: one per part of a batch searched at once (core.decode.parts)
 
 
 class FusedStep:
@@ -137,10 +138,10 @@ class FusedStep:
         self.key = _weights_key(model)
         self.watched: list[nn.Module] = []  # the modules whose hooks would send decoding through them
         self._bias_for: tuple[torch.Tensor, torch.Tensor | None] | None = None
-        # The last beam search's self-attention buffer, for the next one (`release`): fresh memory costs a
-        # page fault for every 4 kB a search writes. Held until a larger one replaces it; taken under a lock,
-        # since another thread may decode with the same model.
-        self._spare: torch.Tensor | None = None
+        # The last searches' self-attention buffers, for the next ones (`release`): fresh memory costs a page
+        # fault for every 4 kB a search writes. Up to SPARES of them (a batch's parts search at once, each with its
+        # own), the largest kept; taken under a lock, since another thread may decode with the same model.
+        self._spares: list[torch.Tensor] = []
         self._spare_lock = threading.Lock()
         # One sentence's step in C (core/model/native): the library and the weights as it reads them, made on the
         # first such step; None where it cannot run (no compiler, TT_NATIVE=0, weights off the CPU).
@@ -204,15 +205,17 @@ class FusedStep:
         )
 
     def _take_spare(self, like: torch.Tensor, numel: int) -> torch.Tensor:
-        """A flat allocation of at least `numel` elements for a search's caches: the last search's when it is
-        free and large enough (taking it empties the slot, so no two searches share it), else new. Fresh memory
-        costs a page fault at every 4 kB first written, and a step writes one position of every (row, head):
-        in batches of 64, greedy's cache writes took 5 % of its time with a new buffer per search."""
+        """A flat allocation of at least `numel` elements for a search's caches: the smallest kept one that is
+        large enough (taken out of the list, so no two searches share it), else new. Fresh memory costs a page
+        fault at every 4 kB first written, and a step writes one position of every (row, head): in batches of
+        64, greedy's cache writes took 5 % of its time with a new buffer per search."""
         with self._spare_lock:
-            spare, self._spare = self._spare, None
-        if spare is None or spare.numel() < numel or spare.dtype != like.dtype or spare.device != like.device:
-            return like.new_empty(numel + numel // 4)  # room for the next, somewhat longer, batch
-        return spare
+            fits = [m for m in self._spares if m.numel() >= numel and m.dtype == like.dtype and m.device == like.device]
+            if fits:
+                spare = min(fits, key=torch.Tensor.numel)
+                self._spares = [m for m in self._spares if m is not spare]
+                return spare
+        return like.new_empty(numel + numel // 4)  # room for the next, somewhat longer, batch
 
     def release(self, state: DecoderState) -> None:
         """The search that made `state` is over: its buffer may serve the next one. Nothing may read
@@ -222,8 +225,7 @@ class FusedStep:
             if memory.numel() * memory.element_size() > SPARE_MAX_BYTES:
                 return  # a long-lived process (tt serve) does not keep a huge batch's buffer
             with self._spare_lock:
-                if self._spare is None or memory.numel() >= self._spare.numel():
-                    self._spare = memory
+                self._spares = sorted([*self._spares, memory], key=torch.Tensor.numel)[-SPARES:]
 
     @property
     def model(self) -> Transformer:

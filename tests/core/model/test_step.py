@@ -387,15 +387,22 @@ def test_a_search_hands_its_cache_memory_to_the_next_and_never_to_two_at_once(mo
         return [h.tokens for h in greedy(model, src)]
 
     first, again = run(), run()
-    assert buffers[0] == buffers[1] and step._spare is not None
+    assert buffers[0] == buffers[1] and len(step._spares) == 1
     assert first == again
     enc = step.encode(src)
     one, two = step.start_state(enc, capacity=4, beam=2), step.start_state(enc, capacity=4, beam=2)
     assert one.spare.data_ptr() != two.spare.data_ptr()
+    kept = {one.spare.data_ptr(), two.spare.data_ptr()}
+    step.release(one)
+    step.release(two)  # two searches at once (a batch's parts) leave two buffers, and the next two take them
+    again = [step.start_state(enc, capacity=4, beam=2) for _ in range(2)]
+    assert {state.spare.data_ptr() for state in again} == kept
+    for state in again:
+        step.release(state)
     monkeypatch.setattr(st, "SPARE_MAX_BYTES", 1024)  # a buffer over the bound is not kept
-    step._spare = None
+    step._spares = []
     run()
-    assert step._spare is None
+    assert step._spares == []
 
 
 def test_the_beams_best_pieces_are_found_block_by_block_as_by_one_top_k():
