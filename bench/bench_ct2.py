@@ -377,28 +377,37 @@ def write_jobs(tmp: Path, spec: dict, method: str, batches: list, limits: list[i
     return jobs
 
 
-def run_alone(ct2_dir: Path, compute_type: str, threads: int, jobs: Path, rounds: int, env: dict[str, str]) -> dict:
+def run_alone(
+    ct2_dir: Path, compute_type: str, threads: int, jobs: Path, rounds: int, env: dict[str, str], workers: int = 1
+) -> dict:
     """bench/ct2_standalone.py's record: CTranslate2 timed in a process of its own, under `env`."""
     script = str(BENCH / "ct2_standalone.py")
-    cmd = [sys.executable, script, str(ct2_dir), compute_type, str(threads), str(jobs), str(rounds)]
+    cmd = [sys.executable, script, str(ct2_dir), compute_type, str(threads), str(jobs), str(rounds), str(workers)]
     run = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
     return json.loads(run.stdout)
 
 
 def ct2_best(tmp: Path, jobs: Path, threads: int, rounds: int) -> dict[str, list[dict]]:
-    """CTranslate2 alone at each of its settings, per compute type: one thread and `threads`, with MKL and without
-    (CT2_USE_MKL). Each record says the setting its process ran under; the best first."""
-    settings = [(t, mkl) for t in sorted({1, threads}) for mkl in ("1", "0")]
+    """CTranslate2 alone at each of its settings, per compute type: one thread and `threads`, and `threads` workers
+    of one thread each taking a batch's parts at once (tt's way at `threads`, core/decode/parts.py), with MKL and
+    without (CT2_USE_MKL). Each record says the setting its process ran under; the best first."""
+    settings = [(t, mkl, 1) for t in sorted({1, threads}) for mkl in ("1", "0")]
+    settings += [(1, mkl, threads) for mkl in ("1", "0")] if threads > 1 else []
     best = {}
     for q in ("float32", "int8"):
-        runs = [run_alone(tmp / q, q, t, jobs, rounds, {**engine_env(), "CT2_USE_MKL": mkl}) for t, mkl in settings]
+        runs = [
+            run_alone(tmp / q, q, t, jobs, rounds, {**engine_env(), "CT2_USE_MKL": mkl}, workers)
+            for t, mkl, workers in settings
+        ]
         best[q] = sorted(runs, key=lambda r: -r["rate"])
     return best
 
 
 def setting(record: dict) -> str:
     """The setting a ct2_standalone.py record ran under, as best_lines prints it."""
-    return f"{record['threads']} thread(s), MKL {'on' if record['mkl'] == '1' else 'off'}"
+    workers = record.get("workers", 1)
+    threads = f"{workers} workers × {record['threads']} thread" if workers > 1 else f"{record['threads']} thread(s)"
+    return f"{threads}, MKL {'on' if record['mkl'] == '1' else 'off'}"
 
 
 def best_lines(best: dict[str, list[dict]], results: dict, n: int) -> list[str]:

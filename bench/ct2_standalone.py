@@ -5,11 +5,15 @@ of each of its rows, and prints its rate beside the bench's CTranslate2 rows (is
 The decoding options are written out here rather than imported from ct2_worker.py, so that one edit cannot move
 both sides of the check.
 
-    python bench/ct2_standalone.py CT2_DIR COMPUTE_TYPE THREADS JOBS.json [ROUNDS]
+    python bench/ct2_standalone.py CT2_DIR COMPUTE_TYPE THREADS JOBS.json [ROUNDS] [WORKERS]
+
+WORKERS > 1: that many of CTranslate2's workers (`inter_threads`), THREADS each, and each batch handed over with
+`max_batch_size` = its size / WORKERS, so its parts run at once — what tt does with a batch's rows at two threads
+(core/decode/parts.py), CTranslate2's way.
 
 JOBS.json: {"method": "greedy" | "beam", "batches": [[[pieces]]], "limits": [int], "eos": piece, "banned": [[piece]]}.
 Prints one JSON line: {"sentences": n, "seconds": best pass, "rate": sentences per second, "threads": THREADS,
-"mkl": CTranslate2's CT2_USE_MKL as this process saw it (null: unset, CTranslate2 decides)}.
+"mkl": CTranslate2's CT2_USE_MKL as this process saw it (null: unset, CTranslate2 decides), "workers": WORKERS}.
 """
 
 from __future__ import annotations
@@ -24,13 +28,14 @@ from pathlib import Path
 def main() -> None:
     ct2_dir, compute_type, threads, jobs_file = sys.argv[1:5]
     rounds = int(sys.argv[5]) if len(sys.argv) > 5 else 2
+    workers = int(sys.argv[6]) if len(sys.argv) > 6 else 1
     jobs = json.loads(Path(jobs_file).read_text(encoding="utf-8"))
     import ctranslate2
 
     if "torch" in sys.modules:
         raise SystemExit("ct2_standalone: torch is loaded in this process")
     translator = ctranslate2.Translator(
-        ct2_dir, device="cpu", intra_threads=int(threads), inter_threads=1, compute_type=compute_type
+        ct2_dir, device="cpu", intra_threads=int(threads), inter_threads=workers, compute_type=compute_type
     )
     beam = 1 if jobs["method"] == "greedy" else 4
     options = dict(
@@ -48,12 +53,13 @@ def main() -> None:
     for _ in range(rounds):
         start = time.perf_counter()
         for batch, limit in zip(batches, limits):
-            results = translator.translate_batch(batch, max_decoding_length=limit, **options)
+            parts = {"max_batch_size": -(-len(batch) // workers)} if workers > 1 else {}
+            results = translator.translate_batch(batch, max_decoding_length=limit, **options, **parts)
             for r in results:  # the best hypothesis by GNMT's ((5 + |Y|) / 6)^0.6, as bench_ct2 ranks them
                 max(range(len(r.hypotheses)), key=lambda j: r.scores[j] / ((5 + len(r.hypotheses[j])) / 6) ** 0.6)
         best = min(best, time.perf_counter() - start)
     n = sum(len(b) for b in batches)
-    setting = {"threads": int(threads), "mkl": os.environ.get("CT2_USE_MKL")}
+    setting = {"threads": int(threads), "mkl": os.environ.get("CT2_USE_MKL"), "workers": workers}
     print(json.dumps({"sentences": n, "seconds": best, "rate": n / best, **setting}))
 
 

@@ -26,19 +26,23 @@ def test_ct2_best_times_every_setting_and_holds_tt_to_the_fastest(tiny_loaded, t
     spec = bench_ct2.decoding_spec(tiny_loaded)
     sentences = ["Je suis étudiant.", "Il fait froid.", "Où est la gare ?"]
     batches = [[tiny_loaded.tokenizer.sp.encode(s)] for s in sentences]
+    batches.append([tiny_loaded.tokenizer.sp.encode(s) for s in sentences])  # a batch the workers split
     jobs = bench_ct2.write_jobs(tmp_path, spec, "greedy", batches, [32] * len(batches))
 
     best = bench_ct2.ct2_best(tmp_path, jobs, threads=2, rounds=1)
 
     for q in ("float32", "int8"):
         # each setting ran, in a process that saw it (the record is the worker's own)
-        assert sorted((r["threads"], r["mkl"]) for r in best[q]) == [(1, "0"), (1, "1"), (2, "0"), (2, "1")]
+        settings = sorted((r["threads"], r["mkl"], r["workers"]) for r in best[q])
+        # one thread, two, and two workers of one thread each (a batch's parts at once, as tt does)
+        assert settings == [(1, "0", 1), (1, "0", 2), (1, "1", 1), (1, "1", 2), (2, "0", 1), (2, "1", 1)]
         rates = [r["rate"] for r in best[q]]
         assert all(r > 0 for r in rates) and rates[0] == max(rates)
-        assert all(r["sentences"] == len(sentences) for r in best[q])
+        assert all(r["sentences"] == 2 * len(sentences) for r in best[q])
 
     results = {"tt fp32 unpacked": (0.5, 0, []), "tt int8": (0.25, 0, [])}
     lines = bench_ct2.best_lines(best, results, len(sentences))
+    assert "2 workers × 1 thread, MKL" in lines[0]
     top_f, top_i = best["float32"][0]["rate"], best["int8"][0]["rate"]
     assert "tt fp32 unpacked 6.0 sent/s / CT2 float32 at its best" in lines[2]
     assert lines[2].endswith(f"= {6.0 / top_f:.2f}x")
