@@ -80,7 +80,7 @@ def beam_search(
     are ranked by log p(Y|X) / lp(Y), lp the GNMT length penalty with |Y| the number of scored pieces.
     n_best=None returns every finished hypothesis. `on_step` (beam_steps uses it) sees sentence
     0's candidates at every step. `stop`, asked before every step: True raises core.errors.Stopped. A batch is
-    searched in parts at once where torch has threads for them (core.decode.parts).
+    searched in parts at once where other processes crowd the cores (core.decode.parts).
     """
     if beam_size < 1 or (n_best is not None and not 1 <= n_best <= beam_size):
         raise ValueError(f"need beam_size >= 1 and 1 <= n_best <= beam_size, got {beam_size} and {n_best}")

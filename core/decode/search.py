@@ -271,7 +271,7 @@ def greedy(
     Finished rows are dropped from the batch (and the cache) as they emit EOS, so the work
     shrinks with the batch. max_output defaults to source length + `extra_len` (within the model's).
     `min_len` bans EOS for that many steps (benchmarks use it to decode a fixed length). A batch is searched in
-    parts at once where torch has threads for them (core.decode.parts).
+    parts at once where other processes crowd the cores (core.decode.parts).
     """
 
     def search(rows: torch.Tensor) -> list[Hypothesis]:
