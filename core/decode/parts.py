@@ -110,19 +110,14 @@ def _machine_busy_s() -> float | None:
     return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
-_OTHERS = _Others()
-
-
-def others_cores() -> float:
-    """Cores other processes kept busy, on average, since the last look (`_Others`)."""
-    return _OTHERS.look()
+_OTHERS = _Others()  # the process's one look at the machine: each verdict covers the window since the last
 
 
 def crowded(threads: int) -> bool:
     """Whether other processes want the cores this search's `threads` threads run on: they kept more than
-    CROWDED_CORES busy beyond the cores torch's threads leave free."""
+    CROWDED_CORES busy (on average, since the last look: `_Others`) beyond the cores torch's threads leave free."""
     free = len(os.sched_getaffinity(0)) - threads if hasattr(os, "sched_getaffinity") else 0
-    return others_cores() > max(0, free) + CROWDED_CORES
+    return _OTHERS.look() > max(0, free) + CROWDED_CORES
 
 
 def _trimmed(src: torch.Tensor, pad_id: int) -> torch.Tensor:
